@@ -1,0 +1,7 @@
+"""Run the command-line tool: python -m mindconverter."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,222 @@
+"""The public Python API: :func:`convert` runs every stage and writes the results.
+
+It raises :class:`~mindconverter.errors.MindConverterError` subclasses and never exits the
+process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+import onnx
+
+from . import checkpoint as ckpt
+from .errors import make_error
+from .ir import build_ir
+from .loading import check_model_path, load_model
+from .mappers.registry import MapperRegistry, default_registry
+from .mapping import MappedNode, map_nodes
+from .naming import module_name
+from .output import AtomicOutputs, check_targets, prepare_folder
+from .preprocess import (
+    TensorSpec,
+    detect_inputs,
+    detect_outputs,
+    fix_input_shapes,
+    parse_shape,
+    remove_initializer_inputs,
+    resolve_input_shapes,
+    select_inputs_outputs,
+    simplify,
+)
+from .render import RenderedModel, UnconvertedSite, render_script
+from .report import converted_rate, op_counts, render_report, weight_map
+from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
+
+ShapeArg = Union[str, Sequence[int]]
+
+
+@dataclass
+class OutputPaths:
+    """Where the four results of one conversion go."""
+
+    script: Path
+    checkpoint: Path
+    report: Path
+    weight_map: Path
+
+    def all(self) -> list[Path]:
+        return [self.script, self.checkpoint, self.report, self.weight_map]
+
+
+@dataclass
+class ConversionResult:
+    """What a conversion produced and how it went."""
+
+    paths: OutputPaths
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    converted_rate: float
+    unconverted: list[UnconvertedSite]
+    operator_counts: dict[str, int]
+    parameter_count: int
+    seconds: float
+    verification: Optional[dict] = None
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def script_path(self) -> Path:
+        return self.paths.script
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.paths.checkpoint
+
+    @property
+    def report_path(self) -> Path:
+        return self.paths.report
+
+    @property
+    def weight_map_path(self) -> Path:
+        return self.paths.weight_map
+
+    @property
+    def fully_converted(self) -> bool:
+        return not self.unconverted
+
+
+def output_paths(model_file: Path, output: Path, report: Optional[Path]) -> OutputPaths:
+    """The result file names for ``model_file`` (``<stem>.py``, ``<stem>.ckpt``, ...)."""
+    stem = module_name(model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name)
+    report_dir = report if report is not None else output
+    return OutputPaths(
+        script=output / f"{stem}.py",
+        checkpoint=output / f"{stem}.ckpt",
+        report=report_dir / f"report_of_{stem}.txt",
+        weight_map=report_dir / f"weight_map_of_{stem}.json",
+    )
+
+
+def _normalise_shapes(shape: Optional[Sequence[ShapeArg]]) -> Optional[list[tuple[int, ...]]]:
+    if shape is None:
+        return None
+    if isinstance(shape, str):
+        shape = shape.split()
+    if shape and all(isinstance(d, int) for d in shape):
+        shape = [shape]
+    result = []
+    for item in shape:
+        if isinstance(item, str):
+            result.append(parse_shape(item))
+        else:
+            result.append(parse_shape(",".join(str(int(d)) for d in item)))
+    return result or None
+
+
+def convert(
+    model_file: Union[str, Path],
+    shape: Optional[Sequence[ShapeArg]] = None,
+    input_nodes: Optional[Sequence[str]] = None,
+    output_nodes: Optional[Sequence[str]] = None,
+    output: Union[str, Path] = "output",
+    report: Optional[Union[str, Path]] = None,
+    *,
+    overwrite: bool = False,
+    strict: bool = False,
+    verify: bool = False,
+    tolerance: float = DEFAULT_TOLERANCE,
+    graph_mode: bool = False,
+    registry: Optional[MapperRegistry] = None,
+    debug: bool = False,
+    log: Optional[Callable[[str], None]] = None,
+) -> ConversionResult:
+    """Convert an ONNX model file into a MindSpore script, checkpoint, report and weight map.
+
+    ``shape`` holds one shape per input (``"1,3,224,224"`` or ``(1, 3, 224, 224)``); it may be
+    omitted when the model's input shapes are static. Raises ``MindConverterError`` subclasses.
+    """
+    started = time.perf_counter()
+    say = log or (lambda message: None)
+    model_path = check_model_path(model_file)
+    shapes = _normalise_shapes(shape)
+    output_dir = prepare_folder(Path(output))
+    report_dir = prepare_folder(Path(report)) if report is not None else output_dir
+    paths = output_paths(model_path, output_dir, report_dir)
+    check_targets(paths.all(), overwrite)
+
+    model = load_model(model_path)
+    model = select_inputs_outputs(model, list(input_nodes or []), list(output_nodes or []))
+    input_specs, output_specs = detect_inputs(model), detect_outputs(model)
+    say("Detected inputs:  " + "; ".join(spec.describe() for spec in input_specs))
+    say("Detected outputs: " + "; ".join(spec.describe() for spec in output_specs))
+    resolved = resolve_input_shapes(input_specs, shapes)
+    reference = None
+    if verify:  # onnxruntime runs the model as the user gave it, before our rewrites
+        reference = onnx.ModelProto()
+        reference.CopyFrom(model)
+    remove_initializer_inputs(model)
+
+    source_initializers = {init.name for init in model.graph.initializer}
+    fix_input_shapes(model, resolved)
+    model, fold_records = simplify(model)
+    graph = build_ir(model, fold_records, source_initializers)
+    del model
+    registry = registry or default_registry()
+    mapped = map_nodes(graph, registry, debug=debug)
+    rendered = render_script(graph, mapped, model_path.name, resolved)
+    if strict and rendered.unconverted:
+        ops = sorted({site.op_type for site in rendered.unconverted})
+        raise make_error("UNSUPPORTED_OPERATORS", f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.")
+
+    input_lines = [f"{spec.name} -> {var}: {_shape_text(graph, spec.name)}" for spec, var in zip(input_specs, rendered.input_names)]
+    output_lines = [f"{name}: {_shape_text(graph, name)}" for name in graph.outputs]
+    verification = None
+    with AtomicOutputs(overwrite=overwrite) as outputs:
+        outputs.write_text(paths.script, rendered.code)
+        outputs.write_with(paths.checkpoint, lambda stream: ckpt.write_checkpoint(
+            stream, ((entry.name, entry.array) for entry in rendered.entries)))
+        if verify:
+            if rendered.unconverted:
+                say("Verification skipped: the script contains unconverted operators.")
+            else:
+                verification = verify_conversion(
+                    reference, graph, outputs.staged_path(paths.script), outputs.staged_path(paths.checkpoint),
+                    tolerance=tolerance, graph_mode=graph_mode,
+                )
+                say(describe(verification))
+        report_text = render_report(
+            graph=graph, mapped=mapped, rendered=rendered, model_name=model_path.name,
+            script_name=paths.script.name, checkpoint_name=paths.checkpoint.name,
+            inputs=input_lines, outputs=output_lines, verification=verification,
+        )
+        outputs.write_text(paths.report, report_text)
+        outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
+        outputs.publish()
+
+    result = ConversionResult(
+        paths=paths,
+        inputs=input_specs,
+        outputs=output_specs,
+        converted_rate=converted_rate(mapped),
+        unconverted=rendered.unconverted,
+        operator_counts={row.op: row.total for row in op_counts(mapped)},
+        parameter_count=len(rendered.entries),
+        seconds=time.perf_counter() - started,
+        verification=verification,
+    )
+    if verification is not None and not verification["ok"]:
+        raise make_error("VERIFY_MISMATCH", describe(verification))
+    return result
+
+
+def _shape_text(graph, name: str) -> str:
+    dtype = graph.dtypes.get(name)
+    shape = graph.shapes.get(name)
+    dims = ", ".join(map(str, shape)) if shape is not None else "?"
+    return f"{dtype.name if dtype is not None else '?'}[{dims}]"
+
+
+__all__ = ["ConversionResult", "MappedNode", "OutputPaths", "RenderedModel", "convert"]

@@ -1,0 +1,151 @@
+"""Command-line interface: ``mindconverter --model_file m.onnx --shape 1,3,224,224``.
+
+Exit codes: 0 success, 1 conversion failed, 2 usage error. Errors print one line with a stable
+code; ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import __version__
+from .errors import MindConverterError, make_error
+
+DESCRIPTION = (
+    "Convert a trained model to MindSpore: an ONNX (.onnx) or frozen TensorFlow (.pb) model becomes a "
+    "readable MindSpore script (class MindSporeModel), a checkpoint with its weights, a conversion "
+    "report and a weight map."
+)
+
+EPILOG = """examples:
+  mindconverter --model_file resnet50.onnx
+  mindconverter --model_file bert.onnx --shape 1,128 1,128 --input_nodes input_ids attention_mask
+  mindconverter --model_file model.onnx --shape 1,3,224,224 --output out --verify
+
+exit codes: 0 converted, 1 conversion failed (or --strict/--verify failed), 2 usage error.
+Error codes and fixes: docs/errors.md."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in our one-line error format (exit code 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        error = make_error("BAD_ARGUMENT", f"{message}.")
+        self.exit(2, f"{error}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to generate docs/cli.md)."""
+    parser = _Parser(
+        prog="mindconverter",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"mindconverter {__version__}")
+    parser.add_argument("--model_file", metavar="FILE", help="the model to convert: .onnx, or a frozen TensorFlow .pb")
+    parser.add_argument(
+        "--shape",
+        nargs="+",
+        metavar="D,D,...",
+        help="input shape(s), one per input, space-separated (e.g. 1,3,224,224). Needed only for dynamic "
+        "dimensions; must agree with the model's static dimensions",
+    )
+    parser.add_argument("--input_nodes", nargs="+", metavar="NAME",
+                        help="input names, in the order construct() takes them (default: the model's inputs)")
+    parser.add_argument("--output_nodes", nargs="+", metavar="NAME",
+                        help="output names (default: the model's outputs); an inner value cuts the graph there")
+    parser.add_argument("--output", default="output", metavar="DIR",
+                        help="folder for the script and checkpoint (default: ./output)")
+    parser.add_argument("--report", metavar="DIR", help="folder for the report and weight map (default: --output)")
+    parser.add_argument("--in_file", metavar="FILE",
+                        help="[deprecated] a PyTorch model script to rewrite by its syntax tree")
+    parser.add_argument("--overwrite", action="store_true", help="replace results that already exist")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail (exit 1, nothing written) when any operator cannot be converted")
+    parser.add_argument("--verify", action="store_true",
+                        help="run the converted model in MindSpore and onnxruntime on random inputs and "
+                        "compare (needs MindSpore); exit 1 on mismatch")
+    parser.add_argument("--tolerance", type=float, default=1e-3, metavar="REL",
+                        help="relative error allowed by --verify (default: 1e-3)")
+    parser.add_argument("--graph_mode", action="store_true", help="run --verify in MindSpore GRAPH_MODE")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return parser
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out a parsed command line; returns the exit code."""
+    if bool(args.model_file) == bool(args.in_file):
+        raise make_error("MISSING_ARGUMENT")
+    if args.in_file:
+        from .ast_path import convert_script
+
+        result = convert_script(args.in_file, args.output, args.report, overwrite=args.overwrite)
+        print(f"Converted script: {result.script_path}")
+        print(f"Report: {result.report_path} (converted rate {result.converted_rate:.2f}%)")
+        return 0
+    from .api import convert
+
+    result = convert(
+        args.model_file,
+        shape=args.shape,
+        input_nodes=args.input_nodes,
+        output_nodes=args.output_nodes,
+        output=args.output,
+        report=args.report,
+        overwrite=args.overwrite,
+        strict=args.strict,
+        verify=args.verify,
+        tolerance=args.tolerance,
+        graph_mode=args.graph_mode,
+        debug=args.debug,
+        log=_log,
+    )
+    total = sum(result.operator_counts.values())
+    print(f"Converted {Path(args.model_file).name} in {result.seconds:.1f}s: "
+          f"{total - len(result.unconverted)}/{total} operators ({result.converted_rate:.2f}%), "
+          f"{result.parameter_count} parameters.")
+    if result.unconverted:
+        kinds = sorted({site.op_type for site in result.unconverted})
+        print(f"WARNING: {len(result.unconverted)} operator(s) not converted ({', '.join(kinds)}); "
+              f"placeholders mark them in the script, see the report.")
+    for label, path in (("Script", result.script_path), ("Checkpoint", result.checkpoint_path),
+                        ("Report", result.report_path), ("Weight map", result.weight_map_path)):
+        print(f"{label + ':':12}{path}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``mindconverter`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except MindConverterError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("Interrupted; nothing was written.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line unless --debug
+        if args.debug:
+            traceback.print_exc()
+        message = " ".join(str(exc).split())[:300]
+        print(f"[InternalError] code 9000000: {type(exc).__name__}: {message} "
+              f"Rerun with --debug and report the model.", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

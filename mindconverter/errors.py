@@ -1,0 +1,261 @@
+"""Error classes and the table of stable error codes.
+
+Every failure the tool reports is a :class:`MindConverterError` carrying one entry of
+``ERROR_CODES``. Its one-line form is ``[ClassName] code NNNNNNN: what is wrong. What to do.``
+``docs/errors.md`` is generated from ``ERROR_CODES`` (``python tools/gen_docs.py``) and a test
+checks the two agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One documented error: number, error class name, cause and fix."""
+
+    number: int
+    category: str
+    cause: str
+    fix: str
+
+
+# The numbering groups errors by category; numbers are never reused or renumbered.
+ERROR_CODES: dict[str, ErrorCode] = {
+    # --- 1000xxx: reading the model file -------------------------------------------------
+    "FILE_NOT_FOUND": ErrorCode(
+        1000001, "ModelLoadingError", "The model file does not exist.", "Check the path given to --model_file."
+    ),
+    "FILE_IS_DIRECTORY": ErrorCode(
+        1000002, "ModelLoadingError", "The model path is a directory.", "Pass the .onnx or .pb file itself."
+    ),
+    "FILE_EMPTY": ErrorCode(
+        1000003, "ModelLoadingError", "The model file is empty.", "Export or download the model again."
+    ),
+    "FILE_CORRUPT": ErrorCode(
+        1000004,
+        "ModelLoadingError",
+        "The file cannot be parsed as an ONNX model (truncated, corrupt or another format).",
+        "Export the model again; check the download finished.",
+    ),
+    "UNKNOWN_SUFFIX": ErrorCode(
+        1000005,
+        "ModelLoadingError",
+        "The file suffix is neither .onnx nor .pb.",
+        "Rename the file to its format's suffix or export to ONNX.",
+    ),
+    "EXTERNAL_DATA_MISSING": ErrorCode(
+        1000006,
+        "ModelLoadingError",
+        "A tensor stored in an external data file cannot be read.",
+        "Keep the external data files next to the .onnx file, as the exporter wrote them.",
+    ),
+    "OPSET_UNSUPPORTED": ErrorCode(
+        1000007,
+        "ModelLoadingError",
+        "The model's ONNX opset is outside the supported range.",
+        "Re-export with an opset between 7 and the newest the installed onnx package knows.",
+    ),
+    "INVALID_GRAPH": ErrorCode(
+        1000008,
+        "ModelLoadingError",
+        "The graph is malformed (cycle, undefined input, empty graph, bad tensor).",
+        "Validate the model with onnx.checker and export it again.",
+    ),
+    "TF_STACK_MISSING": ErrorCode(
+        1000009,
+        "ModelLoadingError",
+        "Converting a .pb needs TensorFlow and tf2onnx, which are not installed.",
+        "Install the extra: pip install 'mindconverter[tf]'.",
+    ),
+    "NOT_A_GRAPHDEF": ErrorCode(
+        1000010,
+        "ModelLoadingError",
+        "The .pb file is not a frozen TensorFlow GraphDef.",
+        "Freeze the model to a GraphDef (see docs/tensorflow.md).",
+    ),
+    "ABSURD_DIMENSION": ErrorCode(
+        1000011,
+        "ModelLoadingError",
+        "The model declares a tensor dimension that is negative or impossibly large.",
+        "Check the export; give real sizes with --shape.",
+    ),
+    # --- 2000xxx: command-line usage (exit code 2) -------------------------------------------
+    "BAD_SHAPE": ErrorCode(
+        2000001,
+        "ArgumentError",
+        "A --shape value is not a comma-separated list of positive integers.",
+        "Write shapes like --shape 1,3,224,224 (one per input, space-separated).",
+    ),
+    "SHAPE_CONFLICT": ErrorCode(
+        2000002,
+        "ArgumentError",
+        "A --shape value disagrees with a static dimension or the rank the model declares.",
+        "Use the model's static sizes; only dynamic dimensions may be chosen.",
+    ),
+    "SHAPE_COUNT": ErrorCode(
+        2000003,
+        "ArgumentError",
+        "The number of --shape values does not match the number of inputs.",
+        "Give one shape per input, in the order of the inputs (or of --input_nodes).",
+    ),
+    "SHAPE_REQUIRED": ErrorCode(
+        2000004,
+        "ArgumentError",
+        "An input has dynamic dimensions and no --shape was given for it.",
+        "Give concrete sizes with --shape.",
+    ),
+    "UNKNOWN_NODE": ErrorCode(
+        2000005,
+        "ArgumentError",
+        "A name in --input_nodes or --output_nodes is not in the model.",
+        "Use one of the names the message lists.",
+    ),
+    "DUPLICATE_NODE": ErrorCode(
+        2000006,
+        "ArgumentError",
+        "A name appears twice in --input_nodes or --output_nodes.",
+        "List each name once.",
+    ),
+    "MISSING_ARGUMENT": ErrorCode(
+        2000007,
+        "ArgumentError",
+        "Neither --model_file nor --in_file was given, or both were.",
+        "Give exactly one of --model_file or --in_file.",
+    ),
+    "BAD_ARGUMENT": ErrorCode(
+        2000008,
+        "ArgumentError",
+        "An argument has an invalid value.",
+        "See mindconverter --help.",
+    ),
+    # --- 3000xxx: writing results ------------------------------------------------------------
+    "OUTPUT_EXISTS": ErrorCode(
+        3000001,
+        "OutputError",
+        "An output file already exists.",
+        "Choose another --output/--report folder or pass --overwrite.",
+    ),
+    "OUTPUT_NOT_WRITABLE": ErrorCode(
+        3000002,
+        "OutputError",
+        "The output or report folder cannot be created or written.",
+        "Choose a folder you can write to.",
+    ),
+    "OUTPUT_IS_FILE": ErrorCode(
+        3000003,
+        "OutputError",
+        "The --output or --report path is an existing file, not a folder.",
+        "Give a folder path.",
+    ),
+    # --- 4000xxx: conversion --------------------------------------------------------------------
+    "UNSUPPORTED_OPERATORS": ErrorCode(
+        4000001,
+        "ConversionError",
+        "Operators could not be converted and --strict was given.",
+        "See the report; register a custom mapper (docs/adding_a_mapper.md) or drop --strict.",
+    ),
+    "SHAPE_INFERENCE_FAILED": ErrorCode(
+        4000002,
+        "ConversionError",
+        "Shapes or types could not be inferred for the graph.",
+        "Check --shape; run onnx.shape_inference on the model to see the failing node.",
+    ),
+    "MAPPING_FAILED": ErrorCode(
+        4000003,
+        "ConversionError",
+        "A mapper raised an internal error.",
+        "Report it with the model; rerun with --debug for the traceback.",
+    ),
+    # --- 5000xxx: verification --------------------------------------------------------------------
+    "VERIFY_MISMATCH": ErrorCode(
+        5000001,
+        "VerificationError",
+        "MindSpore's outputs differ from onnxruntime's beyond the tolerance.",
+        "See the per-output errors in the report; please report the model.",
+    ),
+    "MINDSPORE_MISSING": ErrorCode(
+        5000002,
+        "VerificationError",
+        "--verify needs MindSpore, which is not installed.",
+        "Install it: pip install 'mindconverter[mindspore]'.",
+    ),
+    "VERIFY_FAILED": ErrorCode(
+        5000003,
+        "VerificationError",
+        "The converted model or onnxruntime failed to run during verification.",
+        "Rerun with --debug; the generated script may need a hand fix at the reported line.",
+    ),
+    # --- 6000xxx: the deprecated AST path ---------------------------------------------------------
+    "SCRIPT_UNREADABLE": ErrorCode(
+        6000001,
+        "ScriptConversionError",
+        "The --in_file script cannot be read or is not valid Python.",
+        "Pass a PyTorch model script that Python can parse.",
+    ),
+}
+
+
+class MindConverterError(Exception):
+    """Base class: a failure with a stable code, printed as one line."""
+
+    exit_code = 1
+
+    def __init__(self, key: str, detail: str = ""):
+        self.key = key
+        self.error_code = ERROR_CODES[key]
+        self.detail = detail or self.error_code.cause
+        super().__init__(str(self))
+
+    @property
+    def code(self) -> int:
+        return self.error_code.number
+
+    def __str__(self) -> str:
+        detail = " ".join(self.detail.split())
+        return f"[{self.error_code.category}] code {self.code}: {detail} {self.error_code.fix}"
+
+
+class ModelLoadingError(MindConverterError):
+    """The model file is missing, unreadable or malformed."""
+
+
+class ArgumentError(MindConverterError):
+    """A command-line or API argument is wrong (exit code 2)."""
+
+    exit_code = 2
+
+
+class OutputError(MindConverterError):
+    """Results cannot be written where asked."""
+
+
+class ConversionError(MindConverterError):
+    """The conversion itself failed."""
+
+
+class VerificationError(MindConverterError):
+    """The converted model does not match or cannot be run."""
+
+
+class ScriptConversionError(MindConverterError):
+    """The deprecated AST path failed on its input script."""
+
+
+_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        ModelLoadingError,
+        ArgumentError,
+        OutputError,
+        ConversionError,
+        VerificationError,
+        ScriptConversionError,
+    )
+}
+
+
+def make_error(key: str, detail: str = "") -> MindConverterError:
+    """Build the error of the right class for ``key``."""
+    return _CLASSES[ERROR_CODES[key].category](key, detail)

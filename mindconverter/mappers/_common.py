@@ -1,0 +1,85 @@
+"""Helpers shared by several mapper modules (not mappers themselves)."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .base import Call, Const, Input, Lit, NodeContext, Unsupported
+
+
+def compact(values: Sequence[int]):
+    """``(3, 3)`` -> ``3``; unequal values stay a tuple (how a person writes kernel sizes)."""
+    values = tuple(int(v) for v in values)
+    return values[0] if values and all(v == values[0] for v in values) else values
+
+
+def spatial_pads(ctx: NodeContext, spatial_in: Sequence[int], kernel: Sequence[int],
+                 strides: Sequence[int], dilations: Sequence[int]) -> tuple[list[int], list[int]]:
+    """ONNX pads (begin, end per spatial axis) honouring ``auto_pad``."""
+    rank = len(kernel)
+    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for size, k, s, d in zip(spatial_in, kernel, strides, dilations):
+            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
+            small = total // 2
+            begin.append(small if auto_pad == "SAME_UPPER" else total - small)
+            end.append(total - small if auto_pad == "SAME_UPPER" else small)
+        return begin, end
+    if auto_pad == "VALID":
+        return [0] * rank, [0] * rank
+    pads = list(ctx.attr("pads", [0] * (2 * rank)))
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"pads {pads} do not match {rank} spatial axes")
+    return pads[:rank], pads[rank:]
+
+
+def spatial_attrs(ctx: NodeContext, rank: int, kernel: Sequence[int] | None = None):
+    """kernel_shape, strides and dilations with their ONNX defaults."""
+    kernel = list(ctx.attr("kernel_shape", kernel if kernel is not None else []))
+    if len(kernel) != rank:
+        raise Unsupported(f"kernel_shape {kernel} does not match {rank} spatial axes")
+    strides = list(ctx.attr("strides", [1] * rank)) or [1] * rank
+    dilations = list(ctx.attr("dilations", [1] * rank)) or [1] * rank
+    return kernel, strides, dilations
+
+
+def pad_call(value, begin: Sequence[int], end: Sequence[int], fill: float = 0.0):
+    """``ops.pad`` over the trailing spatial axes (MindSpore pads from the last axis backwards)."""
+    widths: list[int] = []
+    for b, e in zip(reversed(list(begin)), reversed(list(end))):
+        widths += [int(b), int(e)]
+    kwargs = {"value": Lit(fill)} if fill != 0.0 else {}
+    return Call("ops.pad", [value, Lit(tuple(widths))], kwargs)
+
+
+def scalar_or_const(value: np.ndarray, like_float: bool = True):
+    """A scalar constant as a Python literal, otherwise a Const tensor."""
+    array = np.asarray(value)
+    if array.size == 1 and array.ndim <= 1:
+        item = array.reshape(()).item()
+        return Lit(float(item) if like_float and array.dtype.kind == "f" else item)
+    return Const(array)
+
+
+def same_dtype_operand(ctx: NodeContext, index: int):
+    """Operand ``index``; a scalar constant of the same dtype as input 0 becomes a literal."""
+    value = ctx.const(index)
+    if value is not None and value.size == 1 and ctx.input_dtype(0) is not None:
+        kind = np.asarray(value).dtype.kind
+        if kind == "f" and ctx.input_dtype(0).kind == "f" and ctx.input_dtype(0) == value.dtype:
+            return Lit(float(np.asarray(value).reshape(())))
+    return ctx.operand(index) if value is not None else Input(index)
+
+
+def axes_input_or_attr(ctx: NodeContext, input_index: int, since: int) -> list[int] | None:
+    """Axes given as an attribute before opset ``since`` and as an input from it on."""
+    if ctx.opset >= since:
+        if not ctx.has_input(input_index):
+            return None
+        return ctx.const_ints(input_index, "axes")
+    axes = ctx.attr("axes")
+    return None if axes is None else [int(a) for a in axes]

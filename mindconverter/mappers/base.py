@@ -1,0 +1,263 @@
+"""What a mapper receives (:class:`NodeContext`) and what it returns (expression objects).
+
+A mapper describes the MindSpore computation of one ONNX node as a small expression tree.
+It never writes code text: names, imports and layout are the renderer's job.
+
+Expressions:
+- :class:`Input` ``(i)``: the node's i-th input value.
+- :class:`Lit`: a Python literal (int, float, bool, None, tuple/list of those).
+- :class:`DType`: a MindSpore dtype such as ``ms.float32``.
+- :class:`Call`: ``func(*args, **kwargs)`` where ``func`` is a dotted name of the allowed API
+  (``ops.relu``, ``ops.concat``, ``ms.Tensor``...).
+- :class:`BinOp` / :class:`Neg`: Python operators (``+ - * / @ ** //``) on expressions.
+- :class:`Item`: ``value[index]``.
+- :class:`Cell`: a layer created in ``__init__`` (``nn.Conv2d(...)`` with its weights) and called
+  in ``construct``.
+- :class:`Param`: a tensor stored in the checkpoint, held as a ``Parameter`` attribute.
+- :class:`Const`: a constant tensor; small ones become literals, large ones non-trainable
+  parameters.
+A mapper returns one expression (single output), :class:`Unpack` (an expression producing a
+tuple, unpacked over the node's outputs) or :class:`Outputs` (one expression per output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..ir import IRGraph, IRNode
+
+
+class Unsupported(Exception):
+    """Raised by a mapper when it cannot express this node; the message says why."""
+
+
+class Expr:
+    """Base of all expression objects."""
+
+
+@dataclass(frozen=True)
+class Input(Expr):
+    index: int
+
+
+@dataclass(frozen=True)
+class Lit(Expr):
+    value: Any
+
+
+@dataclass(frozen=True)
+class DType(Expr):
+    name: str  # numpy-style name: float32, int64, bool...
+
+
+@dataclass
+class Call(Expr):
+    func: str
+    args: Sequence[Any] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BinOp(Expr):
+    op: str
+    left: Any
+    right: Any
+
+
+@dataclass
+class Neg(Expr):
+    operand: Any
+
+
+@dataclass
+class Item(Expr):
+    value: Any
+    index: Any  # int, slice, or tuple of ints/slices/None/Ellipsis
+
+
+@dataclass
+class Weight:
+    """A tensor destined for the checkpoint, with where it came from."""
+
+    array: np.ndarray
+    source: str  # source initializer name ("" when synthesised)
+    transform: str = ""  # e.g. "transpose(1, 0)"; empty when stored as in the source
+
+
+@dataclass
+class Cell(Expr):
+    """``self.<name> = <cls>(**kwargs)`` in ``__init__``; ``self.<name>(*args)`` in ``construct``."""
+
+    cls: str
+    kwargs: dict[str, Any]
+    args: Sequence[Any]
+    weights: dict[str, Weight] = field(default_factory=dict)
+    role: str = ""  # naming hint, e.g. "conv", "bn", "fc"
+    call_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Param(Expr):
+    """A ``Parameter`` attribute holding a weight (trainable unless said otherwise)."""
+
+    weight: Weight
+    role: str = "weight"
+    trainable: bool = True
+
+
+@dataclass
+class Const(Expr):
+    """A constant tensor value."""
+
+    array: np.ndarray
+    source: str = ""
+
+
+@dataclass
+class Unpack:
+    """An expression returning a tuple, unpacked over the node's outputs."""
+
+    expr: Any
+    count: int
+
+
+@dataclass
+class Outputs:
+    """One expression per node output (None where the output is not produced)."""
+
+    exprs: list[Optional[Any]]
+
+
+class NodeContext:
+    """Read-only view of one node for a mapper: attributes, input/output shapes, constants."""
+
+    def __init__(self, graph: "IRGraph", node: "IRNode", domain_opset: Optional[int] = None):
+        self.graph = graph
+        self.node = node
+        self.opset = domain_opset if domain_opset is not None else graph.opset
+
+    # --- node facts -----------------------------------------------------------------
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The attribute value, or ``default`` (the ONNX default) when absent."""
+        return self.node.attrs.get(name, default)
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.node.attrs
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.node.inputs)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.node.outputs)
+
+    def has_input(self, index: int) -> bool:
+        """True when input ``index`` is given (not omitted and not the empty name)."""
+        return index < len(self.node.inputs) and bool(self.node.inputs[index])
+
+    def has_output(self, index: int) -> bool:
+        return index < len(self.node.outputs) and bool(self.node.outputs[index])
+
+    def input_name(self, index: int) -> str:
+        return self.node.inputs[index]
+
+    def input_shape(self, index: int) -> Optional[tuple[int, ...]]:
+        return self.graph.shapes.get(self.node.inputs[index]) if self.has_input(index) else None
+
+    def input_rank(self, index: int) -> int:
+        shape = self.input_shape(index)
+        if shape is None:
+            raise Unsupported(f"the rank of input {index} ('{self.node.inputs[index]}') is unknown")
+        return len(shape)
+
+    def input_dtype(self, index: int) -> Optional[np.dtype]:
+        return self.graph.dtypes.get(self.node.inputs[index]) if self.has_input(index) else None
+
+    def output_shape(self, index: int = 0) -> Optional[tuple[int, ...]]:
+        return self.graph.shapes.get(self.node.outputs[index]) if self.has_output(index) else None
+
+    def output_dtype(self, index: int = 0) -> Optional[np.dtype]:
+        return self.graph.dtypes.get(self.node.outputs[index]) if self.has_output(index) else None
+
+    def const(self, index: int) -> Optional[np.ndarray]:
+        """The input's value when it is a constant, else None."""
+        if not self.has_input(index):
+            return None
+        return self.graph.constants.get(self.node.inputs[index])
+
+    def is_const(self, index: int) -> bool:
+        return self.const(index) is not None
+
+    def require_const(self, index: int, what: str) -> np.ndarray:
+        """The constant value of input ``index``; Unsupported when it is computed at run time."""
+        value = self.const(index)
+        if value is None:
+            raise Unsupported(f"{what} (input {index}) must be a constant, but is computed at run time")
+        return value
+
+    def const_ints(self, index: int, what: str) -> list[int]:
+        return [int(v) for v in np.asarray(self.require_const(index, what)).reshape(-1)]
+
+    def require_shape(self, index: int) -> tuple[int, ...]:
+        shape = self.input_shape(index)
+        if shape is None:
+            raise Unsupported(f"the shape of input {index} ('{self.node.inputs[index]}') is unknown")
+        return shape
+
+    # --- building blocks for mappers ---------------------------------------------------
+    def weight(self, index: int, array: Optional[np.ndarray] = None, transform: str = "") -> Weight:
+        """A checkpoint weight from constant input ``index`` (optionally already transformed)."""
+        name = self.node.inputs[index]
+        value = self.require_const(index, "the weight") if array is None else array
+        record = self.graph.fold_records.get(name)
+        source = name
+        if record is not None and record.sources:
+            source = record.sources[0]
+            steps = "; ".join(record.steps)
+            transform = "; ".join(filter(None, [steps, transform]))
+        return Weight(np.ascontiguousarray(value), source, transform)
+
+    def operand(self, index: int) -> Expr:
+        """Input ``index`` as an expression: the value itself, or its constant in the right form.
+
+        Scalar constants become literals; float tensors that come from the model's weights
+        become trainable parameters (they are learned values, e.g. a bias or position table);
+        other constants become :class:`Const`.
+        """
+        value = self.const(index)
+        if value is None:
+            return Input(index)
+        return constant_operand(value, self.weight(index) if value.size > 1 else None)
+
+
+def constant_operand(value: np.ndarray, weight: Optional[Weight] = None) -> Expr:
+    """Express a constant array used as an operand of an arithmetic op."""
+    if weight is not None and value.size > 1 and np.issubdtype(value.dtype, np.floating):
+        return Param(weight, role="weight", trainable=True)
+    return Const(np.asarray(value), weight.source if weight else "")
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """Turn a possibly negative axis into its non-negative form (checks the range)."""
+    if not -rank <= axis < max(rank, 1):
+        raise Unsupported(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def ms_dtype_name(dtype: np.dtype) -> str:
+    """The MindSpore dtype attribute name for a numpy dtype (``float32``, ``bool_``...)."""
+    name = np.dtype(dtype).name
+    return "bool_" if name == "bool" else name

@@ -1,0 +1,129 @@
+"""Convolutions: Conv (1-D/2-D/3-D) and ConvTranspose as ``nn.Conv*`` cells."""
+
+from __future__ import annotations
+
+from .base import Cell, Input, Item, NodeContext, Unsupported
+from ._common import compact, pad_call, spatial_attrs, spatial_pads
+from .registry import mapper
+
+_CONV_CELLS = {1: "nn.Conv1d", 2: "nn.Conv2d", 3: "nn.Conv3d"}
+_DECONV_CELLS = {1: "nn.Conv1dTranspose", 2: "nn.Conv2dTranspose", 3: "nn.Conv3dTranspose"}
+
+
+def _padding_kwargs(begin: list[int], end: list[int], rank: int) -> dict:
+    """MindSpore padding: an int when uniform, else (begin, end) per axis in axis order."""
+    if not any(begin) and not any(end):
+        return {"pad_mode": "valid"}
+    if begin == end and len(set(begin)) == 1:
+        return {"pad_mode": "pad", "padding": begin[0]}
+    pairs = []
+    for b, e in zip(begin, end):
+        pairs += [int(b), int(e)]
+    return {"pad_mode": "pad", "padding": tuple(pairs)}
+
+
+@mapper("Conv")
+def conv(ctx: NodeContext):
+    """Conv -> nn.Conv1d/2d/3d with explicit padding (asymmetric 1-D pads go through ops.pad)."""
+    weight = ctx.require_const(1, "the Conv weight")
+    rank = weight.ndim - 2
+    if rank not in _CONV_CELLS:
+        raise Unsupported(f"{rank}-D convolution has no MindSpore cell")
+    x_shape = ctx.require_shape(0)
+    kernel, strides, dilations = spatial_attrs(ctx, rank, list(weight.shape[2:]))
+    begin, end = spatial_pads(ctx, x_shape[2:], kernel, strides, dilations)
+    group = int(ctx.attr("group", 1))
+    out_channels, in_channels = int(weight.shape[0]), int(weight.shape[1]) * group
+    x = Input(0)
+    stored = weight
+    transform = ""
+    if rank == 1:
+        stored = weight.reshape(weight.shape[0], weight.shape[1], 1, weight.shape[2])
+        transform = "reshape to (out, in/group, 1, k) as nn.Conv1d stores it"
+        if begin != end:
+            x = pad_call(x, begin, end)
+            begin, end = [0], [0]
+    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": compact(kernel)}
+    if any(s != 1 for s in strides):
+        kwargs["stride"] = compact(strides)
+    kwargs.update(_padding_kwargs(begin, end, rank))
+    if any(d != 1 for d in dilations):
+        kwargs["dilation"] = compact(dilations)
+    if group != 1:
+        kwargs["group"] = group
+    weights = {"weight": ctx.weight(1, stored, transform)}
+    if ctx.has_input(2):
+        kwargs["has_bias"] = True
+        weights["bias"] = ctx.weight(2)
+    return Cell(_CONV_CELLS[rank], kwargs=kwargs, args=[x], weights=weights, role="conv")
+
+
+@mapper("ConvTranspose")
+def conv_transpose(ctx: NodeContext):
+    """ConvTranspose -> nn.Conv2dTranspose (and 1-D/3-D) with padding and output_padding."""
+    weight = ctx.require_const(1, "the ConvTranspose weight")
+    rank = weight.ndim - 2
+    if rank not in _DECONV_CELLS:
+        raise Unsupported(f"{rank}-D transposed convolution has no MindSpore cell")
+    x_shape = ctx.require_shape(0)
+    kernel, strides, dilations = spatial_attrs(ctx, rank, list(weight.shape[2:]))
+    group = int(ctx.attr("group", 1))
+    in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
+    output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
+    spatial_in = x_shape[2:]
+    full = [(i - 1) * s + (k - 1) * d + 1 + op for i, s, k, d, op in
+            zip(spatial_in, strides, kernel, dilations, output_padding)]
+    out_shape = ctx.output_shape(0)
+    if ctx.has_attr("output_shape") or (ctx.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID")):
+        if out_shape is None:
+            raise Unsupported("the output shape of ConvTranspose is unknown")
+        target = list(out_shape[2:])
+        begin, end = [], []
+        for f, t in zip(full, target):
+            total = f - t
+            if total < 0:
+                raise Unsupported("output_shape larger than the full transposed convolution")
+            small = total // 2
+            upper = ctx.attr("auto_pad", "NOTSET") != "SAME_LOWER"
+            begin.append(small if upper else total - small)
+            end.append(total - small if upper else small)
+    else:
+        pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
+        begin, end = pads[:rank], pads[rank:]
+    # MindSpore's transposed convolutions crop symmetric padding; an asymmetric crop is done by
+    # slicing the full result.
+    symmetric = begin == end
+    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": compact(kernel)}
+    if any(s != 1 for s in strides):
+        kwargs["stride"] = compact(strides)
+    stored = weight
+    transform = ""
+    if rank == 1:
+        stored = weight.reshape(weight.shape[0], weight.shape[1], 1, weight.shape[2])
+        transform = "reshape to (in, out/group, 1, k) as nn.Conv1dTranspose stores it"
+    if symmetric and any(begin):
+        if rank == 1:
+            kwargs.update({"pad_mode": "pad", "padding": int(begin[0])})
+        else:
+            kwargs.update(_padding_kwargs(begin, end, rank))
+    else:
+        kwargs["pad_mode"] = "valid"
+    if any(output_padding):
+        if rank == 1:
+            raise Unsupported("output_padding for 1-D ConvTranspose has no MindSpore equivalent")
+        kwargs["output_padding"] = compact(output_padding)
+    if any(d != 1 for d in dilations):
+        kwargs["dilation"] = compact(dilations)
+    if group != 1:
+        kwargs["group"] = group
+    weights = {"weight": ctx.weight(1, stored, transform)}
+    if ctx.has_input(2):
+        kwargs["has_bias"] = True
+        weights["bias"] = ctx.weight(2)
+    cell = Cell(_DECONV_CELLS[rank], kwargs=kwargs, args=[Input(0)], weights=weights, role="deconv")
+    if symmetric:
+        return cell
+
+    index = (slice(None), slice(None)) + tuple(
+        slice(b if b else None, (f - e) if e else None) for b, e, f in zip(begin, end, full))
+    return Item(cell, index)

@@ -1,0 +1,53 @@
+"""Stage 4: run the operator mappers over the IR graph.
+
+Unsupported operators never abort: each node gets either a mapped description or the reason it
+could not be converted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .errors import make_error
+from .ir import IRGraph, IRNode
+from .mappers.base import NodeContext, Unsupported
+from .mappers.registry import MapperRegistry
+
+
+@dataclass
+class MappedNode:
+    """A node with its mapped description, or the reason it was not converted."""
+
+    node: IRNode
+    result: Any = None
+    reason: Optional[str] = None
+
+    @property
+    def converted(self) -> bool:
+        return self.reason is None
+
+
+def map_nodes(graph: IRGraph, registry: MapperRegistry, debug: bool = False) -> list[MappedNode]:
+    """Map every node; a mapper's internal error becomes an unconverted node (or raises with debug)."""
+    mapped = []
+    for node in graph.nodes:
+        domain = node.domain or ""
+        opset = graph.opsets.get(domain, graph.opset if not domain else 1)
+        fn = registry.lookup(node.op_type, opset, domain)
+        if fn is None:
+            where = f"domain '{domain}'" if domain else f"opset {opset}"
+            mapped.append(MappedNode(node, reason=f"no mapper for '{node.op_type}' at {where}"))
+            continue
+        try:
+            result = fn(NodeContext(graph, node, opset))
+        except Unsupported as exc:
+            mapped.append(MappedNode(node, reason=str(exc)))
+            continue
+        except Exception as exc:  # a bug in one mapper must not lose the whole conversion
+            if debug:
+                raise make_error("MAPPING_FAILED", f"Mapper for '{node.op_type}' failed on '{node.name}': {exc}") from exc
+            mapped.append(MappedNode(node, reason=f"internal mapper error ({type(exc).__name__}: {exc})"))
+            continue
+        mapped.append(MappedNode(node, result=result))
+    return mapped

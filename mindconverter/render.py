@@ -1,0 +1,514 @@
+"""Stage 6: turn mapped nodes into the MindSpore script text and the checkpoint entries.
+
+The renderer owns every naming and formatting decision: attribute names for cells and
+parameters, variable names in ``construct``, literals, imports. Mappers only describe.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import jinja2
+import numpy as np
+
+from . import __version__
+from .ir import IRGraph
+from .mappers.base import (
+    BinOp,
+    Call,
+    Cell,
+    Const,
+    DType,
+    Input,
+    Item,
+    Lit,
+    Neg,
+    Outputs,
+    Param,
+    Unpack,
+    Weight,
+    ms_dtype_name,
+)
+from .mapping import MappedNode
+from .naming import Namer, comment_text, identifier
+
+# Constants with at most this many elements are written into the script as literals.
+INLINE_CONST_LIMIT = 16
+LINE_LENGTH = 100
+
+_PRECEDENCE = {"**": 6, "*": 5, "/": 5, "//": 5, "%": 5, "@": 5, "+": 4, "-": 4,
+               "<": 2, ">": 2, "<=": 2, ">=": 2, "==": 2, "!=": 2, "&": 3, "|": 3, "^": 3}
+
+_ROLE_BY_OP = {
+    "Conv": "conv",
+    "ConvTranspose": "deconv",
+    "BatchNormalization": "bn",
+    "Gemm": "fc",
+    "MatMul": "matmul",
+}
+
+
+@dataclass
+class CheckpointEntry:
+    """One parameter of the checkpoint and where its value came from."""
+
+    name: str
+    array: np.ndarray
+    source: str
+    transform: str = ""
+    source_shape: Optional[tuple[int, ...]] = None
+    source_dtype: str = ""
+
+
+@dataclass
+class UnconvertedSite:
+    """An operator left as a placeholder, and where it sits in the script."""
+
+    node_name: str
+    op_type: str
+    domain: str
+    reason: str
+    attribute: str
+    line: int = 0
+    column: int = 0
+
+
+@dataclass
+class RenderedModel:
+    """The generated script and everything the checkpoint, report and weight map need."""
+
+    code: str
+    entries: list[CheckpointEntry]
+    unconverted: list[UnconvertedSite]
+    input_names: list[str]
+    output_names: list[str]
+
+
+@dataclass
+class _ClassBuilder:
+    init_lines: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    attributes: Namer = field(default_factory=Namer)
+    variables: Namer = field(default_factory=Namer)
+
+
+def float_literal(value: float) -> str:
+    """The shortest literal within float32 precision of ``value`` (``1e-05``, not float noise)."""
+    value = float(value)
+    if math.isnan(value):
+        return "math.nan"
+    if math.isinf(value):
+        return "math.inf" if value > 0 else "-math.inf"
+    if value == 0.0:
+        return "0.0"
+    for digits in range(1, 18):
+        text = f"{value:.{digits}g}"
+        if abs(float(text) - value) <= abs(value) * 2e-7:
+            break
+    number = float(text)
+    text = repr(number)
+    return text
+
+
+def literal(value: Any) -> str:
+    """Python source for a literal value (numbers, bools, None, strings, tuples, lists)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    if value is None:
+        return "None"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return float_literal(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, slice):
+        parts = [literal(value.start) if value.start is not None else "",
+                 literal(value.stop) if value.stop is not None else ""]
+        if value.step is not None:
+            parts.append(literal(value.step))
+        return ":".join(parts)
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, np.ndarray):
+        return literal(value.tolist())
+    raise TypeError(f"cannot write {type(value).__name__} as a literal")
+
+
+def _module_path_hint(mapped: MappedNode) -> str:
+    """The source module path of a node, when the exporter kept one ('layer1.0.conv1')."""
+    node = mapped.node
+    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
+    if scopes:
+        parts = re.findall(r"'([^']*)'", scopes)
+        parts = [p for p in parts if p]
+        if parts:
+            return parts[-1]
+    if node.name.startswith("/"):
+        pieces = [p for p in node.name.split("/") if p]
+        if len(pieces) >= 2:
+            return pieces[-2]
+    return ""
+
+
+def _weight_hint(weights: dict[str, Weight]) -> str:
+    for weight in weights.values():
+        source = weight.source
+        if "." in source and not source.startswith("onnx::"):
+            return source.rsplit(".", 1)[0]
+    return ""
+
+
+class ScriptRenderer:
+    """Renders one model; create one per conversion."""
+
+    def __init__(self, graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict):
+        self.graph = graph
+        self.mapped = mapped
+        self.model_name = model_name
+        self.input_shapes = input_shapes
+        self.entries: list[CheckpointEntry] = []
+        self.unconverted: list[UnconvertedSite] = []
+        self.uses: set[str] = set()
+        self.cls = _ClassBuilder()
+        self.var_of: dict[str, str] = {}
+        self.remaining_uses: dict[str, int] = {}
+
+    # --- naming ------------------------------------------------------------------------
+    def _attribute_name(self, hint: str, fallback: str) -> str:
+        return self.cls.attributes.claim(hint or fallback, fallback)
+
+    def _new_variable(self, hint: str) -> str:
+        return self.cls.variables.claim(hint, "x")
+
+    # --- expressions -------------------------------------------------------------------
+    def expr(self, value: Any, mapped: MappedNode, parent_prec: int = 0) -> str:
+        """Python source for an expression object of ``mapped``'s node."""
+        if isinstance(value, Input):
+            name = mapped.node.inputs[value.index]
+            if name in self.var_of:
+                return self.var_of[name]
+            if name in self.graph.constants:
+                return self.const(self.graph.constants[name], name, mapped)
+            raise KeyError(f"value '{name}' has not been computed yet")
+        if isinstance(value, Lit):
+            self._note_literal(value.value)
+            return literal(value.value)
+        if isinstance(value, DType):
+            self.uses.add("ms")
+            return f"ms.{ms_dtype_name(np.dtype(value.name))}"
+        if isinstance(value, Call):
+            return self._call(value, mapped)
+        if isinstance(value, BinOp):
+            prec = _PRECEDENCE[value.op]
+            left = self.expr(value.left, mapped, prec)
+            right = self.expr(value.right, mapped, prec + 1)
+            text = f"{left} {value.op} {right}"
+            return f"({text})" if prec < parent_prec else text
+        if isinstance(value, Neg):
+            text = f"-{self.expr(value.operand, mapped, 7)}"
+            return f"({text})" if parent_prec > 5 else text
+        if isinstance(value, Item):
+            index = value.index
+            index_text = (", ".join(literal(i) for i in index) if isinstance(index, tuple) and index
+                          else literal(index))
+            return f"{self.expr(value.value, mapped, 9)}[{index_text}]"
+        if isinstance(value, Cell):
+            return self._cell(value, mapped)
+        if isinstance(value, Param):
+            return self._param(value, mapped)
+        if isinstance(value, Const):
+            return self.const(value.array, value.source, mapped)
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self.expr(v, mapped) for v in value)
+            if isinstance(value, list):
+                return f"[{inner}]"
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, (int, float, bool, str, np.integer, np.floating)) or value is None:
+            self._note_literal(value)
+            return literal(value)
+        raise TypeError(f"unknown expression object {type(value).__name__}")
+
+    def _note_literal(self, value: Any) -> None:
+        if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+            self.uses.add("math")
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self._note_literal(item)
+
+    def _call(self, call: Call, mapped: MappedNode) -> str:
+        self.uses.add(call.func.split(".", 1)[0])
+        args = [self.expr(a, mapped) for a in call.args]
+        args += [f"{key}={self.expr(v, mapped)}" for key, v in call.kwargs.items()]
+        return f"{call.func}({', '.join(args)})"
+
+    def _init_value(self, value: Any) -> str:
+        """Source for a constructor argument (literals and dtypes only)."""
+        if isinstance(value, DType):
+            self.uses.add("ms")
+            return f"ms.{ms_dtype_name(np.dtype(value.name))}"
+        if isinstance(value, Lit):
+            value = value.value
+        self._note_literal(value)
+        return literal(value)
+
+    def _cell(self, cell: Cell, mapped: MappedNode) -> str:
+        hint = _module_path_hint(mapped) or _weight_hint(cell.weights)
+        fallback = cell.role or _ROLE_BY_OP.get(mapped.node.op_type, identifier(mapped.node.op_type))
+        attr = self._attribute_name(hint, fallback)
+        self.uses.add(cell.cls.split(".", 1)[0])
+        kwargs = ", ".join(f"{k}={self._init_value(v)}" for k, v in cell.kwargs.items())
+        self.cls.init_lines.append(f"self.{attr} = {cell.cls}({kwargs})")
+        for param_name, weight in cell.weights.items():
+            self._add_entry(f"{attr}.{param_name}", weight)
+        args = [self.expr(a, mapped) for a in cell.args]
+        args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
+        return f"self.{attr}({', '.join(args)})"
+
+    def _param(self, param: Param, mapped: MappedNode) -> str:
+        source = param.weight.source
+        hint = source.replace(".", "_") if source and not source.startswith("onnx::") else ""
+        attr = self._attribute_name(hint, param.role or "weight")
+        array = param.weight.array
+        trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
+        self.uses.update({"ms", "ops", "Parameter"})
+        shape = literal(tuple(int(d) for d in array.shape))
+        grad = "" if trainable else ", requires_grad=False"
+        dtype = ms_dtype_name(array.dtype)
+        self.cls.init_lines.append(f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})")
+        self._add_entry(attr, param.weight)
+        return f"self.{attr}"
+
+    def const(self, array: np.ndarray, source: str, mapped: MappedNode) -> str:
+        """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter."""
+        array = np.asarray(array)
+        if array.size <= INLINE_CONST_LIMIT and array.dtype.kind in "biuf":
+            self.uses.add("ms")
+            values = array.tolist()
+            self._note_literal(values)
+            return f"ms.Tensor({literal(values)}, ms.{ms_dtype_name(array.dtype)})"
+        return self._param(Param(Weight(array, source), role="const", trainable=False), mapped)
+
+    def _add_entry(self, name: str, weight: Weight) -> None:
+        source_init = self.graph.constants.get(weight.source)
+        self.entries.append(
+            CheckpointEntry(
+                name=name,
+                array=weight.array,
+                source=weight.source,
+                transform=weight.transform,
+                source_shape=tuple(source_init.shape) if source_init is not None else tuple(weight.array.shape),
+                source_dtype=str(source_init.dtype if source_init is not None else weight.array.dtype),
+            )
+        )
+
+    # --- statements --------------------------------------------------------------------
+    def _output_variable(self, mapped: MappedNode, index: int, reuse: Optional[str]) -> str:
+        out = mapped.node.outputs[index]
+        if reuse is not None:
+            name = reuse
+        else:
+            hint = _module_path_hint(mapped).rsplit(".", 1)[-1] if _module_path_hint(mapped) else ""
+            name = self._new_variable(hint or identifier(mapped.node.op_type, "x"))
+        self.var_of[out] = name
+        return name
+
+    def _reusable_input(self, mapped: MappedNode) -> Optional[str]:
+        """The first input's variable when this node is its last reader (chains read ``x = f(x)``)."""
+        for name in mapped.node.inputs:
+            if name and name in self.var_of:
+                if self.remaining_uses.get(name, 0) == 0 and name not in self.graph.outputs:
+                    return self.var_of[name]
+                return None
+        return None
+
+    def _consume_inputs(self, mapped: MappedNode) -> None:
+        for name in mapped.node.inputs:
+            if name in self.remaining_uses:
+                self.remaining_uses[name] -= 1
+
+    def _targets(self, mapped: MappedNode, count: int) -> str:
+        used = [i < len(mapped.node.outputs) and mapped.node.outputs[i] in self.remaining_uses_all
+                for i in range(count)]
+        reuse = self._reusable_input(mapped) if sum(used) == 1 else None
+        names = []
+        for i in range(count):
+            if used[i]:
+                names.append(self._output_variable(mapped, i, reuse))
+                reuse = None
+            else:
+                names.append("_")
+        return ", ".join(names)
+
+    def statement(self, mapped: MappedNode) -> None:
+        """Append the construct() line(s) for one node."""
+        result = mapped.result
+        if isinstance(result, Outputs):
+            texts = [None if e is None else self.expr(e, mapped) for e in result.exprs]
+            self._consume_inputs(mapped)
+            for index, text in enumerate(texts):
+                if text is None or index >= len(mapped.node.outputs):
+                    continue
+                out = mapped.node.outputs[index]
+                if out and out in self.remaining_uses_all:
+                    var = self._output_variable(mapped, index, None)
+                    self.cls.body.append(f"{var} = {text}")
+            return
+        if isinstance(result, Unpack):
+            text = self.expr(result.expr, mapped)
+            self._consume_inputs(mapped)
+            targets = self._targets(mapped, result.count)
+            if targets.replace("_", "").replace(",", "").strip():
+                self.cls.body.append(f"{targets} = {text}")
+            return
+        if isinstance(result, Input) and mapped.node.inputs[result.index] in self.var_of:
+            # a pure alias (Identity, no-op): later readers use the input's variable directly
+            self.var_of[mapped.node.outputs[0]] = self.var_of[mapped.node.inputs[result.index]]
+            self._consume_inputs(mapped)
+            source = mapped.node.inputs[result.index]
+            self.remaining_uses[source] = self.remaining_uses.get(source, 0) + self.remaining_uses.get(
+                mapped.node.outputs[0], 0)
+            return
+        text = self.expr(result, mapped)
+        self._consume_inputs(mapped)
+        if mapped.node.outputs and mapped.node.outputs[0] in self.remaining_uses_all:
+            targets = self._targets(mapped, 1)
+            self.cls.body.append(f"{targets} = {text}")
+
+    def placeholder(self, mapped: MappedNode) -> None:
+        """An unconverted node: a clearly marked placeholder cell that keeps the file importable."""
+        node = mapped.node
+        attr = self._attribute_name(f"unconverted_{node.op_type}", "unconverted")
+        in_shapes = tuple(self.graph.shapes.get(n) for n in node.inputs if n)
+        out_shapes = tuple(self.graph.shapes.get(n) for n in node.outputs if n)
+        self.uses.add("UnconvertedOperator")
+        self.cls.init_lines.append(
+            f"self.{attr} = UnconvertedOperator({node.op_type!r}, input_shapes={literal(in_shapes)}, "
+            f"output_shapes={literal(out_shapes)})"
+        )
+        args = []
+        for name in node.inputs:
+            if not name:
+                args.append("None")
+            elif name in self.var_of:
+                args.append(self.var_of[name])
+            else:
+                args.append(self.const(self.graph.constants[name], name, mapped))
+        self._consume_inputs(mapped)
+        count = len(node.outputs)
+        targets = self._targets(mapped, count) if count else "_"
+        targets = targets if targets.replace("_", "").replace(",", "").strip() else "_"
+        call = f"self.{attr}({', '.join(args)})"
+        self.cls.body.append(f"{targets} = {call}")
+        self.unconverted.append(UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr))
+
+    # --- whole script ------------------------------------------------------------------
+    def render(self) -> RenderedModel:
+        graph = self.graph
+        readers: dict[str, int] = {}
+        for mapped in self.mapped:
+            for name in mapped.node.inputs:
+                if name:
+                    readers[name] = readers.get(name, 0) + 1
+        self.remaining_uses = dict(readers)
+        self.remaining_uses_all = set(readers) | set(graph.outputs)
+        input_vars = []
+        for name in graph.inputs:
+            var = self.cls.variables.claim(name, "x")
+            self.var_of[name] = var
+            input_vars.append(var)
+        for mapped in self.mapped:
+            if mapped.converted:
+                self.statement(mapped)
+            else:
+                self.placeholder(mapped)
+        returns = []
+        for name in graph.outputs:
+            if name in self.var_of:
+                returns.append(self.var_of[name])
+            else:
+                returns.append(self.const(graph.constants[name], name, self.mapped[0] if self.mapped else None))
+        code = self._fill_template(input_vars, returns)
+        code = format_code(code)
+        self._locate_unconverted(code)
+        return RenderedModel(code, self.entries, self.unconverted, input_vars, returns)
+
+    def _fill_template(self, input_vars: list[str], returns: list[str]) -> str:
+        env = jinja2.Environment(
+            loader=jinja2.PackageLoader("mindconverter", "templates"),
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            autoescape=False,
+        )
+        template = env.get_template("model.py.j2")
+        inputs_doc = []
+        for name, var in zip(self.graph.inputs, input_vars):
+            dtype = self.graph.dtypes.get(name)
+            shape = self.graph.shapes.get(name)
+            inputs_doc.append(f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+                              f"[{', '.join(map(str, shape)) if shape else '?'}]")
+        outputs_doc = []
+        for name, var in zip(self.graph.outputs, returns):
+            dtype = self.graph.dtypes.get(name)
+            shape = self.graph.shapes.get(name)
+            outputs_doc.append(f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+                               f"[{', '.join(map(str, shape)) if shape is not None else '?'}]")
+        return template.render(
+            version=__version__,
+            model_name=comment_text(self.model_name),
+            producer=comment_text(self.graph.producer or "unknown"),
+            opset=self.graph.opset,
+            inputs_doc=inputs_doc,
+            outputs_doc=outputs_doc,
+            uses=self.uses,
+            init_lines=self.cls.init_lines,
+            body=self.cls.body,
+            args=", ".join(["self"] + input_vars),
+            returns=", ".join(returns),
+            unconverted=bool(self.unconverted),
+        )
+
+    def _locate_unconverted(self, code: str) -> None:
+        lines = code.splitlines()
+        start = next((i for i, line in enumerate(lines) if "def construct(" in line), 0)
+        for site in self.unconverted:
+            needle = f"self.{site.attribute}("
+            for number in range(start, len(lines)):
+                column = lines[number].find(needle)
+                if column >= 0:
+                    site.line, site.column = number + 1, column
+                    break
+
+
+def format_code(code: str) -> str:
+    """Format with ruff when it is available (it is a dependency); unchanged otherwise."""
+    ruff = shutil.which("ruff")
+    command = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    try:
+        done = subprocess.run(
+            command + ["format", "--isolated", "--line-length", str(LINE_LENGTH), "-"],
+            input=code.encode("utf-8"),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return code
+    return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
+
+
+def render_script(graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict) -> RenderedModel:
+    """Render the MindSpore script for the mapped graph."""
+    return ScriptRenderer(graph, mapped, model_name, input_shapes).render()

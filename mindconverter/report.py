@@ -1,0 +1,113 @@
+"""Stage 7: the conversion report (text) and the weight-mapping table (JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional
+
+import jinja2
+
+from .ir import IRGraph
+from .mapping import MappedNode
+from .naming import comment_text
+from .render import RenderedModel
+from .checkpoint import tensor_type_name
+
+
+@dataclass
+class OpCount:
+    op: str
+    total: int
+    unconverted: int
+
+
+def converted_rate(mapped: list[MappedNode]) -> float:
+    """Percentage of nodes converted (100 for an empty graph)."""
+    if not mapped:
+        return 100.0
+    return 100.0 * sum(m.converted for m in mapped) / len(mapped)
+
+
+def op_counts(mapped: list[MappedNode]) -> list[OpCount]:
+    """Per-operator node counts, most frequent first."""
+    totals = Counter(_qualified(m.node.domain, m.node.op_type) for m in mapped)
+    missing = Counter(_qualified(m.node.domain, m.node.op_type) for m in mapped if not m.converted)
+    return [OpCount(op, n, missing.get(op, 0)) for op, n in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _qualified(domain: str, op_type: str) -> str:
+    return f"{domain or 'onnx'}::{op_type}"
+
+
+def render_report(
+    *,
+    graph: IRGraph,
+    mapped: list[MappedNode],
+    rendered: RenderedModel,
+    model_name: str,
+    script_name: str,
+    checkpoint_name: str,
+    inputs: list[str],
+    outputs: list[str],
+    verification: Optional[dict] = None,
+) -> str:
+    """The text report: the familiar [UnConvert] lines, rate, then inputs, outputs, counts."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("mindconverter", "templates"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    sites = [
+        {
+            "line": site.line,
+            "column": site.column,
+            "qualified_op": comment_text(_qualified(site.domain, site.op_type), 80),
+            "reason": comment_text(f"Node '{site.node_name}': {site.reason}.", 400),
+        }
+        for site in rendered.unconverted
+    ]
+    return env.get_template("report.txt.j2").render(
+        unconverted=sites,
+        rate=converted_rate(mapped),
+        model_name=comment_text(model_name),
+        opset=graph.opset,
+        producer=comment_text(graph.producer or "unknown"),
+        script_name=script_name,
+        checkpoint_name=checkpoint_name,
+        parameter_count=len(rendered.entries),
+        weight_count=sum(int(e.array.size) for e in rendered.entries),
+        inputs=[comment_text(line) for line in inputs],
+        outputs=[comment_text(line) for line in outputs],
+        total_nodes=len(mapped),
+        converted_nodes=sum(m.converted for m in mapped),
+        op_counts=op_counts(mapped),
+        verification=verification,
+    )
+
+
+def weight_map(rendered: RenderedModel, model_key: str) -> str:
+    """The weight-mapping JSON: one entry per checkpoint parameter with its source weight."""
+    rows = []
+    for entry in rendered.entries:
+        row = {
+            "converted_weight": {
+                "name": entry.name,
+                "shape": [int(d) for d in entry.array.shape],
+                "data_type": tensor_type_name(entry.array.dtype),
+            },
+            "source_weight": {
+                "name": entry.source,
+                "shape": [int(d) for d in (entry.source_shape or entry.array.shape)],
+                "data_type": entry.source_dtype or str(entry.array.dtype),
+            },
+        }
+        if entry.transform:
+            row["transform"] = entry.transform
+        rows.append(row)
+    lines = [f"    {json.dumps(row, ensure_ascii=True)}" for row in rows]
+    body = ",\n".join(lines)
+    return f"{{\n  {json.dumps(model_key)}: [\n{body}\n  ]\n}}\n" if rows else json.dumps({model_key: []}) + "\n"

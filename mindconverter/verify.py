@@ -1,0 +1,200 @@
+"""Numeric verification: the converted MindSpore model against onnxruntime on the same inputs.
+
+onnxruntime runs the reference model from memory (no temporary copy of the model is written);
+MindSpore runs the generated script with the generated checkpoint.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import onnx
+
+from .errors import make_error
+from .ir import IRGraph
+
+DEFAULT_TOLERANCE = 1e-3
+_module_counter = itertools.count()
+
+
+@dataclass
+class OutputComparison:
+    """How one output of the converted model compares with the reference."""
+
+    name: str
+    max_abs_error: float
+    relative_error: float
+    ok: bool
+
+
+def index_bounds(graph: IRGraph) -> dict[str, int]:
+    """For integer inputs used as Gather indices into a constant table, the table size."""
+    bounds: dict[str, int] = {}
+    consumers = graph.consumers()
+    for name in graph.inputs:
+        for node in consumers.get(name, []):
+            if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] == name:
+                table = graph.constants.get(node.inputs[0])
+                shape = table.shape if table is not None else graph.shapes.get(node.inputs[0])
+                if shape:
+                    axis = int(node.attrs.get("axis", 0))
+                    size = int(shape[axis])
+                    bounds[name] = min(bounds.get(name, size), size)
+    return bounds
+
+
+def random_inputs(graph: IRGraph, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs matching each graph input's shape and dtype, in the graph's order."""
+    rng = np.random.default_rng(seed)
+    bounds = index_bounds(graph)
+    arrays = []
+    for name in graph.inputs:
+        shape = graph.shapes[name]
+        dtype = graph.dtypes.get(name, np.dtype(np.float32))
+        if dtype.kind == "f":
+            arrays.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype.kind in "iu":
+            arrays.append(rng.integers(0, bounds.get(name, 2), size=shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, size=shape).astype(bool))
+        else:
+            raise make_error("VERIFY_FAILED", f"Cannot make random values for input '{name}' of dtype {dtype}.")
+    return arrays
+
+
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+    """Run the reference model in onnxruntime from memory."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return session.run(outputs, feeds)
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise make_error("VERIFY_FAILED", f"onnxruntime could not run the source model: {exc}") from None
+
+
+def load_generated_module(script: Path):
+    """Import a generated script from any file name (staged files end in .tmp)."""
+    name = f"mindconverter_generated_{next(_module_counter)}"
+    loader = importlib.machinery.SourceFileLoader(name, str(script))
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def build_network(script: Path, checkpoint: Path):
+    """Instantiate ``MindSporeModel`` from the script and load the checkpoint into it.
+
+    Returns the network; raises if a parameter is missing or left over.
+    """
+    import mindspore as ms
+
+    module = load_generated_module(script)
+    net = module.MindSporeModel()
+    params = ms.load_checkpoint(str(checkpoint))
+    not_loaded, unused = ms.load_param_into_net(net, params, strict_load=True)
+    if not_loaded or unused:
+        raise make_error(
+            "VERIFY_FAILED",
+            f"Checkpoint does not fit the network: missing {list(not_loaded)[:5]}, unused {list(unused)[:5]}.",
+        )
+    net.set_train(False)
+    return net
+
+
+def run_mindspore(script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool = False) -> list[np.ndarray]:
+    """Run the converted network on numpy inputs; returns numpy outputs."""
+    import mindspore as ms
+
+    ms.set_context(mode=ms.GRAPH_MODE if graph_mode else ms.PYNATIVE_MODE)
+    try:
+        net = build_network(script, checkpoint)
+        result = net(*[ms.Tensor(array) for array in inputs])
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    results = result if isinstance(result, (tuple, list)) else [result]
+    return [r.asnumpy() if hasattr(r, "asnumpy") else np.asarray(r) for r in results]
+
+
+def compare_outputs(names: list[str], actual: list[np.ndarray], expected: list[np.ndarray],
+                    tolerance: float = DEFAULT_TOLERANCE) -> list[OutputComparison]:
+    """Max absolute error and error relative to the reference's scale, per output."""
+    rows = []
+    for name, got, want in zip(names, actual, expected):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.shape != want.shape:
+            rows.append(OutputComparison(name, float("inf"), float("inf"), False))
+            continue
+        if want.size == 0:
+            rows.append(OutputComparison(name, 0.0, 0.0, True))
+            continue
+        if want.dtype.kind == "b" or got.dtype.kind == "b":
+            mismatch = float(np.mean(got.astype(bool) != want.astype(bool)))
+            rows.append(OutputComparison(name, mismatch, mismatch, mismatch == 0.0))
+            continue
+        got64, want64 = got.astype(np.float64), want.astype(np.float64)
+        both_nan = np.isnan(got64) & np.isnan(want64)
+        same_inf = np.isinf(want64) & (got64 == want64)
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(got64 - want64))
+        finite = want64[np.isfinite(want64)]
+        scale = max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1e-6)
+        max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+        if np.isnan(diff).any():
+            max_abs = float("inf")
+        relative = max_abs / scale
+        rows.append(OutputComparison(name, max_abs, relative, relative <= tolerance or max_abs <= 1e-6))
+    return rows
+
+
+def verify_conversion(
+    reference: onnx.ModelProto,
+    graph: IRGraph,
+    script: Path,
+    checkpoint: Path,
+    tolerance: float = DEFAULT_TOLERANCE,
+    samples: int = 1,
+    graph_mode: bool = False,
+) -> dict:
+    """Compare MindSpore with onnxruntime on ``samples`` random input sets; returns a summary dict."""
+    if importlib.util.find_spec("mindspore") is None:
+        raise make_error("MINDSPORE_MISSING")
+    worst: dict[str, OutputComparison] = {}
+    for seed in range(samples):
+        inputs = random_inputs(graph, seed)
+        expected = run_onnxruntime(reference, dict(zip(graph.inputs, inputs)), graph.outputs)
+        try:
+            actual = run_mindspore(script, checkpoint, inputs, graph_mode=graph_mode)
+        except Exception as exc:
+            if hasattr(exc, "error_code"):
+                raise
+            message = " ".join(str(exc).split())[:300]
+            raise make_error("VERIFY_FAILED", f"MindSpore failed to run the converted model: {message}") from None
+        for row in compare_outputs(graph.outputs, actual, expected, tolerance):
+            if row.name not in worst or row.relative_error > worst[row.name].relative_error:
+                worst[row.name] = row
+    rows = [worst[name] for name in graph.outputs if name in worst]
+    return {
+        "samples": samples,
+        "tolerance": tolerance,
+        "outputs": rows,
+        "ok": all(row.ok for row in rows),
+        "max_relative_error": max((row.relative_error for row in rows), default=0.0),
+    }
+
+
+def describe(summary: Optional[dict]) -> str:
+    """One line for the console."""
+    if not summary:
+        return ""
+    parts = [f"{row.name}: rel {row.relative_error:.2e} (abs {row.max_abs_error:.2e})" for row in summary["outputs"]]
+    verdict = "MATCH" if summary["ok"] else "MISMATCH"
+    return f"Verification {verdict} vs onnxruntime: " + "; ".join(parts)
