@@ -100,6 +100,9 @@ def build_network(script: Path, checkpoint: Path):
 
     module = load_generated_module(script)
     net = module.MindSporeModel()
+    if not net.parameters_dict() and Path(checkpoint).stat().st_size == 0:
+        net.set_train(False)
+        return net  # a network without weights: MindSpore refuses to load an empty checkpoint
     params = ms.load_checkpoint(str(checkpoint))
     not_loaded, unused = ms.load_param_into_net(net, params, strict_load=True)
     if not_loaded or unused:

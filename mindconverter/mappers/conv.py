@@ -70,29 +70,29 @@ def conv_transpose(ctx: NodeContext):
     group = int(ctx.attr("group", 1))
     in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
     output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
-    spatial_in = x_shape[2:]
-    full = [(i - 1) * s + (k - 1) * d + 1 + op for i, s, k, d, op in
-            zip(spatial_in, strides, kernel, dilations, output_padding)]
-    out_shape = ctx.output_shape(0)
-    if ctx.has_attr("output_shape") or (ctx.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID")):
+    # The full (uncropped) transposed convolution; ONNX's result is a window of it.
+    full = [(i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)]
+    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
+    if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = ctx.output_shape(0)
         if out_shape is None:
             raise Unsupported("the output shape of ConvTranspose is unknown")
-        target = list(out_shape[2:])
-        begin, end = [], []
-        for f, t in zip(full, target):
-            total = f - t
-            if total < 0:
-                raise Unsupported("output_shape larger than the full transposed convolution")
+        lengths = [int(t) for t in out_shape[2:]]
+        begin = []
+        for f, op, t in zip(full, output_padding, lengths):
+            total = f + op - t
             small = total // 2
-            upper = ctx.attr("auto_pad", "NOTSET") != "SAME_LOWER"
-            begin.append(small if upper else total - small)
-            end.append(total - small if upper else small)
+            # ONNX: SAME_UPPER puts the smaller half first, every other setting the larger half.
+            begin.append(small if auto_pad == "SAME_UPPER" else total - small)
     else:
         pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
-        begin, end = pads[:rank], pads[rank:]
-    # MindSpore's transposed convolutions crop symmetric padding; an asymmetric crop is done by
-    # slicing the full result.
-    symmetric = begin == end
+        begin = pads[:rank]
+        lengths = [f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])]
+    end = [f - b - n for f, b, n in zip(full, begin, lengths)]
+    if any(b < 0 for b in begin) or any(e < 0 for e in end):
+        raise Unsupported("output_padding reaching past the full transposed convolution (bias-only cells)")
+    # MindSpore crops symmetric padding itself; any other window is sliced from the full result.
+    symmetric = begin == end and len(set(begin)) == 1
     kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": compact(kernel)}
     if any(s != 1 for s in strides):
         kwargs["stride"] = compact(strides)
@@ -101,17 +101,10 @@ def conv_transpose(ctx: NodeContext):
     if rank == 1:
         stored = weight.reshape(weight.shape[0], weight.shape[1], 1, weight.shape[2])
         transform = "reshape to (in, out/group, 1, k) as nn.Conv1dTranspose stores it"
-    if symmetric and any(begin):
-        if rank == 1:
-            kwargs.update({"pad_mode": "pad", "padding": int(begin[0])})
-        else:
-            kwargs.update(_padding_kwargs(begin, end, rank))
+    if symmetric and begin[0]:
+        kwargs.update({"pad_mode": "pad", "padding": int(begin[0])})
     else:
         kwargs["pad_mode"] = "valid"
-    if any(output_padding):
-        if rank == 1:
-            raise Unsupported("output_padding for 1-D ConvTranspose has no MindSpore equivalent")
-        kwargs["output_padding"] = compact(output_padding)
     if any(d != 1 for d in dilations):
         kwargs["dilation"] = compact(dilations)
     if group != 1:
@@ -125,5 +118,5 @@ def conv_transpose(ctx: NodeContext):
         return cell
 
     index = (slice(None), slice(None)) + tuple(
-        slice(b if b else None, (f - e) if e else None) for b, e, f in zip(begin, end, full))
+        slice(b or None, (f - e) if e else None) for b, e, f in zip(begin, end, full))
     return Item(cell, index)

@@ -25,7 +25,7 @@ def batch_norm(ctx: NodeContext):
     elif rank == 5:
         cls, names = "nn.BatchNorm3d", ("bn2d.gamma", "bn2d.beta", "bn2d.moving_mean", "bn2d.moving_variance")
     elif rank in (2, 3):
-        cls, names = "nn.BatchNorm1d", ("gamma", "beta", "mean", "variance")
+        cls, names = "nn.BatchNorm1d", ("gamma", "beta", "moving_mean", "moving_variance")
     else:
         raise Unsupported(f"BatchNormalization of rank {rank}")
     weights = {name: ctx.weight(index) for name, index in zip(names, (1, 2, 3, 4))}
