@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,12 @@ class IRGraph:
     fold_records: dict[str, FoldRecord]
     # Names of initializers as stored in the source file (before folding created new ones).
     source_initializers: set[str] = field(default_factory=set)
+
+    @cached_property
+    def used_values(self) -> frozenset[str]:
+        """Names of values some node reads or the graph returns."""
+        used = {name for node in self.nodes for name in node.inputs if name}
+        return frozenset(used | set(self.outputs))
 
     def consumers(self) -> dict[str, list[IRNode]]:
         """Map each value name to the nodes that read it."""

@@ -31,12 +31,13 @@ from .mappers.base import (
     Neg,
     Outputs,
     Param,
+    Temp,
     Unpack,
     Weight,
     ms_dtype_name,
 )
 from .mapping import MappedNode
-from .naming import Namer, comment_text, identifier
+from .naming import CELL_MEMBERS, Namer, comment_text, identifier
 
 # Constants with at most this many elements are written into the script as literals.
 INLINE_CONST_LIMIT = 16
@@ -94,7 +95,7 @@ class RenderedModel:
 class _ClassBuilder:
     init_lines: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
-    attributes: Namer = field(default_factory=Namer)
+    attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS))
     variables: Namer = field(default_factory=Namer)
 
 
@@ -146,20 +147,32 @@ def literal(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as a literal")
 
 
-def _module_path_hint(mapped: MappedNode) -> str:
-    """The source module path of a node, when the exporter kept one ('layer1.0.conv1')."""
-    node = mapped.node
+def module_path(node) -> str:
+    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else ``""``.
+
+    dynamo exports list scopes in ``pkg.torch.onnx.name_scopes`` (the last entry is the aten op);
+    TorchScript exports name nodes ``/layer1/layer1.0/conv1/Conv``.
+    """
     scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
     if scopes:
-        parts = re.findall(r"'([^']*)'", scopes)
-        parts = [p for p in parts if p]
-        if parts:
-            return parts[-1]
+        parts = [p for p in re.findall(r"'([^']*)'", scopes) if p]
+        return parts[-2] if len(parts) >= 2 else ""
     if node.name.startswith("/"):
-        pieces = [p for p in node.name.split("/") if p]
-        if len(pieces) >= 2:
-            return pieces[-2]
+        path = ""
+        for piece in [p for p in node.name.split("/") if p][:-1]:
+            head = piece.split(".", 1)[0]
+            if not path or piece.startswith(path + "."):
+                path = piece  # the scope repeats its parent's path: "layer1" then "layer1.0"
+            elif "." in piece and (path == head or path.endswith("." + head)):
+                path += piece[len(head):]  # "downsample" then "downsample.0"
+            else:
+                path = f"{path}.{piece}"
+        return path
     return ""
+
+
+def _module_path_hint(mapped: MappedNode) -> str:
+    return module_path(mapped.node)
 
 
 def _weight_hint(weights: dict[str, Weight]) -> str:
@@ -184,6 +197,7 @@ class ScriptRenderer:
         self.cls = _ClassBuilder()
         self.var_of: dict[str, str] = {}
         self.remaining_uses: dict[str, int] = {}
+        self.temps: dict[int, tuple[Temp, str]] = {}
 
     # --- naming ------------------------------------------------------------------------
     def _attribute_name(self, hint: str, fallback: str) -> str:
@@ -230,6 +244,8 @@ class ScriptRenderer:
             return self._param(value, mapped)
         if isinstance(value, Const):
             return self.const(value.array, value.source, mapped)
+        if isinstance(value, Temp):
+            return self._temp(value, mapped)
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.expr(v, mapped) for v in value)
             if isinstance(value, list):
@@ -239,6 +255,16 @@ class ScriptRenderer:
             self._note_literal(value)
             return literal(value)
         raise TypeError(f"unknown expression object {type(value).__name__}")
+
+    def _temp(self, temp: Temp, mapped: MappedNode) -> str:
+        """A shared sub-expression: assigned to a fresh variable on first use, then reused."""
+        key = id(temp)
+        if key not in self.temps:
+            text = self.expr(temp.expr, mapped)
+            name = self._new_variable(temp.hint or "t")
+            self.cls.body.append(f"{name} = {text}")
+            self.temps[key] = (temp, name)  # holding the object keeps its id unique
+        return self.temps[key][1]
 
     def _note_literal(self, value: Any) -> None:
         if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
@@ -264,7 +290,7 @@ class ScriptRenderer:
         return literal(value)
 
     def _cell(self, cell: Cell, mapped: MappedNode) -> str:
-        hint = _module_path_hint(mapped) or _weight_hint(cell.weights)
+        hint = _weight_hint(cell.weights) or _module_path_hint(mapped)
         fallback = cell.role or _ROLE_BY_OP.get(mapped.node.op_type, identifier(mapped.node.op_type))
         attr = self._attribute_name(hint, fallback)
         self.uses.add(cell.cls.split(".", 1)[0])
@@ -320,14 +346,21 @@ class ScriptRenderer:
             name = reuse
         else:
             hint = _module_path_hint(mapped).rsplit(".", 1)[-1] if _module_path_hint(mapped) else ""
+            if "x" not in self.cls.variables.taken:
+                hint = "x"
             name = self._new_variable(hint or identifier(mapped.node.op_type, "x"))
         self.var_of[out] = name
         return name
 
     def _reusable_input(self, mapped: MappedNode) -> Optional[str]:
-        """The first input's variable when this node is its last reader (chains read ``x = f(x)``)."""
+        """The first input's variable when this node is its last reader (chains read ``x = f(x)``).
+
+        The network's input arguments are never overwritten.
+        """
         for name in mapped.node.inputs:
             if name and name in self.var_of:
+                if name in self.graph.inputs:
+                    return None
                 if self.remaining_uses.get(name, 0) == 0 and name not in self.graph.outputs:
                     return self.var_of[name]
                 return None

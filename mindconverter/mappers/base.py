@@ -16,6 +16,7 @@ Expressions:
 - :class:`Param`: a tensor stored in the checkpoint, held as a ``Parameter`` attribute.
 - :class:`Const`: a constant tensor; small ones become literals, large ones non-trainable
   parameters.
+- :class:`Temp`: a sub-expression evaluated once into a local variable and shared.
 A mapper returns one expression (single output), :class:`Unpack` (an expression producing a
 tuple, unpacked over the node's outputs) or :class:`Outputs` (one expression per output).
 """
@@ -77,6 +78,15 @@ class Neg(Expr):
 class Item(Expr):
     value: Any
     index: Any  # int, slice, or tuple of ints/slices/None/Ellipsis
+
+
+@dataclass(eq=False)
+class Temp(Expr):
+    """``expr`` computed once into a local variable of ``construct``; every reference to this same
+    object reads that variable (e.g. a cell returning a tuple whose parts need further ops)."""
+
+    expr: Any
+    hint: str = ""
 
 
 @dataclass
@@ -170,6 +180,10 @@ class NodeContext:
 
     def has_output(self, index: int) -> bool:
         return index < len(self.node.outputs) and bool(self.node.outputs[index])
+
+    def output_used(self, index: int) -> bool:
+        """True when output ``index`` exists and something reads it (or the graph returns it)."""
+        return self.has_output(index) and self.node.outputs[index] in self.graph.used_values
 
     def input_name(self, index: int) -> str:
         return self.node.inputs[index]

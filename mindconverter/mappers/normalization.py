@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .base import Call, Cell, Input, Lit, NodeContext, Unsupported
+from .base import BinOp, Call, Cell, Input, Lit, NodeContext, Unsupported
 from .registry import mapper
 
 
 @mapper("BatchNormalization")
 def batch_norm(ctx: NodeContext):
     """BatchNormalization (inference) -> nn.BatchNorm1d/2d/3d with its statistics as parameters."""
-    if any(ctx.has_output(i) for i in range(1, 5)):
+    if any(ctx.output_used(i) for i in range(1, 5)):
         raise Unsupported("training-mode BatchNormalization outputs (running statistics) are not supported")
     if int(ctx.attr("training_mode", 0)):
         raise Unsupported("training_mode=1 BatchNormalization")
@@ -34,20 +34,26 @@ def batch_norm(ctx: NodeContext):
 
 @mapper("LRN")
 def lrn(ctx: NodeContext):
-    """LRN -> ops.lrn; ONNX divides alpha by size, MindSpore takes the per-element alpha."""
+    """LRN -> x / (bias + alpha * mean of x^2 over a channel window)^beta.
+
+    Written with ops.avg_pool3d over the channel axis because MindSpore's CPU ops.lrn fails on
+    all but tiny inputs; the window is size channels, padded as ONNX sums over the edges.
+    """
     size = int(ctx.attr("size"))
-    if size % 2 == 0:
-        raise Unsupported("LRN with an even size has no MindSpore equivalent")
-    if ctx.input_rank(0) != 4:
-        raise Unsupported("LRN is supported for 4-D inputs only")
-    alpha = float(ctx.attr("alpha", 1e-4))
-    return Call(
-        "ops.lrn",
-        [Input(0)],
-        {
-            "depth_radius": Lit(size // 2),
-            "bias": Lit(float(ctx.attr("bias", 1.0))),
-            "alpha": Lit(float(alpha / size)),
-            "beta": Lit(float(ctx.attr("beta", 0.75))),
-        },
-    )
+    rank = ctx.input_rank(0)
+    if rank < 3:
+        raise Unsupported("LRN needs an input of rank 3 or more")
+    alpha, beta, bias = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0))
+    x = Input(0)
+    squares = BinOp("*", x, x)
+    shape = ctx.require_shape(0)
+    if rank != 4:  # fold the spatial axes into one so the window runs over (N, 1, C, S, 1)
+        squares = Call("ops.reshape", [squares, Lit((shape[0], shape[1], -1, 1))])
+    before, after = (size - 1) // 2, size // 2
+    padded = Call("ops.pad", [Call("ops.unsqueeze", [squares], {"dim": Lit(1)}), Lit((0, 0, 0, 0, before, after))])
+    window = Call("ops.avg_pool3d", [padded], {"kernel_size": Lit((size, 1, 1)), "stride": Lit(1)})
+    mean = Call("ops.squeeze", [window], {"axis": Lit(1)})
+    if rank != 4:
+        mean = Call("ops.reshape", [mean, Lit(tuple(shape))])
+    scale = Call("ops.pow", [BinOp("+", Lit(bias), BinOp("*", Lit(alpha), mean)), Lit(beta)])
+    return BinOp("/", x, scale)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .base import Call, Cell, Input, Lit, NodeContext, Unsupported
+import numpy as np
+
+from .base import BinOp, Call, Cell, Const, Input, Lit, NodeContext, Unsupported
 from ._common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
@@ -21,10 +23,12 @@ def _pool(ctx: NodeContext, cells: dict, is_max: bool):
     begin, end = spatial_pads(ctx, x_shape[2:], kernel, strides, dilations)
     ceil_mode = bool(ctx.attr("ceil_mode", 0))
     x = Input(0)
+    rescale = None
     kwargs = {"kernel_size": compact(kernel), "stride": compact(strides)}
-    if begin != end:
+    # MindSpore pools pad symmetrically and at most half the kernel: pad explicitly otherwise
+    if begin != end or any(b > k // 2 for b, k in zip(begin, kernel)):
         if not is_max and int(ctx.attr("count_include_pad", 0)) == 0:
-            raise Unsupported("asymmetric average-pool padding that excludes the padded cells")
+            rescale = _valid_cell_factor(x_shape[2:], kernel, strides, begin, end, ceil_mode)
         x = pad_call(x, begin, end, -math.inf if is_max else 0.0)
         begin = end = [0] * rank
     if any(begin) or ceil_mode:
@@ -38,13 +42,32 @@ def _pool(ctx: NodeContext, cells: dict, is_max: bool):
         kwargs["dilation"] = compact(dilations)
     if not is_max and kwargs.get("pad_mode") == "pad":
         kwargs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
-    return Cell(cells[rank], kwargs=kwargs, args=[x], role="maxpool" if is_max else "avgpool")
+    cell = Cell(cells[rank], kwargs=kwargs, args=[x], role="maxpool" if is_max else "avgpool")
+    if rescale is not None:
+        # averaged over the whole window including zero padding; rescale to the valid cells only
+        return BinOp("*", cell, Const(rescale))
+    return cell
+
+
+def _valid_cell_factor(spatial, kernel, strides, begin, end, ceil_mode) -> np.ndarray:
+    """Per output position: kernel volume / number of non-padding cells in its window."""
+    factors = []
+    for size, k, s, b, e in zip(spatial, kernel, strides, begin, end):
+        padded = size + b + e
+        steps = (padded - k + (s - 1 if ceil_mode else 0)) // s + 1
+        starts = np.arange(steps) * s - b
+        valid = np.minimum(starts + k, size) - np.maximum(starts, 0)
+        factors.append(k / valid)
+    grid = factors[0]
+    for axis_factor in factors[1:]:
+        grid = np.multiply.outer(grid, axis_factor)
+    return grid.astype(np.float32)
 
 
 @mapper("MaxPool")
 def max_pool(ctx: NodeContext):
     """MaxPool -> nn.MaxPool1d/2d/3d (pads, dilations, ceil_mode); the indices output is not supported."""
-    if ctx.has_output(1):
+    if ctx.output_used(1):
         raise Unsupported("the Indices output of MaxPool is not supported")
     if int(ctx.attr("storage_order", 0)) != 0:
         raise Unsupported("column-major storage_order")

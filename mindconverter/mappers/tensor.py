@@ -232,7 +232,7 @@ def pad(ctx: NodeContext):
 @mapper("Dropout")
 def dropout(ctx: NodeContext):
     """Dropout -> nn.Dropout(p=ratio), an identity at inference that keeps the model trainable."""
-    if ctx.has_output(1):
+    if ctx.output_used(1):
         raise Unsupported("the mask output of Dropout is not supported")
     ratio = 0.5
     if ctx.opset < 12:

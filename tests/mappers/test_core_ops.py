@@ -118,6 +118,8 @@ def test_prelu(tmp_path, slope_shape):
         ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
         ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}),
         ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+        ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}),
+        ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 0, 2, 1], "count_include_pad": 1}),
         ("GlobalAveragePool", {}),
         ("GlobalMaxPool", {}),
     ],
@@ -132,8 +134,9 @@ def test_pool_1d_3d(tmp_path, op):
     assert_matches(single_op_model(op, {"x": (1, 2, 5, 5, 5)}, kernel_shape=[2, 2, 2]), tmp_path / "3d")
 
 
-def test_lrn(tmp_path):
-    assert_matches(single_op_model("LRN", {"x": (1, 6, 4, 4)}, size=5, alpha=1e-3, beta=0.75, bias=2.0), tmp_path)
+@pytest.mark.parametrize("shape, size", [((1, 6, 4, 4), 5), ((1, 32, 13, 13), 5), ((1, 8, 5, 5), 3)])
+def test_lrn(tmp_path, shape, size):
+    assert_matches(single_op_model("LRN", {"x": shape}, size=size, alpha=1e-3, beta=0.75, bias=2.0), tmp_path)
 
 
 @pytest.mark.parametrize("trans_a", [0, 1])

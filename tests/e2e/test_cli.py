@@ -1,0 +1,97 @@
+"""The command line as a user runs it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from mindconverter import __version__
+from mindconverter.cli import main
+from tests.helpers import make_model
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_version_and_help(capsys):
+    for argv, needle in ((["--version"], __version__), (["-h"], "--model_file")):
+        try:
+            main(argv)
+        except SystemExit as stop:
+            assert stop.code == 0
+        assert needle in capsys.readouterr().out
+
+
+def test_convert_prints_summary_and_detected_io(tmp_path, capsys):
+    code = main(["--model_file", str(FIXTURES / "tiny_mobilenet_torchscript.onnx"), "--shape", "1,3,32,32",
+                 "--output", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "Detected inputs:  input: float32[batch, 3, 32, 32]" in captured.out
+    assert "Detected outputs: logits" in captured.out
+    assert captured.err == ""
+    assert "(100.00%)" in captured.out
+    assert (tmp_path / "tiny_mobilenet_torchscript.py").exists()
+
+
+def test_existing_outputs_are_kept_unless_overwrite(tmp_path, capsys):
+    args = ["--model_file", str(FIXTURES / "tiny_resnet_torchscript.onnx"), "--shape", "1,3,32,32", "--output", str(tmp_path)]
+    assert main(args) == 0
+    script = tmp_path / "tiny_resnet_torchscript.py"
+    script.write_text("# edited by the user\n")
+    assert main(args) == 1
+    assert "code 3000001" in capsys.readouterr().err
+    assert script.read_text() == "# edited by the user\n"
+    assert main(args + ["--overwrite"]) == 0
+    assert "MindSporeModel" in script.read_text()
+
+
+def _model_with_unknown_op():
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("FancyOp", ["r"], ["y"], domain="com.example")]
+    return make_model(nodes, [("x", np.float32, (1, 4))], [("y", np.float32, (1, 4))],
+                      extra_opsets={"com.example": 1})
+
+
+def test_unsupported_operator_gets_a_placeholder(tmp_path, capsys):
+    model_file = tmp_path / "odd.onnx"
+    onnx.save(_model_with_unknown_op(), str(model_file))
+    code = main(["--model_file", str(model_file), "--output", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "WARNING: 1 operator(s) not converted (FancyOp)" in captured.out
+    script = (tmp_path / "out" / "odd.py").read_text()
+    report = (tmp_path / "out" / "report_of_odd.txt").read_text()
+    line = next(i for i, text in enumerate(script.splitlines(), 1) if "self.unconverted_fancy_op(" in text)
+    assert f"line {line}:" in report
+    assert "[UnConvert] 'com.example::FancyOp' didn't convert." in report
+    assert "Converted Rate: 50.00%." in report
+    # the script imports and the network builds
+    run = subprocess.run([sys.executable, "-c", "import odd; odd.MindSporeModel()"], cwd=tmp_path / "out",
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_strict_mode_fails_and_writes_nothing(tmp_path, capsys):
+    model_file = tmp_path / "odd.onnx"
+    onnx.save(_model_with_unknown_op(), str(model_file))
+    code = main(["--model_file", str(model_file), "--output", str(tmp_path / "out"), "--strict"])
+    assert code == 1
+    assert "[ConversionError] code 4000001" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_module_entry_point(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "mindconverter", "--model_file", str(FIXTURES / "tiny_resnet_dynamo.onnx"),
+                          "--shape", "1,3,32,32", "--output", str(tmp_path), "--verify"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "Verification MATCH" in run.stdout
+
+
+def test_shape_conflict_is_a_usage_error(capsys):
+    code = main(["--model_file", str(FIXTURES / "tiny_resnet_dynamo.onnx"), "--shape", "1,4,32,32"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "[ArgumentError] code 2000002" in err and "Traceback" not in err

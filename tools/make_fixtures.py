@@ -1,0 +1,151 @@
+"""Export the small PyTorch models committed under tests/fixtures/ (needs torch; tests do not).
+
+    python tools/make_fixtures.py            # writes tests/fixtures/*.onnx
+
+Each architecture is exported with both PyTorch exporters: TorchScript-based (dynamo=False,
+opset 13) and dynamo (dynamo=True, opset 18), with a dynamic batch axis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = None
+        if stride != 1 or inplanes != planes:
+            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        return self.relu(out + identity)
+
+
+class TinyResNet(nn.Module):
+    """ResNet-18 layout at toy width: stem, four stages of BasicBlocks, pooling, classifier."""
+
+    def __init__(self, num_classes: int = 10, width: int = 8):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = nn.Sequential(BasicBlock(width, width), BasicBlock(width, width))
+        self.layer2 = nn.Sequential(BasicBlock(width, width * 2, 2), BasicBlock(width * 2, width * 2))
+        self.layer3 = nn.Sequential(BasicBlock(width * 2, width * 4, 2), BasicBlock(width * 4, width * 4))
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(width * 4, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        x = torch.flatten(self.avgpool(x), 1)
+        return self.fc(x)
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels: int, squeeze: int):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+
+    def forward(self, x):
+        scale = x.mean((2, 3), keepdim=True)
+        scale = nn.functional.hardsigmoid(self.fc2(nn.functional.relu(self.fc1(scale))))
+        return x * scale
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, inp: int, out: int, stride: int, expand: int, use_se: bool, act):
+        super().__init__()
+        hidden = inp * expand
+        self.use_res = stride == 1 and inp == out
+        layers = [nn.Conv2d(inp, hidden, 1, bias=False), nn.BatchNorm2d(hidden), act(),
+                  nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden), act()]
+        if use_se:
+            layers.append(SqueezeExcite(hidden, max(hidden // 4, 8)))
+        layers += [nn.Conv2d(hidden, out, 1, bias=False), nn.BatchNorm2d(out)]
+        self.block = nn.Sequential(*layers)
+
+    def forward(self, x):
+        y = self.block(x)
+        return x + y if self.use_res else y
+
+
+class TinyMobileNet(nn.Module):
+    """MobileNetV2/V3 ingredients: depthwise convs, ReLU6/Hardswish, squeeze-excite, dropout."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.Hardswish()),
+            InvertedResidual(16, 16, 1, 1, False, nn.ReLU6),
+            InvertedResidual(16, 24, 2, 4, False, nn.ReLU6),
+            InvertedResidual(24, 24, 1, 3, True, nn.Hardswish),
+            InvertedResidual(24, 32, 2, 3, True, nn.Hardswish),
+        )
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(32, 64), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(64, num_classes))
+
+    def forward(self, x):
+        x = self.pool(self.features(x)).flatten(1)
+        return self.classifier(x)
+
+
+def randomize_batchnorm(model: nn.Module, seed: int) -> None:
+    """Give BatchNorm layers non-trivial statistics so a wrong mapping shows in the numbers."""
+    generator = torch.Generator().manual_seed(seed)
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            with torch.no_grad():
+                module.running_mean.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
+                module.running_var.copy_(torch.rand(module.num_features, generator=generator) + 0.5)
+                module.weight.copy_(torch.rand(module.num_features, generator=generator) + 0.5)
+                module.bias.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
+
+
+def export(model: nn.Module, name: str) -> None:
+    """Write <name>_torchscript.onnx (opset 13) and <name>_dynamo.onnx (opset 18)."""
+    model.eval()
+    example = torch.randn(1, 3, 32, 32)
+    batch = {"input": {0: "batch"}, "logits": {0: "batch"}}
+    torch.onnx.export(model, (example,), FIXTURES / f"{name}_torchscript.onnx", dynamo=False, opset_version=13,
+                      input_names=["input"], output_names=["logits"], dynamic_axes=batch)
+    program = torch.onnx.export(model, (example,), dynamo=True, opset_version=18, input_names=["input"],
+                                output_names=["logits"], dynamic_shapes=({0: torch.export.Dim("batch")},))
+    program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
+
+
+def main() -> None:
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    resnet = TinyResNet()
+    randomize_batchnorm(resnet, 1)
+    export(resnet, "tiny_resnet")
+    mobilenet = TinyMobileNet()
+    randomize_batchnorm(mobilenet, 2)
+    export(mobilenet, "tiny_mobilenet")
+    for path in sorted(FIXTURES.glob("*.onnx")):
+        print(f"{path.name}: {path.stat().st_size / 1024:.0f} KiB")
+
+
+if __name__ == "__main__":
+    main()
