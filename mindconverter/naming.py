@@ -28,6 +28,36 @@ RESERVED = {
     "super",
 }
 
+# Attribute and method names of ``nn.Cell`` (MindSpore 2.x, lower-cased): a sub-cell or parameter
+# stored under one of these (``self.construct = ...``) would break the network, so attribute
+# namers start with them taken.
+CELL_MEMBERS = frozenset({
+    "add_flags", "add_flags_recursive", "apply", "arguments_key", "auto_prefix", "bprop",
+    "bprop_debug", "buffers", "cast_inputs", "cell_init_args", "cell_list", "cell_type", "cells",
+    "cells_and_names", "check_names", "check_names_and_refresh_name", "children", "cls_name",
+    "compile", "compile_and_run", "compile_cache", "compile_phase", "compiled", "construct", "cpu",
+    "create_time", "cuda", "enable_backward_hook", "eval", "exist_names", "exist_objs",
+    "extend_repr", "float", "forward", "generate_scope", "get_buffer", "get_extra_state",
+    "get_flags", "get_func_graph_proto", "get_inputs", "get_mixed_precision_type", "get_parameters",
+    "get_scope", "get_sub_cell", "global_cells", "grad_ops_label", "half", "has_bprop",
+    "ignore_list", "init_parameters_data", "insert_child_to_cell", "insert_param_to_cell",
+    "is_top_cell", "jit_config_dict", "load_state_dict", "mixed_precision_type", "modules",
+    "name_cells", "named_buffers", "offload", "parallel_parameter_merge_net_dict",
+    "parallel_parameter_name_list", "param_prefix", "parameter_layout_dict", "parameters",
+    "parameters_and_names", "parameters_broadcast_dict", "parameters_dict", "phase", "phase_cache",
+    "pipeline_segment", "pipeline_stage", "recompute", "register_backward_hook",
+    "register_backward_pre_hook", "register_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_load_state_dict_post_hook",
+    "register_load_state_dict_pre_hook", "register_parameter_forward_hook",
+    "register_saved_tensors_hooks", "register_state_dict_post_hook", "register_state_dict_pre_hook",
+    "remove_redundant_parameters", "requires_grad", "run_construct", "set_boost",
+    "set_broadcast_flag", "set_comm_fusion", "set_data_parallel", "set_extra_state", "set_grad",
+    "set_inputs", "set_jit_config", "set_mixed_precision_type", "set_train", "shard", "state_dict",
+    "t_destination", "to", "to_empty", "to_float", "total_instance_count", "train",
+    "trainable_params", "training", "type", "untrainable_params", "update_cell_prefix",
+    "update_cell_type", "update_parameters_name",
+})
+
 
 def identifier(text: str, fallback: str = "value") -> str:
     """A lower-case snake_case identifier made from ``text`` (ASCII letters, digits, ``_``)."""
@@ -80,6 +110,16 @@ class Namer:
         while name in self.taken:
             counter += 1
             name = f"{base}_{counter}"
+        self.taken.add(name)
+        return name
+
+    def claim_class(self, hint: str) -> str:
+        """A fresh CamelCase class name based on ``hint``: ``BasicBlock``, then ``BasicBlock2``..."""
+        base = class_name(hint)
+        name, counter = base, 1
+        while name in self.taken:
+            counter += 1
+            name = f"{base}{counter}"
         self.taken.add(name)
         return name
 

@@ -37,6 +37,7 @@ from .mappers.base import (
     ms_dtype_name,
 )
 from .mapping import MappedNode
+from .recover import ACTIVATION_CELLS, Block, module_path, recover_blocks
 from .naming import CELL_MEMBERS, Namer, comment_text, identifier
 
 # Constants with at most this many elements are written into the script as literals.
@@ -91,12 +92,47 @@ class RenderedModel:
     output_names: list[str]
 
 
+@dataclass(frozen=True)
+class SlotRef:
+    """A literal in an ``__init__`` line that may become a constructor argument of the class."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """Instantiation of a recovered block class; ``slots`` are the parent's slots for its values."""
+
+    key: Any
+    slots: tuple[int, ...]
+
+
 @dataclass
 class _ClassBuilder:
-    init_lines: list[str] = field(default_factory=list)
+    init_lines: list[list] = field(default_factory=list)  # parts: str | SlotRef | ClassRef
     body: list[str] = field(default_factory=list)
     attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS))
     variables: Namer = field(default_factory=Namer)
+    slots: list[tuple[str, str, str]] = field(default_factory=list)  # (label, attribute, literal text)
+
+    def slot(self, label: str, attribute: str, text: str) -> SlotRef:
+        self.slots.append((label, attribute, text))
+        return SlotRef(len(self.slots) - 1)
+
+
+@dataclass
+class _Instance:
+    """One rendered block instance, before instances are merged into classes."""
+
+    block: Block
+    builder: _ClassBuilder
+    args: list[str]
+    returns: list[str]
+
+    @property
+    def key(self):
+        lines = tuple(tuple(line) for line in self.builder.init_lines)
+        return (self.block.class_hint, lines, tuple(self.builder.body), tuple(self.args), tuple(self.returns))
 
 
 def float_literal(value: float) -> str:
@@ -147,30 +183,6 @@ def literal(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as a literal")
 
 
-def module_path(node) -> str:
-    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else ``""``.
-
-    dynamo exports list scopes in ``pkg.torch.onnx.name_scopes`` (the last entry is the aten op);
-    TorchScript exports name nodes ``/layer1/layer1.0/conv1/Conv``.
-    """
-    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
-    if scopes:
-        parts = [p for p in re.findall(r"'([^']*)'", scopes) if p]
-        return parts[-2] if len(parts) >= 2 else ""
-    if node.name.startswith("/"):
-        path = ""
-        for piece in [p for p in node.name.split("/") if p][:-1]:
-            head = piece.split(".", 1)[0]
-            if not path or piece.startswith(path + "."):
-                path = piece  # the scope repeats its parent's path: "layer1" then "layer1.0"
-            elif "." in piece and (path == head or path.endswith("." + head)):
-                path += piece[len(head):]  # "downsample" then "downsample.0"
-            else:
-                path = f"{path}.{piece}"
-        return path
-    return ""
-
-
 def _module_path_hint(mapped: MappedNode) -> str:
     return module_path(mapped.node)
 
@@ -198,6 +210,12 @@ class ScriptRenderer:
         self.var_of: dict[str, str] = {}
         self.remaining_uses: dict[str, int] = {}
         self.temps: dict[int, tuple[Temp, str]] = {}
+        self.prefix = ""  # attribute path of the block being rendered, with a trailing dot
+        self.prefix_path = ""  # source module path of that block
+        self.protected: set[str] = set()
+        self.no_reuse: set[str] = set()
+        self.remaining_uses_all: set[str] = set()
+        self.instances: list[_Instance] = []
 
     # --- naming ------------------------------------------------------------------------
     def _attribute_name(self, hint: str, fallback: str) -> str:
@@ -289,13 +307,29 @@ class ScriptRenderer:
         self._note_literal(value)
         return literal(value)
 
-    def _cell(self, cell: Cell, mapped: MappedNode) -> str:
-        hint = _weight_hint(cell.weights) or _module_path_hint(mapped)
-        fallback = cell.role or _ROLE_BY_OP.get(mapped.node.op_type, identifier(mapped.node.op_type))
-        attr = self._attribute_name(hint, fallback)
+    def _cell_ctor(self, cell: Cell, attr: str) -> list:
+        """Parts of ``nn.Xxx(k=v, ...)``: each literal is a slot that may become a class argument."""
         self.uses.add(cell.cls.split(".", 1)[0])
-        kwargs = ", ".join(f"{k}={self._init_value(v)}" for k, v in cell.kwargs.items())
-        self.cls.init_lines.append(f"self.{attr} = {cell.cls}({kwargs})")
+        parts: list = [f"{cell.cls}("]
+        for index, (key, value) in enumerate(cell.kwargs.items()):
+            parts.append(f"{', ' if index else ''}{key}=")
+            text = self._init_value(value)
+            parts.append(text if isinstance(value, DType) else self.cls.slot(key, attr, text))
+        parts.append(")")
+        return parts
+
+    def _leaf_name(self, mapped: MappedNode, cell: Cell) -> str:
+        """Attribute hint for a layer: its source module name relative to the current block."""
+        path = _weight_hint(cell.weights) or _module_path_hint(mapped)
+        block = self.prefix_path
+        if block and path.startswith(block + "."):
+            return path[len(block) + 1:]
+        return path.rsplit(".", 1)[-1] if block else path
+
+    def _cell(self, cell: Cell, mapped: MappedNode) -> str:
+        fallback = cell.role or _ROLE_BY_OP.get(mapped.node.op_type, identifier(mapped.node.op_type))
+        attr = self._attribute_name(self._leaf_name(mapped, cell), fallback)
+        self.cls.init_lines.append([f"self.{attr} = "] + self._cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
             self._add_entry(f"{attr}.{param_name}", weight)
         args = [self.expr(a, mapped) for a in cell.args]
@@ -312,7 +346,7 @@ class ScriptRenderer:
         shape = literal(tuple(int(d) for d in array.shape))
         grad = "" if trainable else ", requires_grad=False"
         dtype = ms_dtype_name(array.dtype)
-        self.cls.init_lines.append(f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})")
+        self.cls.init_lines.append([f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})"])
         self._add_entry(attr, param.weight)
         return f"self.{attr}"
 
@@ -330,7 +364,7 @@ class ScriptRenderer:
         source_init = self.graph.constants.get(weight.source)
         self.entries.append(
             CheckpointEntry(
-                name=name,
+                name=self.prefix + name,
                 array=weight.array,
                 source=weight.source,
                 transform=weight.transform,
@@ -346,8 +380,10 @@ class ScriptRenderer:
             name = reuse
         else:
             hint = _module_path_hint(mapped).rsplit(".", 1)[-1] if _module_path_hint(mapped) else ""
-            if "x" not in self.cls.variables.taken:
-                hint = "x"
+            for preferred in ("x", "out"):
+                if preferred not in self.cls.variables.taken:
+                    hint = preferred
+                    break
             name = self._new_variable(hint or identifier(mapped.node.op_type, "x"))
         self.var_of[out] = name
         return name
@@ -359,9 +395,9 @@ class ScriptRenderer:
         """
         for name in mapped.node.inputs:
             if name and name in self.var_of:
-                if name in self.graph.inputs:
+                if name in self.no_reuse:
                     return None
-                if self.remaining_uses.get(name, 0) == 0 and name not in self.graph.outputs:
+                if self.remaining_uses.get(name, 0) == 0 and name not in self.protected:
                     return self.var_of[name]
                 return None
         return None
@@ -426,10 +462,10 @@ class ScriptRenderer:
         in_shapes = tuple(self.graph.shapes.get(n) for n in node.inputs if n)
         out_shapes = tuple(self.graph.shapes.get(n) for n in node.outputs if n)
         self.uses.add("UnconvertedOperator")
-        self.cls.init_lines.append(
+        self.cls.init_lines.append([
             f"self.{attr} = UnconvertedOperator({node.op_type!r}, input_shapes={literal(in_shapes)}, "
             f"output_shapes={literal(out_shapes)})"
-        )
+        ])
         args = []
         for name in node.inputs:
             if not name:
@@ -448,36 +484,172 @@ class ScriptRenderer:
 
     # --- whole script ------------------------------------------------------------------
     def render(self) -> RenderedModel:
-        graph = self.graph
+        root = recover_blocks(self.graph, self.mapped)
+        top = self._render_block(root, prefix="", is_root=True)
+        classes = self._merge_classes()
+        root_init = [self._join(line, top.builder, {}, classes) for line in top.builder.init_lines]
+        code = self._fill_template(top.args, top.returns, classes, root_init, top.builder.body)
+        code = format_code(code)
+        self._locate_unconverted(code)
+        return RenderedModel(code, self.entries, self.unconverted, top.args, top.returns)
+
+    # --- blocks ------------------------------------------------------------------------
+    def _render_block(self, block: Block, prefix: str, is_root: bool = False) -> _Instance:
+        """Render one block (the whole model for the root) with its own names and variables."""
+        saved = (self.cls, self.var_of, self.remaining_uses, self.remaining_uses_all, self.temps,
+                 self.prefix, self.prefix_path, self.protected, self.no_reuse)
+        self.cls, self.var_of, self.temps = _ClassBuilder(), {}, {}
+        self.prefix, self.prefix_path = prefix, block.path
+        inputs = self.graph.inputs if is_root else block.inputs
+        outputs = self.graph.outputs if is_root else block.outputs
+        args = []
+        for name in inputs:
+            hint = name if (is_root or name in self.graph.inputs) else "x"
+            var = self.cls.variables.claim(hint, "x")
+            self.var_of[name] = var
+            args.append(var)
         readers: dict[str, int] = {}
-        for mapped in self.mapped:
+        for mapped in block.nodes():
             for name in mapped.node.inputs:
                 if name:
                     readers[name] = readers.get(name, 0) + 1
-        self.remaining_uses = dict(readers)
-        self.remaining_uses_all = set(readers) | set(graph.outputs)
-        input_vars = []
-        for name in graph.inputs:
-            var = self.cls.variables.claim(name, "x")
-            self.var_of[name] = var
-            input_vars.append(var)
-        for mapped in self.mapped:
-            if mapped.converted:
-                self.statement(mapped)
+        self.remaining_uses = readers
+        self.remaining_uses_all = set(readers) | set(outputs)
+        self.protected = set(outputs)
+        self.no_reuse = set(inputs) if is_root else set()
+        for item in block.items:
+            if isinstance(item, Block):
+                self._child_block(item)
+            elif item.converted:
+                self.statement(item)
             else:
-                self.placeholder(mapped)
-        returns = []
-        for name in graph.outputs:
-            if name in self.var_of:
-                returns.append(self.var_of[name])
-            else:
-                returns.append(self.const(graph.constants[name], name, self.mapped[0] if self.mapped else None))
-        code = self._fill_template(input_vars, returns)
-        code = format_code(code)
-        self._locate_unconverted(code)
-        return RenderedModel(code, self.entries, self.unconverted, input_vars, returns)
+                self.placeholder(item)
+        returns = [self.var_of[name] if name in self.var_of else
+                   self.const(self.graph.constants[name], name, None) for name in outputs]
+        instance = _Instance(block, self.cls, args, returns)
+        (self.cls, self.var_of, self.remaining_uses, self.remaining_uses_all, self.temps,
+         self.prefix, self.prefix_path, self.protected, self.no_reuse) = saved
+        return instance
 
-    def _fill_template(self, input_vars: list[str], returns: list[str]) -> str:
+    def _instantiate(self, child: Block, prefix: str, attribute: str) -> ClassRef:
+        """Render a child block and refer to its class; its literals become this block's slots."""
+        instance = self._render_block(child, prefix)
+        self.instances.append(instance)
+        slots = tuple(self.cls.slot(label, attribute, text).index for label, _, text in instance.builder.slots)
+        return ClassRef(instance.key, slots)
+
+    def _sequential(self, block: Block, prefix: str, attr: str) -> list:
+        """Parts of ``nn.SequentialCell([...])``; layers the exporter dropped become ``nn.Identity()``
+        so every element keeps its source index (and its parameters their source names)."""
+        self.uses.add("nn")
+        by_index = dict(zip(block.indices, block.items))
+        elements: list = ["nn.SequentialCell(["]
+        for index in range(max(block.indices) + 1):
+            if index:
+                elements.append(", ")
+            item = by_index.get(index)
+            if item is None:
+                elements.append("nn.Identity()")
+            elif isinstance(item, Block) and item.sequential:
+                elements.extend(self._sequential(item, f"{prefix}{index}.", attr))
+            elif isinstance(item, Block):
+                elements.append(self._instantiate(item, f"{prefix}{index}.", attr))
+            elif isinstance(item.result, Cell):
+                elements.extend(self._cell_ctor(item.result, attr))
+                saved, self.prefix = self.prefix, f"{prefix}{index}."
+                for param_name, weight in item.result.weights.items():
+                    self._add_entry(param_name, weight)
+                self.prefix = saved
+            else:
+                elements.append(f"{ACTIVATION_CELLS[item.result.func]}()")
+        elements.append("])")
+        return elements
+
+    def _child_block(self, child: Block) -> None:
+        """Create the child's cell in ``__init__`` and call it in ``construct``."""
+        attr = self._attribute_name(child.name if not child.name.isdigit() else child.path, "block")
+        prefix = f"{self.prefix}{attr}."
+        if child.sequential:
+            self.cls.init_lines.append([f"self.{attr} = "] + self._sequential(child, prefix, attr))
+        else:
+            self.cls.init_lines.append([f"self.{attr} = ", self._instantiate(child, prefix, attr)])
+        call = f"self.{attr}({', '.join(self.var_of[name] for name in child.inputs)})"
+        for mapped in child.nodes():
+            for name in mapped.node.inputs:
+                if name in self.remaining_uses:
+                    self.remaining_uses[name] -= 1
+        used = [name in self.remaining_uses_all for name in child.outputs]
+        reuse = None
+        if sum(used) == 1 and len(child.inputs) == 1:
+            source = child.inputs[0]
+            if source not in self.no_reuse and source not in self.protected and self.remaining_uses.get(source, 0) == 0:
+                reuse = self.var_of[source]
+        targets = []
+        for name, needed in zip(child.outputs, used):
+            if not needed:
+                targets.append("_")
+                continue
+            var = reuse or self._new_variable("x" if "x" not in self.cls.variables.taken else identifier(attr, "out"))
+            reuse = None
+            self.var_of[name] = var
+            targets.append(var)
+        self.cls.body.append(f"{', '.join(targets) or '_'} = {call}")
+
+    def _merge_classes(self) -> dict:
+        """Group block instances by their text; literals that differ become constructor arguments."""
+        groups: dict = {}
+        for instance in self.instances:
+            groups.setdefault(instance.key, []).append(instance)
+        namer = Namer({"MindSporeModel"})
+        classes = {}
+        for key, members in groups.items():
+            first = members[0]
+            varying = [i for i in range(len(first.builder.slots))
+                       if len({m.builder.slots[i][2] for m in members}) > 1]
+            # slots that carry the same values in every instance share one argument
+            vectors = {i: tuple(m.builder.slots[i][2] for m in members) for i in varying}
+            distinct = list(dict.fromkeys(vectors.values()))
+            labels = [next(first.builder.slots[i][0] for i in varying if vectors[i] == v) for v in distinct]
+            params = Namer(set())
+            by_vector = {}
+            for vector, label in zip(distinct, labels):
+                owner = next(i for i in varying if vectors[i] == vector)
+                attribute = first.builder.slots[owner][1]
+                hint = label if labels.count(label) == 1 else f"{attribute}_{label}"
+                by_vector[vector] = params.claim(hint, "value")
+            names = {i: by_vector[vectors[i]] for i in varying}
+            block = first.block
+            hint = block.class_hint or (re.sub(r"\.\d+$", "", block.path).rsplit(".", 1)[-1] + "_block")
+            classes[key] = {"name": namer.claim_class(hint), "params": names, "members": members}
+        for key, info in classes.items():
+            first = info["members"][0]
+            info["init"] = [self._join(line, first.builder, info["params"], classes) for line in first.builder.init_lines]
+            paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
+            more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
+            info["doc"] = f"Recovered from {paths}{more}."
+        return classes
+
+    def _join(self, parts: list, builder: _ClassBuilder, params: dict, classes: dict) -> str:
+        """Source text of an ``__init__`` line: slots become argument names or their literal."""
+        text = []
+        for part in parts:
+            if isinstance(part, SlotRef):
+                text.append(params.get(part.index, builder.slots[part.index][2]))
+            elif isinstance(part, ClassRef):
+                info = classes[part.key]
+                seen, pairs = set(), []
+                for i, name in info["params"].items():
+                    if name not in seen:
+                        seen.add(name)
+                        pairs.append(f"{name}={params.get(part.slots[i], builder.slots[part.slots[i]][2])}")
+                args = ", ".join(pairs)
+                text.append(f"{info['name']}({args})")
+            else:
+                text.append(part)
+        return "".join(text)
+
+    def _fill_template(self, input_vars: list[str], returns: list[str], classes: dict, init_lines: list[str],
+                       body: list[str]) -> str:
         env = jinja2.Environment(
             loader=jinja2.PackageLoader("mindconverter", "templates"),
             keep_trailing_newline=True,
@@ -506,8 +678,11 @@ class ScriptRenderer:
             inputs_doc=inputs_doc,
             outputs_doc=outputs_doc,
             uses=self.uses,
-            init_lines=self.cls.init_lines,
-            body=self.cls.body,
+            init_lines=init_lines,
+            body=body,
+            classes=[dict(name=c["name"], doc=c["doc"], params=list(dict.fromkeys(c["params"].values())), init=c["init"],
+                          args=", ".join(["self"] + c["members"][0].args), body=c["members"][0].builder.body,
+                          returns=", ".join(c["members"][0].returns)) for c in classes.values()],
             args=", ".join(["self"] + input_vars),
             returns=", ".join(returns),
             unconverted=bool(self.unconverted),

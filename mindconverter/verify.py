@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import itertools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -87,6 +88,7 @@ def load_generated_module(script: Path):
     loader = importlib.machinery.SourceFileLoader(name, str(script))
     spec = importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # GRAPH mode compiles construct() by importing its module by name
     loader.exec_module(module)
     return module
 

@@ -1,0 +1,278 @@
+"""Element-wise math: unary functions, Pow, Mod, Max/Min/Mean, Where, IsNaN/IsInf, CastLike, bit ops.
+
+MindSpore's CPU kernels lack a few integer dtypes that ONNX allows (``ops.sign`` on int8/int16 and
+unsigned types, for instance); those cases compute in a supported dtype and cast back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import same_dtype_operand
+from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Unsupported
+from .registry import mapper
+
+
+def _kind(ctx: NodeContext, index: int = 0) -> str:
+    """numpy kind letter of input ``index`` ('f', 'i', 'u', 'b'); 'f' when unknown."""
+    dtype = ctx.input_dtype(index)
+    return np.dtype(dtype).kind if dtype is not None else "f"
+
+
+def _cast(value, dtype) -> Call:
+    return Call("ops.cast", [value, DType(np.dtype(dtype).name)])
+
+
+def _require_dtype(ctx: NodeContext, index: int) -> np.dtype:
+    dtype = ctx.input_dtype(index)
+    if dtype is None:
+        raise Unsupported(f"the dtype of input {index} ('{ctx.input_name(index)}') is unknown")
+    return np.dtype(dtype)
+
+
+def _unary(op_type: str, func: str, since: int = 1):
+    """A mapper turning ``op_type`` into ``func(x)``; integer inputs are computed in float32 and cast back."""
+
+    @mapper(op_type, since=since)
+    def convert(ctx: NodeContext):
+        if _kind(ctx) in "iub":
+            dtype = _require_dtype(ctx, 0)
+            return _cast(Call(func, [_cast(Input(0), np.float32)]), dtype)
+        return Call(func, [Input(0)])
+
+    convert.__name__ = convert.__qualname__ = op_type.lower()
+    convert.__doc__ = f"{op_type} -> {func}."
+    return convert
+
+
+reciprocal = _unary("Reciprocal", "ops.reciprocal")
+sqrt = _unary("Sqrt", "ops.sqrt")
+exp = _unary("Exp", "ops.exp")
+log = _unary("Log", "ops.log")
+floor = _unary("Floor", "ops.floor")
+ceil = _unary("Ceil", "ops.ceil")
+round_ = _unary("Round", "ops.round", since=11)  # MindSpore rounds half to even, as ONNX does
+erf = _unary("Erf", "ops.erf", since=9)
+sin = _unary("Sin", "ops.sin", since=7)
+cos = _unary("Cos", "ops.cos", since=7)
+tan = _unary("Tan", "ops.tan", since=7)
+asin = _unary("Asin", "ops.asin", since=7)
+acos = _unary("Acos", "ops.acos", since=7)
+atan = _unary("Atan", "ops.atan", since=7)
+sinh = _unary("Sinh", "ops.sinh", since=9)
+cosh = _unary("Cosh", "ops.cosh", since=9)
+asinh = _unary("Asinh", "ops.asinh", since=9)
+acosh = _unary("Acosh", "ops.acosh", since=9)
+atanh = _unary("Atanh", "ops.atanh", since=9)
+
+
+@mapper("Abs")
+def abs_(ctx: NodeContext):
+    """Abs -> ops.abs (unsigned values are their own absolute value)."""
+    if _kind(ctx) == "u":
+        return Input(0)
+    return Call("ops.abs", [Input(0)])
+
+
+@mapper("Neg")
+def neg(ctx: NodeContext):
+    """Neg -> ``-x``."""
+    return Neg(Input(0))
+
+
+@mapper("Sign", since=9)
+def sign(ctx: NodeContext):
+    """Sign -> ops.sign; unsigned -> (x != 0) as 0/1; int8/int16 via int32."""
+    kind = _kind(ctx)
+    if kind in "iu":
+        dtype = _require_dtype(ctx, 0)
+        if kind == "u":
+            return _cast(_cast(Input(0), np.bool_), dtype)
+        if dtype.itemsize < 4:
+            return _cast(Call("ops.sign", [_cast(Input(0), np.int32)]), dtype)
+    return Call("ops.sign", [Input(0)])
+
+
+def _scalar_exponent(ctx: NodeContext, base_kind: str) -> Lit | None:
+    """A constant scalar exponent as a literal (int when integral), unless it would change the shape."""
+    value = ctx.const(1)
+    shape = ctx.input_shape(0)
+    if value is None or value.size != 1 or shape is None or np.ndim(value) > len(shape):
+        return None
+    item = np.asarray(value).reshape(()).item()
+    if float(item).is_integer() and (base_kind != "f" or abs(item) < 2**24):
+        return Lit(int(item))
+    if base_kind != "f":
+        return None  # an integer base with a fractional exponent is computed in float64 below
+    return Lit(float(item))
+
+
+@mapper("Pow", since=7)
+def pow_(ctx: NodeContext):
+    """Pow -> ``x ** p`` for a constant scalar exponent, else ops.pow; the result keeps x's dtype.
+
+    An integer base with a floating exponent is raised in float64 and truncated back, as
+    onnxruntime does; exponents of another dtype (allowed from opset 12) are cast to x's dtype.
+    """
+    base_dtype = _require_dtype(ctx, 0)
+    base_kind = base_dtype.kind
+    literal = _scalar_exponent(ctx, base_kind)
+    if literal is not None:
+        return BinOp("**", Input(0), literal)
+    exponent = ctx.operand(1) if ctx.is_const(1) else Input(1)
+    exp_dtype = ctx.input_dtype(1)
+    if base_kind in "iu" and exp_dtype is not None and np.dtype(exp_dtype).kind == "f":
+        raised = Call("ops.pow", [_cast(Input(0), np.float64), _cast(exponent, np.float64)])
+        return _cast(raised, base_dtype)
+    if exp_dtype is not None and np.dtype(exp_dtype) != base_dtype:
+        exponent = _cast(exponent, base_dtype)
+    return Call("ops.pow", [Input(0), exponent])
+
+
+@mapper("Mod", since=10)
+def mod(ctx: NodeContext):
+    """Mod -> ops.fmod (fmod=1, sign of the dividend) or ops.remainder (fmod=0, sign of the divisor).
+
+    Floats with fmod=0 are valid from opset 28 only; MindSpore's remainder gives NaN (not x or y)
+    for an infinite divisor and +0 (not -0) for a zero dividend with a negative divisor there.
+    """
+    c_style = int(ctx.attr("fmod", 0)) == 1
+    args = [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)]
+    if c_style or _kind(ctx) == "u":
+        return Call("ops.fmod", args)
+    return Call("ops.remainder", args)
+
+
+def _variadic(ctx: NodeContext, func: str):
+    expr = same_dtype_operand(ctx, 0)
+    for index in range(1, ctx.num_inputs):
+        expr = Call(func, [expr, same_dtype_operand(ctx, index)])
+    return expr
+
+
+@mapper("Max")
+def max_(ctx: NodeContext):
+    """Max (variadic) -> nested ops.maximum (uint16, which MindSpore's CPU maximum lacks, via int32)."""
+    dtype = ctx.input_dtype(0)
+    if dtype is not None and np.dtype(dtype) == np.uint16:
+        expr = _cast(Input(0), np.int32)
+        for index in range(1, ctx.num_inputs):
+            expr = Call("ops.maximum", [expr, _cast(ctx.operand(index), np.int32)])
+        return _cast(expr, dtype)
+    return _variadic(ctx, "ops.maximum")
+
+
+@mapper("Min")
+def min_(ctx: NodeContext):
+    """Min (variadic) -> nested ops.minimum."""
+    return _variadic(ctx, "ops.minimum")
+
+
+@mapper("Mean")
+def mean(ctx: NodeContext):
+    """Mean (variadic) -> ``(a + b + ...) / n``."""
+    expr = same_dtype_operand(ctx, 0)
+    for index in range(1, ctx.num_inputs):
+        expr = BinOp("+", expr, same_dtype_operand(ctx, index))
+    if ctx.num_inputs == 1:
+        return expr
+    return BinOp("/", expr, Lit(float(ctx.num_inputs)))
+
+
+@mapper("Where", since=9)
+def where(ctx: NodeContext):
+    """Where -> ops.where(condition, x, y)."""
+    operands = [ctx.operand(0) if ctx.is_const(0) else Input(0)]
+    for index in (1, 2):
+        operands.append(ctx.operand(index) if ctx.is_const(index) else Input(index))
+    return Call("ops.where", operands)
+
+
+@mapper("IsNaN", since=9)
+def is_nan(ctx: NodeContext):
+    """IsNaN -> ops.isnan."""
+    return Call("ops.isnan", [Input(0)])
+
+
+@mapper("IsInf", since=10)
+def is_inf(ctx: NodeContext):
+    """IsInf -> ops.isinf, or ``x == inf`` / ``x == -inf`` when only one sign is detected."""
+    positive = int(ctx.attr("detect_positive", 1))
+    negative = int(ctx.attr("detect_negative", 1))
+    if positive and negative:
+        return Call("ops.isinf", [Input(0)])
+    if positive:
+        return BinOp("==", Input(0), Lit(float("inf")))
+    if negative:
+        return BinOp("==", Input(0), Lit(float("-inf")))
+    return Call("ops.zeros_like", [Input(0)], {"dtype": DType("bool")})
+
+
+@mapper("CastLike", since=15)
+def cast_like(ctx: NodeContext):
+    """CastLike -> ops.cast to the second input's dtype."""
+    target = _require_dtype(ctx, 1)
+    if target.kind not in "biuf":
+        raise Unsupported(f"cast to {target.name}")
+    source = ctx.input_dtype(0)
+    if source is not None and np.dtype(source) == target:
+        return Input(0)
+    return _cast(Input(0), target)
+
+
+@mapper("BitShift", since=11)
+def bit_shift(ctx: NodeContext):
+    """BitShift -> ops.bitwise_left_shift / ops.bitwise_right_shift by the direction attribute.
+
+    Shift amounts outside [0, bits) give 0 (or the sign fill for a right shift of a signed value,
+    as opset 28 defines); MindSpore wraps them, so such amounts are guarded unless the amount
+    is a constant known to be in range.
+    """
+    direction = ctx.attr("direction")
+    if isinstance(direction, bytes):
+        direction = direction.decode()
+    if direction not in ("LEFT", "RIGHT"):
+        raise Unsupported(f"BitShift direction {direction!r} (expected LEFT or RIGHT)")
+    func = "ops.bitwise_left_shift" if direction == "LEFT" else "ops.bitwise_right_shift"
+    x = ctx.operand(0) if ctx.is_const(0) else Input(0)
+    amount = ctx.operand(1) if ctx.is_const(1) else Input(1)
+    dtype = _require_dtype(ctx, 0)
+    bits = dtype.itemsize * 8
+    known = ctx.const(1)
+    if known is not None and np.all((known >= 0) & (known < bits)):
+        return Call(func, [x, amount])
+    out_of_range = BinOp(">=", amount, Const(np.array(bits, dtype)))
+    if dtype.kind == "i":
+        out_of_range = BinOp("|", BinOp("<", amount, Const(np.array(0, dtype))), out_of_range)
+        if direction == "RIGHT":  # shifting by bits - 1 leaves only the sign fill
+            clamped = Call("ops.where", [out_of_range, Const(np.array(bits - 1, dtype)), amount])
+            return Call(func, [x, clamped])
+    return Call("ops.where", [out_of_range, Call("ops.zeros_like", [x]), Call(func, [x, amount])])
+
+
+def _bitwise(ctx: NodeContext, func: str):
+    return Call(func, [ctx.operand(0) if ctx.is_const(0) else Input(0), ctx.operand(1)])
+
+
+@mapper("BitwiseAnd", since=18)
+def bitwise_and(ctx: NodeContext):
+    """BitwiseAnd -> ops.bitwise_and."""
+    return _bitwise(ctx, "ops.bitwise_and")
+
+
+@mapper("BitwiseOr", since=18)
+def bitwise_or(ctx: NodeContext):
+    """BitwiseOr -> ops.bitwise_or."""
+    return _bitwise(ctx, "ops.bitwise_or")
+
+
+@mapper("BitwiseXor", since=18)
+def bitwise_xor(ctx: NodeContext):
+    """BitwiseXor -> ops.bitwise_xor."""
+    return _bitwise(ctx, "ops.bitwise_xor")
+
+
+@mapper("BitwiseNot", since=18)
+def bitwise_not(ctx: NodeContext):
+    """BitwiseNot -> ops.invert."""
+    return Call("ops.invert", [Input(0)])

@@ -1,0 +1,260 @@
+"""Stage 5: recover the source model's module hierarchy from the hints exporters leave.
+
+The dynamo exporter records each node's module path and classes in ``metadata_props``
+(``pkg.torch.onnx.name_scopes`` / ``pkg.torch.onnx.class_hierarchy``); the TorchScript exporter
+names nodes after their scope (``/layer1/layer1.0/conv1/Conv``). From these we build a tree of
+:class:`Block` s: every module that contains other modules becomes a block (rendered as its own
+``nn.Cell`` class); leaf modules (a Conv2d, a ReLU) become cells or ops inside their parent.
+
+A block is kept only when it can run as one call: its nodes must not need a value that is
+computed, outside the block, from the block's own results. Blocks that fail this are dissolved
+into their parent, so recovery never changes what the network computes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from .ir import IRGraph
+from .mapping import MappedNode
+
+# Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent.
+ACTIVATION_CELLS = {
+    "ops.relu": "nn.ReLU",
+    "ops.relu6": "nn.ReLU6",
+    "ops.sigmoid": "nn.Sigmoid",
+    "ops.tanh": "nn.Tanh",
+    "ops.hardswish": "nn.HSwish",
+    "ops.hardsigmoid": "nn.HSigmoid",
+    "ops.flatten": "nn.Flatten",
+    "ops.silu": "nn.SiLU",
+    "ops.gelu": "nn.GELU",
+}
+
+
+@dataclass
+class Block:
+    """A module of the source model: its own nodes and child blocks, in execution order."""
+
+    path: str
+    class_hint: str = ""
+    items: list[Union[MappedNode, "Block"]] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    sequential: bool = False  # render as nn.SequentialCell of its items
+    indices: list[int] = field(default_factory=list)  # for sequential blocks: each item's index
+
+    @property
+    def name(self) -> str:
+        """The attribute name in the parent (last path component)."""
+        return self.path.rsplit(".", 1)[-1]
+
+    def nodes(self) -> list[MappedNode]:
+        """All nodes of the block, its children's included, in order."""
+        result = []
+        for item in self.items:
+            result.extend(item.nodes() if isinstance(item, Block) else [item])
+        return result
+
+    def child_blocks(self) -> list["Block"]:
+        return [item for item in self.items if isinstance(item, Block)]
+
+
+def module_path(node) -> str:
+    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else ``""``."""
+    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
+    if scopes:
+        parts = [p for p in re.findall(r"'([^']*)'", scopes) if p]
+        return parts[-2] if len(parts) >= 2 else ""
+    if node.name.startswith("/"):
+        path = ""
+        for piece in [p for p in node.name.split("/") if p][:-1]:
+            head = piece.split(".", 1)[0]
+            if not path or piece.startswith(path + "."):
+                path = piece  # the scope repeats its parent's path: "layer1" then "layer1.0"
+            elif "." in piece and (path == head or path.endswith("." + head)):
+                path += piece[len(head):]  # "downsample" then "downsample.0"
+            else:
+                path = f"{path}.{piece}"
+        return path
+    return ""
+
+
+def module_classes(node) -> dict[str, str]:
+    """Source class names by module path, from dynamo metadata (``{'layer1.0': 'BasicBlock'}``)."""
+    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
+    classes = node.metadata.get("pkg.torch.onnx.class_hierarchy")
+    if not scopes or not classes:
+        return {}
+    scope_list = re.findall(r"'([^']*)'", scopes)
+    class_list = re.findall(r"'([^']*)'", classes)
+    return {path: cls.rsplit(".", 1)[-1] for path, cls in zip(scope_list, class_list) if path}
+
+
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
+def _interface(block: Block, graph: IRGraph, read_outside: set[str]) -> None:
+    produced, consumed = [], []
+    for mapped in block.nodes():
+        consumed.extend(n for n in mapped.node.inputs if n)
+        produced.extend(n for n in mapped.node.outputs if n)
+    made = set(produced)
+    seen = set()
+    block.inputs = []
+    for name in consumed:
+        if name not in made and name not in graph.constants and name not in seen:
+            seen.add(name)
+            block.inputs.append(name)
+    block.outputs = [name for name in produced if name in read_outside]
+
+
+def _reads(item) -> set[str]:
+    nodes = item.nodes() if isinstance(item, Block) else [item]
+    return {n for m in nodes for n in m.node.inputs if n}
+
+
+def _writes(item) -> set[str]:
+    nodes = item.nodes() if isinstance(item, Block) else [item]
+    return {n for m in nodes for n in m.node.outputs if n}
+
+
+def _order_items(items: list) -> Optional[list]:
+    """Items in dependency order (earliest first), or None when blocks depend on each other cyclically."""
+    writes = [_writes(item) for item in items]
+    producer = {name: index for index, names in enumerate(writes) for name in names}
+    deps = []
+    for index, item in enumerate(items):
+        deps.append({producer[n] for n in _reads(item) if n in producer and producer[n] != index})
+    done, order = set(), []
+    while len(order) < len(items):
+        ready = [i for i in range(len(items)) if i not in done and deps[i] <= done]
+        if not ready:
+            return None
+        done.add(ready[0])
+        order.append(items[ready[0]])
+    return order
+
+
+def _settle(block: Block) -> None:
+    """Order a block's items; dissolve child blocks that cannot run as one call."""
+    for child in block.child_blocks():
+        _settle(child)
+    while True:
+        ordered = _order_items(block.items)
+        if ordered is not None:
+            block.items = ordered
+            return
+        # dissolve the largest child block (the most likely to interleave with its siblings)
+        children = block.child_blocks()
+        victim = max(children, key=lambda b: len(b.nodes()))
+        index = block.items.index(victim)
+        block.items[index:index + 1] = victim.items
+
+
+def _all_blocks(block: Block) -> list[Block]:
+    result = [block]
+    for child in block.child_blocks():
+        result.extend(_all_blocks(child))
+    return result
+
+
+def _is_chain_element(item, graph: IRGraph) -> bool:
+    if isinstance(item, Block):
+        return len(item.inputs) == 1 and len(item.outputs) == 1
+    from .mappers.base import Call, Cell, Input
+
+    result = item.result
+    if not item.converted or len(item.node.outputs) != 1:
+        return False
+    if isinstance(result, Cell):
+        return list(result.args) == [Input(0)] and not result.call_kwargs
+    return isinstance(result, Call) and result.func in ACTIVATION_CELLS and list(result.args) == [Input(0)] \
+        and not result.kwargs
+
+
+def _item_name(item, parent: str) -> Optional[str]:
+    """An item's name inside ``parent``: from its weights' source names when they sit there
+    (a Conv with BatchNorm folded in carries the BatchNorm's scope), else from its scope."""
+    if isinstance(item, Block):
+        return item.path.rsplit(".", 1)[-1] if _parent(item.path) == parent else None
+    weights = getattr(item.result, "weights", None) or {}
+    for weight in weights.values():
+        source_module = weight.source.rsplit(".", 1)[0] if "." in weight.source else ""
+        if _parent(source_module) == parent:
+            return source_module.rsplit(".", 1)[-1]
+    path = module_path(item.node)
+    return path.rsplit(".", 1)[-1] if _parent(path) == parent else None
+
+
+def _mark_sequential(block: Block, graph: IRGraph) -> None:
+    """A container whose numbered children run one after the other becomes a SequentialCell."""
+    for child in block.child_blocks():
+        _mark_sequential(child, graph)
+    if not block.path or not block.items:
+        return
+    names = [_item_name(item, block.path) for item in block.items]
+    if not all(name is not None and name.isdigit() for name in names):
+        return
+    indices = [int(name) for name in names]
+    if indices != sorted(set(indices)) or len(block.inputs) != 1 or len(block.outputs) != 1:
+        return
+    current = block.inputs[0]
+    for item in block.items:
+        if not _is_chain_element(item, graph):
+            return
+        inputs = item.inputs if isinstance(item, Block) else [n for n in item.node.inputs if n and n not in graph.constants]
+        outputs = item.outputs if isinstance(item, Block) else list(item.node.outputs)
+        if inputs != [current] or len(outputs) != 1:
+            return
+        current = outputs[0]
+    if current == block.outputs[0]:
+        block.sequential = True
+        block.indices = indices
+
+
+def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
+    """The module tree of the model; a root without children when the file has no hints."""
+    paths = {id(m): module_path(m.node) for m in mapped}
+    modules: set[str] = set()
+    classes: dict[str, str] = {}
+    for m in mapped:
+        path = paths[id(m)]
+        while path:
+            modules.add(path)
+            path = _parent(path)
+        classes.update(module_classes(m.node))
+    has_children = {_parent(p) for p in modules}
+    root = Block("", "")
+    blocks = {"": root}
+
+    def block_for(path: str) -> Block:
+        if path not in blocks:
+            parent = block_for(_parent(path))
+            blocks[path] = Block(path, classes.get(path, ""))
+            parent.items.append(blocks[path])
+        return blocks[path]
+
+    for m in mapped:
+        path = paths[id(m)]
+        owner = path if path in has_children else _parent(path)
+        block_for(owner).items.append(m)
+    _settle(root)
+    read_outside = {}
+    for block in _all_blocks(root):
+        read_outside[block.path] = None
+    # a value is "read outside" a block when a node outside it reads it, or the graph returns it
+    readers: dict[str, set[int]] = {}
+    for index, m in enumerate(mapped):
+        for name in m.node.inputs:
+            if name:
+                readers.setdefault(name, set()).add(id(m))
+    for block in _all_blocks(root)[1:]:
+        inside = {id(m) for m in block.nodes()}
+        outside = {name for name, who in readers.items() if who - inside} | set(graph.outputs)
+        _interface(block, graph, outside)
+    _mark_sequential(root, graph)
+    return root
