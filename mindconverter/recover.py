@@ -216,8 +216,82 @@ def _mark_sequential(block: Block, graph: IRGraph) -> None:
         block.indices = indices
 
 
+def _segments(graph: IRGraph, mapped: list[MappedNode]) -> list[list[MappedNode]]:
+    """Split the node sequence where exactly one computed value is alive (a block boundary)."""
+    last_use: dict[str, int] = {}
+    for index, m in enumerate(mapped):
+        for name in m.node.inputs:
+            if name and name not in graph.constants:
+                last_use[name] = index
+    for name in graph.outputs:
+        last_use[name] = len(mapped)
+    segments, current, alive = [], [], set(graph.inputs)
+    for index, m in enumerate(mapped):
+        current.append(m)
+        alive |= {n for n in m.node.outputs if n}
+        alive = {n for n in alive if last_use.get(n, -1) > index}
+        if len(alive) <= 1:
+            segments.append(current)
+            current = []
+    if current:
+        segments.append(current)
+    return segments
+
+
+def _wiring(segment: list[MappedNode]) -> tuple:
+    """A segment's operators and how they feed each other, ignoring sizes and names."""
+    position = {}
+    signature = []
+    for index, m in enumerate(segment):
+        sources = []
+        for name in m.node.inputs:
+            sources.append(position.get(name, "in") if name else "-")
+        for name in m.node.outputs:
+            position[name] = index
+        signature.append((m.node.domain, m.node.op_type, tuple(sources)))
+    return tuple(signature)
+
+
+def _role(segment: list[MappedNode]) -> str:
+    ops = [m.node.op_type for m in segment]
+    if ops[-1] == "Concat" or (len(ops) > 1 and ops[-2] == "Concat"):
+        return "MixedBlock"
+    if any(op in ("Add", "Sum") for op in ops):
+        return "ResidualBlock"
+    return "Block"
+
+
+_CLOSING_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSwish", "HardSigmoid", "Elu", "Selu", "PRelu"}
+
+
+def mine_repeated_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
+    """For files without module hints: segments whose wiring repeats become blocks."""
+    root = Block("", "")
+    segments = []
+    for segment in _segments(graph, mapped):
+        # a block's closing activation (ResNet's ReLU after the residual add) belongs to the block
+        node = segment[0].node
+        if (len(segment) == 1 and segments and len(segments[-1]) > 1 and node.op_type in _CLOSING_OPS
+                and node.inputs and node.inputs[0] in segments[-1][-1].node.outputs):
+            segments[-1] = segments[-1] + segment
+        else:
+            segments.append(segment)
+    counts: dict[tuple, int] = {}
+    for segment in segments:
+        if len(segment) > 1:
+            counts[_wiring(segment)] = counts.get(_wiring(segment), 0) + 1
+    number = 0
+    for segment in segments:
+        if len(segment) > 1 and counts[_wiring(segment)] >= 2 and all(m.converted for m in segment):
+            number += 1
+            root.items.append(Block(f"block{number}", _role(segment), list(segment)))
+        else:
+            root.items.extend(segment)
+    return root
+
+
 def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
-    """The module tree of the model; a root without children when the file has no hints."""
+    """The module tree of the model from exporter hints, else from repeated structure."""
     paths = {id(m): module_path(m.node) for m in mapped}
     modules: set[str] = set()
     classes: dict[str, str] = {}
@@ -242,10 +316,9 @@ def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
         path = paths[id(m)]
         owner = path if path in has_children else _parent(path)
         block_for(owner).items.append(m)
+    if not root.child_blocks():
+        root = mine_repeated_blocks(graph, mapped)
     _settle(root)
-    read_outside = {}
-    for block in _all_blocks(root):
-        read_outside[block.path] = None
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
     readers: dict[str, set[int]] = {}
     for index, m in enumerate(mapped):

@@ -195,6 +195,15 @@ def _weight_hint(weights: dict[str, Weight]) -> str:
     return ""
 
 
+def _with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
+    """Record rewrites the exporter applied to a layer (dynamo's BatchNorm folding) in the weight map."""
+    rules = mapped.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+    if "FuseBatchNormIntoConv" not in rules:
+        return weight
+    note = "BatchNorm folded into the convolution by the exporter"
+    return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
+
+
 class ScriptRenderer:
     """Renders one model; create one per conversion."""
 
@@ -331,14 +340,18 @@ class ScriptRenderer:
         attr = self._attribute_name(self._leaf_name(mapped, cell), fallback)
         self.cls.init_lines.append([f"self.{attr} = "] + self._cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
-            self._add_entry(f"{attr}.{param_name}", weight)
+            self._add_entry(f"{attr}.{param_name}", _with_exporter_note(weight, mapped))
         args = [self.expr(a, mapped) for a in cell.args]
         args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
         return f"self.{attr}({', '.join(args)})"
 
     def _param(self, param: Param, mapped: MappedNode) -> str:
         source = param.weight.source
-        hint = source.replace(".", "_") if source and not source.startswith("onnx::") else ""
+        hint = ""
+        if source and not source.startswith("onnx::"):
+            block = self.prefix_path
+            relative = source[len(block) + 1:] if block and source.startswith(block + ".") else source
+            hint = relative.replace(".", "_")
         attr = self._attribute_name(hint, param.role or "weight")
         array = param.weight.array
         trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
@@ -558,7 +571,7 @@ class ScriptRenderer:
                 elements.extend(self._cell_ctor(item.result, attr))
                 saved, self.prefix = self.prefix, f"{prefix}{index}."
                 for param_name, weight in item.result.weights.items():
-                    self._add_entry(param_name, weight)
+                    self._add_entry(param_name, _with_exporter_note(weight, item))
                 self.prefix = saved
             else:
                 elements.append(f"{ACTIVATION_CELLS[item.result.func]}()")

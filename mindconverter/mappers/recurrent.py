@@ -1,0 +1,173 @@
+"""Recurrent layers: LSTM, GRU and RNN as ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` cells.
+
+ONNX and MindSpore order the gates differently (ONNX LSTM: i, o, f, c; MindSpore: i, f, c, o.
+ONNX GRU: z, r, h; MindSpore: r, z, h), so the weights are reordered gate-block by gate-block and
+the weight map records it. ONNX's Y is [seq, num_directions, batch, hidden] (layout 0) or
+[batch, seq, num_directions, hidden] (layout 1); MindSpore concatenates the directions on the
+last axis, so Y is reshaped (and transposed for layout 0). A 'reverse'-only layer runs a forward
+cell over the time-reversed sequence and reverses its output back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import Call, Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported, Weight
+from .registry import mapper
+
+
+@dataclass(frozen=True)
+class _Kind:
+    cls: str
+    gates: int
+    order: tuple[int, ...]  # MindSpore gate k is ONNX gate order[k]
+    order_text: str
+    activations: tuple[str, ...]  # ONNX defaults for one direction
+
+
+_LSTM = _Kind("nn.LSTM", 4, (0, 2, 3, 1), "gates i,o,f,c -> i,f,c,o", ("sigmoid", "tanh", "tanh"))
+_GRU = _Kind("nn.GRU", 3, (1, 0, 2), "gates z,r,h -> r,z,h", ("sigmoid", "tanh"))
+_RNN = _Kind("nn.RNN", 1, (0,), "", ("tanh",))
+
+
+def _reorder(array: np.ndarray, kind: _Kind, hidden: int) -> np.ndarray:
+    blocks = [array[g * hidden:(g + 1) * hidden] for g in range(kind.gates)]
+    return np.concatenate([blocks[g] for g in kind.order], axis=0)
+
+
+def _check_common(ctx: NodeContext, kind: _Kind, directions: int) -> list[str]:
+    """Reject what the MindSpore cells cannot do; returns the (lower-case) activation list."""
+    if ctx.attr("clip") is not None:
+        raise Unsupported("the clip attribute (MindSpore's recurrent cells do not clip)")
+    names = [a.lower() for a in ctx.attr("activations", [])] or list(kind.activations) * directions
+    if len(names) != len(kind.activations) * directions:
+        raise Unsupported(f"activations {names} do not match {directions} direction(s)")
+    if ctx.has_input(4):
+        lengths = ctx.const(4)
+        seq_len = ctx.require_shape(0)[1 if int(ctx.attr("layout", 0)) else 0]
+        if lengths is None or not np.all(np.asarray(lengths) == seq_len):
+            raise Unsupported("sequence_lens shorter than the sequence (variable-length batches)")
+    return names
+
+
+def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: tuple[int, ...]):
+    direction = ctx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise Unsupported(f"direction '{direction}'")
+    directions = 2 if direction == "bidirectional" else 1
+    layout = int(ctx.attr("layout", 0))
+    x_shape = ctx.require_shape(0)
+    if len(x_shape) != 3:
+        raise Unsupported(f"a rank-{len(x_shape)} sequence input")
+    w = ctx.require_const(1, "W")
+    r = ctx.require_const(2, "R")
+    hidden = int(ctx.attr("hidden_size", r.shape[-1]))
+    if w.shape != (directions, kind.gates * hidden, x_shape[2]) or r.shape != (directions, kind.gates * hidden, hidden):
+        raise Unsupported(f"weights of shape {w.shape} / {r.shape} do not match hidden_size {hidden}")
+
+    weights: dict[str, Weight] = {}
+    has_bias = ctx.has_input(3)
+    b = ctx.require_const(3, "B") if has_bias else None
+    for d in range(directions):
+        suffix = "_reverse" if d == 1 else ""
+        note = "; ".join(filter(None, [f"[{d}]", kind.order_text]))
+        weights[f"weight_ih_l0{suffix}"] = ctx.weight(1, _reorder(w[d], kind, hidden), note)
+        weights[f"weight_hh_l0{suffix}"] = ctx.weight(2, _reorder(r[d], kind, hidden), note)
+        if b is not None:
+            size = kind.gates * hidden
+            weights[f"bias_ih_l0{suffix}"] = ctx.weight(3, _reorder(b[d, :size], kind, hidden),
+                                                        f"[{d}, :{size}]" + (f"; {kind.order_text}" if kind.order_text else ""))
+            weights[f"bias_hh_l0{suffix}"] = ctx.weight(3, _reorder(b[d, size:], kind, hidden),
+                                                        f"[{d}, {size}:]" + (f"; {kind.order_text}" if kind.order_text else ""))
+
+    kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden, **extra_kwargs}
+    if not has_bias:
+        kwargs["has_bias"] = False
+    if layout:
+        kwargs["batch_first"] = True
+    if directions == 2:
+        kwargs["bidirectional"] = True
+
+    time_axis = 1 if layout else 0
+    x = Input(0)
+    if direction == "reverse":
+        x = Call("ops.flip", [x, Lit((time_axis,))])
+
+    # initial states: ONNX [num_directions, batch, hidden] (layout 1: [batch, num_directions, hidden])
+    states = []
+    for index in state_inputs:
+        if ctx.has_input(index):
+            state = ctx.operand(index)
+            states.append(Call("ops.transpose", [state, Lit((1, 0, 2))]) if layout else state)
+        else:
+            states.append(None)
+    args = [x]
+    if any(s is not None for s in states):
+        if len(states) == 2:  # LSTM: (h0, c0), a missing one is zeros like the other
+            given = next(s for s in states if s is not None)
+            states = [s if s is not None else Call("ops.zeros_like", [given]) for s in states]
+            args.append(tuple(states))
+        else:
+            args.append(states[0])
+    result = Temp(Cell(kind.cls, kwargs=kwargs, args=args, weights=weights, role=kind.cls.split(".")[1].lower()),
+                  kind.cls.split(".")[1].lower() + "_out")
+
+    y = Item(result, 0)
+    if direction == "reverse":
+        y = Call("ops.flip", [y, Lit((time_axis,))])
+    seq = x_shape[1] if layout else x_shape[0]
+    if layout:
+        y = Call("ops.reshape", [y, Lit((-1, int(seq), directions, hidden))])
+    elif directions == 1:
+        y = Call("ops.expand_dims", [y, Lit(1)])
+    else:
+        y = Call("ops.transpose", [Call("ops.reshape", [y, Lit((int(seq), -1, directions, hidden))]),
+                                   Lit((0, 2, 1, 3))])
+    finals = [Item(Item(result, 1), i) for i in range(len(state_inputs))] if len(state_inputs) == 2 \
+        else [Item(result, 1)]
+    if layout:
+        finals = [Call("ops.transpose", [f, Lit((1, 0, 2))]) for f in finals]
+    exprs = [y] + finals
+    return Outputs([e if ctx.has_output(i) else None for i, e in enumerate(exprs)])
+
+
+@mapper("LSTM", since=7)
+def lstm(ctx: NodeContext):
+    """LSTM -> nn.LSTM (gates reordered); peepholes, input_forget, clip and custom activations are not supported."""
+    directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
+    names = _check_common(ctx, _LSTM, directions)
+    if names != list(_LSTM.activations) * directions:
+        raise Unsupported(f"LSTM activations {names} (MindSpore's nn.LSTM uses sigmoid/tanh/tanh)")
+    if int(ctx.attr("input_forget", 0)):
+        raise Unsupported("LSTM with input_forget=1 (coupled input and forget gates)")
+    if ctx.has_input(7):
+        peepholes = ctx.const(7)
+        if peepholes is None or np.any(peepholes != 0):
+            raise Unsupported("LSTM peephole weights (P)")
+    return _recurrent(ctx, _LSTM, {}, (5, 6))
+
+
+@mapper("GRU", since=7)
+def gru(ctx: NodeContext):
+    """GRU with linear_before_reset=1 (PyTorch's form) -> nn.GRU (gates reordered)."""
+    directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
+    names = _check_common(ctx, _GRU, directions)
+    if names != list(_GRU.activations) * directions:
+        raise Unsupported(f"GRU activations {names} (MindSpore's nn.GRU uses sigmoid/tanh)")
+    if not int(ctx.attr("linear_before_reset", 0)):
+        raise Unsupported("GRU with linear_before_reset=0: MindSpore's nn.GRU applies the reset gate after "
+                          "the recurrent linear transform (linear_before_reset=1, PyTorch's form)")
+    return _recurrent(ctx, _GRU, {}, (5,))
+
+
+@mapper("RNN", since=7)
+def rnn(ctx: NodeContext):
+    """RNN -> nn.RNN with nonlinearity 'tanh' (default) or 'relu'."""
+    directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
+    names = _check_common(ctx, _RNN, directions)
+    if len(set(names)) != 1 or names[0] not in ("tanh", "relu"):
+        raise Unsupported(f"RNN activations {names} (MindSpore's nn.RNN offers one of tanh/relu for all directions)")
+    extra = {"nonlinearity": "relu"} if names[0] == "relu" else {}
+    return _recurrent(ctx, _RNN, extra, (5,))
