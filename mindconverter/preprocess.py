@@ -6,8 +6,11 @@ on disk.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,10 +50,10 @@ NOT_FOLDABLE = {
 
 # Graph clean-ups from onnxoptimizer that never change what a layer is (no fusing of Conv+BN or
 # MatMul+Add: those are kept as the user wrote them).
+# Dead nodes are removed by remove_dead_nodes: onnxoptimizer's eliminate_deadend ignores reads
+# from If/Loop subgraphs and so deletes values a branch still needs.
 OPTIMIZER_PASSES = [
-    "eliminate_deadend",
     "eliminate_identity",
-    "eliminate_if_with_const_cond",
     "eliminate_nop_cast",
     "eliminate_nop_concat",
     "eliminate_nop_expand",
@@ -61,8 +64,7 @@ OPTIMIZER_PASSES = [
     "fuse_consecutive_squeezes",
     "fuse_consecutive_transposes",
     "fuse_consecutive_unsqueezes",
-    "eliminate_unused_initializer",
-]
+]  # unused initializers are dropped by remove_unused_initializers: onnxoptimizer's pass misses subgraph reads
 
 
 @dataclass
@@ -102,7 +104,7 @@ def _spec_from_value_info(info: onnx.ValueInfoProto) -> TensorSpec:
     if tensor_type.HasField("shape"):
         shape = []
         for dim in tensor_type.shape.dim:
-            if dim.HasField("dim_value"):
+            if dim.HasField("dim_value") and dim.dim_value != -1:  # Paddle2ONNX writes -1 for dynamic
                 shape.append(int(dim.dim_value))
             elif dim.HasField("dim_param"):
                 shape.append(dim.dim_param)
@@ -139,8 +141,11 @@ def parse_shape(text: str) -> tuple[int, ...]:
     dims = []
     for part in stripped.split(","):
         part = part.strip()
-        if not re.fullmatch(r"[+]?\d+", part):
-            raise make_error("BAD_SHAPE", f"'{text}' is not a shape: '{part}' is not a whole number.")
+        if re.fullmatch(r"-\s*[0-9]+", part):
+            raise make_error("BAD_SHAPE", f"'{text}' has dimension {part}; dimensions must be positive.")
+        if not re.fullmatch(r"[+]?[0-9]+", part):
+            shown = part if part else "(empty)"
+            raise make_error("BAD_SHAPE", f"'{text}' is not a shape: '{shown}' is not a whole number.")
         value = int(part)
         if value <= 0:
             raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}; dimensions must be positive.")
@@ -157,12 +162,18 @@ def _close_names(name: str, candidates: list[str]) -> str:
     return ", ".join(repr(c) for c in pool) + more
 
 
-def _check_names(names: list[str], known: list[str], option: str, hint_pool: list[str]) -> None:
+def _check_names(names: list[str], known: list[str], option: str, hint_pool: list[str],
+                 weights: frozenset = frozenset()) -> None:
     seen = set()
     for name in names:
         if name in seen:
             raise make_error("DUPLICATE_NODE", f"'{name}' appears twice in {option}.")
         seen.add(name)
+        if name in weights and name not in known:
+            raise make_error(
+                "UNKNOWN_NODE", f"{option} names '{name}', which is a stored weight, not a graph value; "
+                f"candidates: {_close_names(name, hint_pool)}."
+            )
         if name not in known:
             raise make_error(
                 "UNKNOWN_NODE", f"{option} names '{name}', which is not in the model; candidates: "
@@ -185,10 +196,12 @@ def select_inputs_outputs(
     inputs = [spec.name for spec in detect_inputs(model)]
     outputs = [spec.name for spec in detect_outputs(model)]
     known = all_value_names(model)
+    weights = frozenset(init.name for init in model.graph.initializer)
     if input_nodes:
-        _check_names(input_nodes, known, "--input_nodes", inputs + [n for n in known if n not in inputs])
+        _check_names(input_nodes, known, "--input_nodes", inputs + [n for n in known if n not in inputs], weights)
     if output_nodes:
-        _check_names(output_nodes, known, "--output_nodes", outputs + [n for n in known if n not in outputs])
+        _check_names(output_nodes, known, "--output_nodes", outputs + [n for n in known if n not in outputs],
+                     weights)
     wanted_inputs = list(input_nodes) if input_nodes else inputs
     wanted_outputs = list(output_nodes) if output_nodes else outputs
     if set(wanted_inputs) == set(inputs) and wanted_outputs == outputs:
@@ -199,8 +212,8 @@ def select_inputs_outputs(
             del model.graph.input[:]
             model.graph.input.extend(ordered + weights)
         return model
-    inferred = shape_inference.infer_shapes(model, strict_mode=False)
     try:
+        inferred = shape_inference.infer_shapes(model, strict_mode=False)
         return onnx.utils.Extractor(inferred).extract_model(wanted_inputs, wanted_outputs)
     except Exception as exc:  # onnx raises bare exceptions when a cut is impossible
         raise make_error(
@@ -226,7 +239,11 @@ def resolve_input_shapes(
             if isinstance(dim, int) and (dim < 0 or dim > MAX_DIMENSION):
                 raise make_error("ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}.")
         if given is None:
-            if not spec.is_static or 0 in declared:
+            if spec.is_static and 0 in declared:
+                raise make_error(
+                    "SHAPE_REQUIRED", f"Input {spec.describe()} declares a dimension of size 0 (an empty tensor)."
+                )
+            if not spec.is_static:
                 raise make_error(
                     "SHAPE_REQUIRED",
                     f"Input {spec.describe()} has dynamic or unknown dimensions.",
@@ -257,6 +274,7 @@ def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]])
             continue
         tensor_type = inp.type.tensor_type
         tensor_type.ClearField("shape")
+        tensor_type.shape.SetInParent()  # a scalar keeps an empty (rank 0) shape, not an unknown one
         for size in shapes[inp.name]:
             tensor_type.shape.dim.add().dim_value = size
     del model.graph.value_info[:]
@@ -265,11 +283,42 @@ def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]])
 
 
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Run ONNX shape inference with data propagation (shape arithmetic included)."""
+    """Run ONNX shape inference with data propagation (shape arithmetic included).
+
+    Data propagation keeps every element of 1-D integer values as a proto message (hundreds of
+    bytes each), so a hostile ``Range(0, 1e9)`` would exhaust memory: it is only used when a first
+    pass without it shows no integer vector longer than ``DATA_PROP_LIMIT``.
+    """
     try:
+        plain = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
+        if _long_integer_vectors(plain):
+            return plain
         return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except (onnx.shape_inference.InferenceError, RuntimeError, ValueError) as exc:
+    except MemoryError:
+        raise make_error("ABSURD_DIMENSION", "Shape inference ran out of memory on the declared sizes.") from None
+    except Exception as exc:  # noqa: BLE001 - InferenceError, RuntimeError, ValidationError...
         raise make_error("SHAPE_INFERENCE_FAILED", str(exc).splitlines()[0] if str(exc) else "") from None
+
+
+# Longest integer vector for which shape inference may propagate values (real shape tensors are tiny).
+DATA_PROP_LIMIT = 4096
+_INTEGER_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                  onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16,
+                  onnx.TensorProto.UINT8}
+
+
+def _long_integer_vectors(model: onnx.ModelProto) -> bool:
+    graph = model.graph
+    for init in graph.initializer:
+        if init.data_type in _INTEGER_TYPES and len(init.dims) == 1 and init.dims[0] > DATA_PROP_LIMIT:
+            return True
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        tensor_type = info.type.tensor_type
+        if tensor_type.elem_type in _INTEGER_TYPES and len(tensor_type.shape.dim) == 1:
+            dim = tensor_type.shape.dim[0]
+            if not dim.HasField("dim_value") or dim.dim_value > DATA_PROP_LIMIT:
+                return True
+    return False
 
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
@@ -342,6 +391,9 @@ def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bo
             result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
         elif node.op_type == "Constant" or all((not name) or name in constants for name in node.input):
             inputs = [value(name) if name else None for name in node.input]
+            if not _fold_size_ok(node, inputs, shapes):
+                kept.append(node)
+                continue
             result = _evaluate_node(node, opsets, inputs)
             if result is not None:
                 size_in = sum(arr.nbytes for arr in inputs if arr is not None)
@@ -371,6 +423,28 @@ def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bo
     return changed
 
 
+# Operators whose output size is set by input *values* (not shapes): fold them only when the size
+# is known to be reasonable, so a hostile ConstantOfShape([1e6, 1e6]) is never materialised.
+_SIZE_FROM_VALUES = {"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad", "OneHot",
+                     "EyeLike", "CenterCropPad", "Col2Im"}
+
+
+def _fold_size_ok(node: onnx.NodeProto, inputs: list, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether evaluating ``node`` at conversion time may stay near FOLD_GROWTH_LIMIT (the exact
+    check runs on the result; this one only stops monstrous arrays from being built)."""
+    budget = sum(arr.nbytes for arr in inputs if arr is not None) + FOLD_GROWTH_LIMIT
+    for out in node.output:
+        if out and out in shapes:
+            size = 1
+            for dim in shapes[out]:
+                size *= max(int(dim), 0)
+            if size > 2 * budget:  # elements, at least one byte each
+                return False
+        elif out and node.op_type in _SIZE_FROM_VALUES:
+            return False  # size unknown and driven by values: keep it for run time
+    return True
+
+
 def _shape_slice(shape: tuple[int, ...], node: onnx.NodeProto) -> np.ndarray:
     attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
     start, end = attrs.get("start", 0), attrs.get("end", None)
@@ -391,7 +465,8 @@ def run_optimizer(model: onnx.ModelProto) -> onnx.ModelProto:
             node.name = f"{node.op_type}_{index}"
     metadata = {node.name: list(node.metadata_props) for node in model.graph.node if node.metadata_props}
     try:
-        optimized = onnxoptimizer.optimize(model, OPTIMIZER_PASSES)
+        with _quiet_stderr():
+            optimized = onnxoptimizer.optimize(model, OPTIMIZER_PASSES)
     except Exception:  # the optimizer rejects some valid models; it only tidies, so go on without it
         return model
     for node in optimized.graph.node:
@@ -399,6 +474,25 @@ def run_optimizer(model: onnx.ModelProto) -> onnx.ModelProto:
             node.metadata_props.add().CopyFrom(entry)
     optimized.graph.ClearField("value_info")
     return optimized
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence C++ code that writes warnings straight to file descriptor 2."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no real stderr (embedded, captured): nothing to silence
+        yield
+        return
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def remove_unused_initializers(model: onnx.ModelProto) -> None:
@@ -410,6 +504,22 @@ def remove_unused_initializers(model: onnx.ModelProto) -> None:
     if len(kept) != len(model.graph.initializer):
         del model.graph.initializer[:]
         model.graph.initializer.extend(kept)
+
+
+def remove_dead_nodes(model: onnx.ModelProto) -> None:
+    """Drop nodes none of whose outputs reaches a graph output (reads inside subgraphs count)."""
+    graph = model.graph
+    needed = {out.name for out in graph.output}
+    kept = []
+    for node in reversed(graph.node):
+        if any(out in needed for out in node.output):
+            kept.append(node)
+            needed.update(name for name in node.input if name)
+            needed |= _subgraph_references(helper.make_graph([node], "n", [], []))
+    if len(kept) != len(graph.node):
+        kept.reverse()
+        del graph.node[:]
+        graph.node.extend(kept)
 
 
 def _subgraph_references(graph: onnx.GraphProto) -> set[str]:
@@ -428,10 +538,47 @@ def simplify(model: onnx.ModelProto, max_rounds: int = 20) -> tuple[onnx.ModelPr
     records: dict[str, FoldRecord] = {}
     model = infer_shapes(model)
     for _ in range(max_rounds):
-        if not fold_constants(model, records):
+        folded = fold_constants(model, records)
+        if not (inline_constant_ifs(model) or folded):
             break
         remove_unused_initializers(model)
         model = infer_shapes(model)
     model = run_optimizer(model)
+    remove_dead_nodes(model)
+    remove_unused_initializers(model)
     model = infer_shapes(model)
     return model, records
+
+
+def inline_constant_ifs(model: onnx.ModelProto) -> bool:
+    """Replace each ``If`` whose condition is a known constant by the branch it takes.
+
+    The branch's nodes keep their names (nested subgraphs may read them from the outer scope,
+    which is why onnxoptimizer's renaming eliminate_if_with_const_cond is not used); each branch
+    output becomes an Identity onto the If's output.
+    """
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer}
+    nodes, changed = [], False
+    for node in graph.node:
+        cond = inits.get(node.input[0]) if node.op_type == "If" and node.input else None
+        if cond is None or node.domain not in ("", "ai.onnx"):
+            nodes.append(node)
+            continue
+        value = numpy_helper.to_array(cond)
+        if value.size != 1:
+            nodes.append(node)
+            continue
+        branch_name = "then_branch" if bool(value.reshape(-1)[0]) else "else_branch"
+        branch = next(attr.g for attr in node.attribute if attr.name == branch_name)
+        nodes.extend(branch.node)
+        for init in branch.initializer:
+            graph.initializer.append(init)
+        for source, target in zip(branch.output, node.output):
+            if target:
+                nodes.append(helper.make_node("Identity", [source.name], [target], name=f"{node.name}/{target}"))
+        changed = True
+    if changed:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return changed

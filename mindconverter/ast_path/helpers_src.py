@@ -21,6 +21,8 @@ def _ms_conv_padding(padding, dims):
     """PyTorch conv/pool padding (int or one value per spatial dim) -> MindSpore 'pad' padding."""
     if isinstance(padding, int):
         return padding
+    if isinstance(padding, str):  # 'same' / 'valid' are carried by pad_mode
+        return 0
     padding = tuple(padding)
     if len(padding) == 2 * dims:
         return padding
@@ -106,7 +108,19 @@ class _MSLayerNorm(nn.LayerNorm):
             self.beta.requires_grad = False
 
     def construct(self, x):
-        return ops.layer_norm(x, self.normalized_shape, self.gamma, self.beta, self.eps)
+        return _ms_layer_norm(x, self.normalized_shape, self.gamma, self.beta, self.eps)
+
+
+def _ms_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Layer normalization over the trailing `normalized_shape` dims (F.layer_norm)."""
+    shape = _ms_tuple(normalized_shape)
+    axis = input.ndim - len(shape)
+    if weight is None:
+        weight = ops.ones(shape, input.dtype)
+    if bias is None:
+        bias = ops.zeros(shape, input.dtype)
+    output, _, _ = ops.LayerNorm(begin_norm_axis=axis, begin_params_axis=axis, epsilon=eps)(input, weight, bias)
+    return output
 
 
 # --- stand-ins for things that cannot run in MindSpore ------------------------------------------
@@ -134,6 +148,12 @@ class _UnconvertedAPI:
 
     def __mro_entries__(self, bases):
         return (_UnconvertedBase,)
+
+    def __instancecheck__(self, obj):
+        return False
+
+    def __subclasscheck__(self, cls):
+        return False
 
     def __repr__(self):
         return f"<unconverted {self._name}>"
@@ -295,3 +315,81 @@ class Permute(nn.Cell):
 
     def construct(self, x):
         return ops.permute(x, self.dims)
+
+
+def _ms_assert(condition, message):
+    """torch._assert as a function."""
+    assert condition, message
+
+
+def _ms_calculate_gain(nonlinearity, param=None):
+    """The recommended init gain for a nonlinearity (same values as PyTorch's table)."""
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                        "conv_transpose3d", "sigmoid"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _ms_initialize(param, init):
+    """param.set_data(initializer(init, ...)) for a parameter found at run time."""
+    from mindspore.common.initializer import initializer
+
+    param.set_data(initializer(init, param.shape, param.dtype))
+    return param
+
+
+def _ms_sync_sequential(cell):
+    """Make a SequentialCell run every child registered on it, in order, as nn.Sequential does
+    (children set as attributes or added later are otherwise not run by SequentialCell)."""
+    cell.cell_list = list(cell._cells.values())
+    missing = len(cell._cells) - len(cell._is_dynamic_name)
+    if missing > 0:
+        cell._is_dynamic_name = list(cell._is_dynamic_name) + [False] * missing
+
+
+def _ms_add_module(cell, name, module):
+    """nn.Module.add_module: register `module` as child `name` (and run it, in a SequentialCell)."""
+    cell.insert_child_to_cell(name, module)
+    if isinstance(cell, nn.SequentialCell):
+        _ms_sync_sequential(cell)
+
+
+class MLP(nn.SequentialCell):
+    """Dense -> (norm) -> activation -> dropout blocks, last Dense then dropout
+    (MindSpore version of torchvision's MLP)."""
+
+    def __init__(self, in_channels, hidden_channels, norm_layer=None, activation_layer=nn.ReLU, inplace=None,
+                 bias=True, dropout=0.0):
+        layers = []
+        in_dim = in_channels
+        for hidden_dim in hidden_channels[:-1]:
+            layers.append(nn.Dense(in_dim, hidden_dim, has_bias=bias))
+            if norm_layer is not None:
+                layers.append(norm_layer(hidden_dim))
+            layers.append(activation_layer())
+            layers.append(nn.Dropout(p=dropout))
+            in_dim = hidden_dim
+        layers.append(nn.Dense(in_dim, hidden_channels[-1], has_bias=bias))
+        layers.append(nn.Dropout(p=dropout))
+        super().__init__(*layers)
+
+
+class _MSMultiheadAttention(nn.MultiheadAttention):
+    """nn.MultiheadAttention that always returns (output, weights) like PyTorch's
+    (weights is None when need_weights=False)."""
+
+    def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                  average_attn_weights=True, is_causal=False):
+        out = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights)
+        if isinstance(out, (tuple, list)):
+            return (out[0], out[1] if len(out) > 1 else None)
+        return out, None

@@ -1,0 +1,215 @@
+"""Indexing operators: Gather, GatherElements, GatherND, ScatterElements/Scatter, ScatterND, TopK,
+NonZero, Compress, Unique.
+
+ONNX allows negative indices (counting from the end); MindSpore kernels do not, so run-time
+indices are wrapped with ``% dim`` (a floor modulo: exact for -dim..dim-1) and constant indices
+are wrapped at conversion time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import (
+    BinOp,
+    Call,
+    Const,
+    DType,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Outputs,
+    Unsupported,
+    normalize_axis,
+)
+from .registry import mapper
+
+
+def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
+    """Indices input ``index`` with negative values wrapped by ``dims`` (an int or per-column sizes)."""
+    value = ctx.const(index)
+    if value is not None:
+        array = np.asarray(value).astype(np.int64)
+        array = np.where(array < 0, array + np.asarray(dims, np.int64), array)
+        return Const(array)
+    expr = Input(index)
+    if int64 and ctx.input_dtype(index) != np.int64:
+        expr = Call("ops.cast", [expr, DType("int64")])
+    if isinstance(dims, (int, np.integer)):
+        return BinOp("%", expr, Lit(int(dims)))
+    return BinOp("%", expr, Const(np.asarray(dims, np.int64)))
+
+
+@mapper("Gather")
+def gather(ctx: NodeContext):
+    """Gather -> ops.gather along any axis (scalar indices drop the axis)."""
+    shape = ctx.require_shape(0)
+    axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
+    indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    return Call("ops.gather", [ctx.operand(0), indices, Lit(axis)])
+
+
+@mapper("GatherElements", since=11)
+def gather_elements(ctx: NodeContext):
+    """GatherElements -> ops.gather_elements."""
+    shape = ctx.require_shape(0)
+    axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
+    indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    return Call("ops.gather_elements", [ctx.operand(0), Lit(axis), indices])
+
+
+def _batch_coordinates(index_shape, batch_dims: int) -> np.ndarray:
+    """For each index tuple, the coordinates of its batch position (shape index_shape[:-1] + (b,))."""
+    grids = np.indices(tuple(index_shape[:-1]), dtype=np.int64)[:batch_dims]
+    return np.ascontiguousarray(np.moveaxis(grids, 0, -1))
+
+
+@mapper("GatherND", since=11)
+def gather_nd(ctx: NodeContext):
+    """GatherND -> ops.gather_nd; batch_dims become explicit leading coordinates."""
+    shape = ctx.require_shape(0)
+    index_shape = ctx.require_shape(1)
+    batch_dims = int(ctx.attr("batch_dims", 0)) if ctx.opset >= 12 else 0
+    depth = int(index_shape[-1])
+    indices = _wrapped_indices(ctx, 1, list(shape[batch_dims:batch_dims + depth]), int64=True)
+    if batch_dims:
+        coords = Const(_batch_coordinates(index_shape, batch_dims))
+        indices = Call("ops.concat", [(coords, indices)], {"axis": Lit(-1)})
+    return Call("ops.gather_nd", [ctx.operand(0), indices])
+
+
+_SCATTER_ND_FUNCS = {
+    "none": "ops.tensor_scatter_update",
+    "add": "ops.tensor_scatter_add",
+    "mul": "ops.tensor_scatter_mul",
+    "max": "ops.tensor_scatter_max",
+    "min": "ops.tensor_scatter_min",
+}
+
+
+def _reduction(ctx: NodeContext) -> str:
+    reduction = ctx.attr("reduction", "none") if ctx.opset >= 16 else "none"
+    if isinstance(reduction, bytes):
+        reduction = reduction.decode()
+    if reduction not in _SCATTER_ND_FUNCS:
+        raise Unsupported(f"scatter reduction '{reduction}'")
+    return reduction
+
+
+@mapper("ScatterND", since=11)
+def scatter_nd(ctx: NodeContext):
+    """ScatterND -> ops.tensor_scatter_update/add/mul/max/min."""
+    shape = ctx.require_shape(0)
+    depth = int(ctx.require_shape(1)[-1])
+    indices = _wrapped_indices(ctx, 1, list(shape[:depth]))
+    func = _SCATTER_ND_FUNCS[_reduction(ctx)]
+    return Call(func, [ctx.operand(0), indices, ctx.operand(2)])
+
+
+def _scatter_elements(ctx: NodeContext, reduction: str):
+    shape = ctx.require_shape(0)
+    index_shape = ctx.require_shape(1)
+    axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
+    indices = _wrapped_indices(ctx, 1, int(shape[axis]), int64=True)
+    if reduction in ("none", "add"):
+        return Call("ops.tensor_scatter_elements", [ctx.operand(0), indices, ctx.operand(2)],
+                    {"axis": Lit(axis), "reduction": Lit(reduction)})
+    # mul/max/min: spell every element's full coordinate out and use the N-D scatter kernels
+    grids = np.indices(tuple(index_shape), dtype=np.int64)
+    parts = []
+    for dim in range(len(shape)):
+        if dim == axis:
+            parts.append(Call("ops.unsqueeze", [indices], {"dim": Lit(-1)}))
+        else:
+            parts.append(Const(np.ascontiguousarray(grids[dim][..., None])))
+    coords = Call("ops.concat", [tuple(parts)], {"axis": Lit(-1)})
+    return Call(_SCATTER_ND_FUNCS[reduction], [ctx.operand(0), coords, ctx.operand(2)])
+
+
+@mapper("ScatterElements", since=11)
+def scatter_elements(ctx: NodeContext):
+    """ScatterElements -> ops.tensor_scatter_elements (none/add) or an N-D scatter (mul/max/min)."""
+    return _scatter_elements(ctx, _reduction(ctx))
+
+
+@mapper("Scatter", since=9, until=10)
+def scatter(ctx: NodeContext):
+    """Scatter (deprecated form of ScatterElements) -> ops.tensor_scatter_elements."""
+    return _scatter_elements(ctx, "none")
+
+
+@mapper("TopK")
+def top_k(ctx: NodeContext):
+    """TopK -> ops.topk (k from the attribute before opset 10, from the input after)."""
+    shape = ctx.require_shape(0)
+    axis = normalize_axis(int(ctx.attr("axis", -1)), len(shape))
+    if ctx.opset < 10:
+        k = int(ctx.attr("k"))
+    else:
+        k = ctx.const_ints(1, "k")[0]
+    largest = bool(int(ctx.attr("largest", 1))) if ctx.opset >= 11 else True
+    sorted_ = bool(int(ctx.attr("sorted", 1))) if ctx.opset >= 11 else True
+    kwargs = {"dim": Lit(axis)}
+    if not largest:
+        kwargs["largest"] = Lit(False)
+    if not sorted_:
+        kwargs["sorted"] = Lit(False)
+    call = Call("ops.topk", [Input(0), Lit(k)], kwargs)
+    values = Item(call, 0) if ctx.has_output(0) else None
+    indices = None
+    if ctx.has_output(1):
+        indices = Call("ops.cast", [Item(Call("ops.topk", [Input(0), Lit(k)], dict(kwargs)), 1), DType("int64")])
+    return Outputs([values, indices])
+
+
+@mapper("NonZero", since=9)
+def non_zero(ctx: NodeContext):
+    """NonZero -> ops.nonzero, transposed to ONNX's (rank, count) layout."""
+    return Call("ops.transpose", [Call("ops.nonzero", [Input(0)]), Lit((1, 0))])
+
+
+@mapper("Compress", since=9)
+def compress(ctx: NodeContext):
+    """Compress -> ops.gather of the positions where the condition holds (flattened without axis)."""
+    value = ctx.operand(0)
+    axis = ctx.attr("axis")
+    if axis is None:
+        value = Call("ops.reshape", [value, Lit((-1,))])
+        axis = 0
+    else:
+        axis = normalize_axis(int(axis), ctx.input_rank(0))
+    condition = ctx.const(1)
+    if condition is not None:
+        positions = Const(np.flatnonzero(np.asarray(condition).reshape(-1)).astype(np.int64))
+    else:
+        positions = Call("ops.reshape", [Call("ops.nonzero", [Input(1)]), Lit((-1,))])
+    return Call("ops.gather", [value, positions, Lit(axis)])
+
+
+@mapper("Unique", since=11)
+def unique(ctx: NodeContext):
+    """Unique (flattened) -> ops.unique plus comparisons with the input for indices and counts."""
+    if ctx.attr("axis") is not None:
+        raise Unsupported("Unique along an axis (MindSpore's unique only works on the flattened input)")
+    flat = Input(0) if ctx.input_rank(0) == 1 else Call("ops.reshape", [Input(0), Lit((-1,))])
+
+    def values():
+        if int(ctx.attr("sorted", 1)):
+            # MindSpore keeps first-occurrence order; sorting the input first gives sorted values
+            return Item(Call("ops.unique", [Item(Call("ops.sort", [flat]), 0)]), 0)
+        return Item(Call("ops.unique", [flat]), 0)
+
+    def matches():  # [u, n] table: unique value u equals input element n
+        return Call("ops.cast", [Call("ops.equal", [Call("ops.unsqueeze", [values()], {"dim": Lit(1)}),
+                                                    Call("ops.unsqueeze", [flat], {"dim": Lit(0)})]),
+                                 DType("int32")])
+
+    exprs = [
+        values() if ctx.has_output(0) else None,
+        Call("ops.argmax", [matches()], {"dim": Lit(1)}) if ctx.has_output(1) else None,
+        Call("ops.argmax", [matches()], {"dim": Lit(0)}) if ctx.has_output(2) else None,
+        Call("ops.cast", [Call("ops.sum", [matches()], {"dim": Lit(1)}), DType("int64")])
+        if ctx.has_output(3) else None,
+    ]
+    return Outputs(exprs)

@@ -1,0 +1,271 @@
+"""Resize (opsets 10-19) and Upsample (opsets 7-9), exact to the ONNX definition.
+
+MindSpore's ``ops.interpolate`` does not cover every ONNX coordinate mode, rounding rule and cubic
+variant, so the interpolation is computed here, per resized axis, from the static shapes:
+nearest becomes ``ops.gather`` with a constant index table; linear and cubic (with antialias,
+exclude_outside, tf_crop_and_resize extrapolation) become a matmul with a constant
+interpolation matrix, which is exactly the separable weighted sum ONNX defines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import BinOp, Call, Const, Input, Lit, NodeContext, Unsupported, normalize_axis
+from .registry import mapper
+
+
+@dataclass
+class _Axis:
+    """How one axis is resized: sizes, the coordinate scale and the ROI (tf_crop_and_resize)."""
+
+    size_in: int
+    size_out: int
+    scale: float
+    roi: tuple[float, float] = (0.0, 1.0)
+
+
+def _source_coordinates(mode: str, axis: _Axis) -> tuple[np.ndarray, np.ndarray | None]:
+    """Input coordinate of every output position, and (tf_crop_and_resize) which lie outside.
+
+    Computed in float32 like onnxruntime, so rounding decisions at exact halves agree with it.
+    ``length_resized`` is the integer output length, as the ONNX text and onnxruntime have it (the
+    ONNX reference implementation uses the fractional ``scale * length`` for align_corners and
+    tf_crop_and_resize, and -0.5 for a one-pixel pytorch_half_pixel output).
+    """
+    f32 = np.float32
+    out = np.arange(axis.size_out, dtype=f32)
+    length_in, length_out, scale = f32(axis.size_in), f32(axis.size_out), f32(axis.scale)
+    half = f32(0.5)
+    outside = None
+    if mode == "align_corners":
+        x = np.zeros_like(out) if axis.size_out == 1 else out * (length_in - 1) / (length_out - 1)
+    elif mode == "asymmetric":
+        x = out / scale
+    elif mode == "pytorch_half_pixel":
+        x = np.zeros_like(out) if axis.size_out == 1 else (out + half) / scale - half
+    elif mode == "half_pixel":
+        x = (out + half) / scale - half
+    elif mode == "half_pixel_symmetric":
+        adjustment = length_out / (scale * length_in)
+        offset = length_in / 2 * (1 - adjustment)
+        x = offset + (out + half) / scale - half
+    elif mode == "tf_crop_and_resize":
+        start, end = f32(axis.roi[0]), f32(axis.roi[1])
+        if axis.size_out == 1:
+            x = np.full_like(out, (end - start) * (length_in - 1) / 2)
+        else:
+            x = out * (end - start) * (length_in - 1) / (length_out - 1)
+        x = x + start * (length_in - 1)
+        outside = (x < 0) | (x > length_in - 1)
+    else:
+        raise Unsupported(f"coordinate_transformation_mode '{mode}'")
+    return np.asarray(x, np.float32).astype(np.float64), outside
+
+
+def _cubic(distance: np.ndarray, a: float) -> np.ndarray:
+    d = np.abs(distance)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _taps(mode: str, ratio: np.ndarray, scale: float, antialias: bool, cubic_a: float,
+          nearest_mode: str) -> tuple[int, np.ndarray]:
+    """First tap offset (relative to the base pixel) and the weights of every tap per position."""
+    if mode == "nearest":
+        upper = {
+            "round_prefer_floor": ratio > 0.5,
+            "round_prefer_ceil": ratio >= 0.5,
+            "floor": np.zeros_like(ratio, dtype=bool),
+            "ceil": np.ones_like(ratio, dtype=bool),
+        }.get(nearest_mode)
+        if upper is None:
+            raise Unsupported(f"nearest_mode '{nearest_mode}'")
+        upper = upper | (ratio == 1)
+        return 0, np.stack([~upper, upper], axis=1).astype(np.float64)
+    shrink = min(scale, 1.0) if antialias else 1.0
+    if mode == "linear":
+        start = int(math.floor(-1 / shrink) + 1)
+        offsets = np.arange(start, 2 - start)
+        weights = np.clip(1 - np.abs((offsets[None, :] - ratio[:, None]) * shrink), 0, 1)
+    elif mode == "cubic":
+        start = int(math.floor(-2 / shrink) + 1)
+        offsets = np.arange(start, 2 - start)
+        weights = _cubic((offsets[None, :] - ratio[:, None]) * shrink, cubic_a)
+    else:
+        raise Unsupported(f"Resize mode '{mode}'")
+    if antialias:
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    return start, weights
+
+
+def _interpolation_matrix(axis: _Axis, attrs: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    """The (size_out, size_in) matrix of one axis, and the rows to fill with extrapolation_value."""
+    x, outside = _source_coordinates(attrs["coordinate_transformation_mode"], axis)
+    if attrs["mode"] == "nearest" and attrs["nearest_mode"] == "simple":  # opset 10 / Upsample: floor, or ceil when shrinking
+        index = np.ceil(x) if axis.scale < 1 else np.floor(x)
+        index = np.clip(index, 0, axis.size_in - 1).astype(np.int64)
+        matrix = np.zeros((axis.size_out, axis.size_in))
+        matrix[np.arange(axis.size_out), index] = 1.0
+        return matrix, outside
+    # the base pixel is the one left of x (x itself counts as right of its left neighbour)
+    base = np.ceil(x).astype(np.int64) - 1
+    ratio = x - base
+    start, weights = _taps(attrs["mode"], ratio, axis.scale, attrs["antialias"], attrs["cubic_coeff_a"],
+                           attrs["nearest_mode"])
+    taps = base[:, None] + start + np.arange(weights.shape[1])[None, :]
+    if attrs["exclude_outside"]:
+        weights = np.where((taps < 0) | (taps >= axis.size_in), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((axis.size_out, axis.size_in))
+    rows = np.repeat(np.arange(axis.size_out), weights.shape[1])
+    np.add.at(matrix, (rows, np.clip(taps, 0, axis.size_in - 1).reshape(-1)), weights.reshape(-1))
+    if outside is not None:
+        matrix[outside] = 0.0
+    return matrix, outside
+
+
+def _resize_axis(value, axis: int, rank: int, matrix: np.ndarray, outside, dtype: np.dtype,
+                 extrapolation: float):
+    """Apply one axis' interpolation matrix (a gather when it only selects)."""
+    selects = np.all(np.sort(matrix, axis=1)[:, :-1] == 0, axis=1) & (matrix.max(axis=1) == 1)
+    if outside is None and selects.all():
+        index = matrix.argmax(axis=1).astype(np.int64)
+        size_in = matrix.shape[1]
+        factor = len(index) // size_in
+        if factor > 1 and len(index) == factor * size_in and np.array_equal(index, np.repeat(np.arange(size_in), factor)):
+            return Call("ops.repeat_interleave", [value, Lit(factor), Lit(axis)])
+        if np.array_equal(index, np.arange(size_in)):
+            return value
+        return Call("ops.gather", [value, Const(index), Lit(axis)])
+    if dtype.kind != "f":
+        raise Unsupported(f"interpolating {dtype.name} values (only nearest works on integers)")
+    weights = matrix.astype(dtype)
+    if axis == rank - 1:
+        result = Call("ops.matmul", [value, Const(np.ascontiguousarray(weights.T))])
+    elif axis == rank - 2:
+        result = Call("ops.matmul", [Const(weights), value])
+    else:
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        moved = Call("ops.transpose", [value, Lit(tuple(perm))])
+        result = Call("ops.transpose", [Call("ops.matmul", [moved, Const(np.ascontiguousarray(weights.T))]),
+                                        Lit(tuple(perm))])
+    if outside is not None and outside.any() and extrapolation != 0.0:
+        bias = (outside * extrapolation).astype(dtype).reshape((-1,) + (1,) * (rank - 1 - axis))
+        result = BinOp("+", result, Const(bias))
+    return result
+
+
+def _emit(ctx: NodeContext, axes: dict[int, _Axis], attrs: dict):
+    rank = ctx.input_rank(0)
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    value = Input(0)
+    for axis in sorted(axes):
+        spec = axes[axis]
+        identity = (spec.size_in == spec.size_out and math.isclose(spec.scale, 1.0)
+                    and (attrs["coordinate_transformation_mode"] != "tf_crop_and_resize"
+                         or spec.roi == (0.0, 1.0)))
+        if identity:
+            continue
+        matrix, outside = _interpolation_matrix(spec, attrs)
+        value = _resize_axis(value, axis, rank, matrix, outside, dtype, attrs["extrapolation_value"])
+    return value
+
+
+def _text(value, default: str) -> str:
+    if value is None:
+        return default
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _optional_const(ctx: NodeContext, index: int, what: str) -> np.ndarray | None:
+    if not ctx.has_input(index):
+        return None
+    value = np.asarray(ctx.require_const(index, what))
+    return value if value.size else None
+
+
+@mapper("Resize", since=10)
+def resize(ctx: NodeContext):
+    """Resize -> per-axis ops.gather (nearest) or matmul with constant interpolation weights."""
+    shape = ctx.require_shape(0)
+    rank = len(shape)
+    mode = _text(ctx.attr("mode"), "nearest")
+    if ctx.opset < 11:
+        attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "simple",
+                 "cubic_coeff_a": -0.75, "exclude_outside": 0, "antialias": False, "extrapolation_value": 0.0}
+        scales = _optional_const(ctx, 1, "the Resize scales")
+        roi = sizes = None
+    else:
+        attrs = {
+            "mode": mode,
+            "coordinate_transformation_mode": _text(ctx.attr("coordinate_transformation_mode"), "half_pixel"),
+            "nearest_mode": _text(ctx.attr("nearest_mode"), "round_prefer_floor"),
+            "cubic_coeff_a": float(ctx.attr("cubic_coeff_a", -0.75)),
+            "exclude_outside": int(ctx.attr("exclude_outside", 0)),
+            "antialias": bool(int(ctx.attr("antialias", 0))) and mode != "nearest",
+            "extrapolation_value": float(ctx.attr("extrapolation_value", 0.0)),
+        }
+        if mode != "nearest":
+            attrs["nearest_mode"] = "round_prefer_floor"
+        roi = _optional_const(ctx, 1, "the Resize roi")
+        scales = _optional_const(ctx, 2, "the Resize scales")
+        sizes = _optional_const(ctx, 3, "the Resize sizes")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise Unsupported(f"Resize mode '{mode}'")
+    axes = [normalize_axis(int(a), rank) for a in ctx.attr("axes", range(rank))] if ctx.opset >= 18 \
+        else list(range(rank))
+    policy = _text(ctx.attr("keep_aspect_ratio_policy"), "stretch") if ctx.opset >= 18 else "stretch"
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        if roi is None:
+            raise Unsupported("tf_crop_and_resize without a roi")
+        roi = [float(r) for r in roi.reshape(-1)]
+    specs: dict[int, _Axis] = {}
+    if sizes is not None:
+        sizes = [int(s) for s in sizes.reshape(-1)]
+        scale_list = [sizes[i] / shape[a] for i, a in enumerate(axes)]
+        if policy in ("not_larger", "not_smaller"):
+            common = min(scale_list) if policy == "not_larger" else max(scale_list)
+            scale_list = [common] * len(axes)
+            sizes = [int(common * shape[a] + 0.5) for a in axes]
+        targets = sizes
+    elif scales is not None:
+        scale_list = [float(s) for s in scales.reshape(-1)]
+        # float32 product as in onnxruntime (5 * 1.4 is 7 there, 6.99... in float64)
+        targets = [int(np.floor(np.float32(shape[a]) * np.float32(s))) for a, s in zip(axes, scale_list)]
+    else:
+        raise Unsupported("Resize without scales or sizes")
+    for i, axis in enumerate(axes):
+        size_out = targets[i]
+        axis_roi = (0.0, 1.0)
+        if roi is not None:
+            axis_roi = (roi[i], roi[len(axes) + i])
+        specs[axis] = _Axis(int(shape[axis]), size_out, scale_list[i], axis_roi)
+    return _emit(ctx, specs, attrs)
+
+
+@mapper("Upsample", since=7, until=9)
+def upsample(ctx: NodeContext):
+    """Upsample -> per-axis ops.gather / repeat_interleave (nearest) or matmul weights (linear)."""
+    shape = ctx.require_shape(0)
+    mode = _text(ctx.attr("mode"), "nearest")
+    if mode == "bilinear":
+        mode = "linear"
+    if ctx.opset >= 9:
+        scales = [float(s) for s in np.asarray(ctx.require_const(1, "the Upsample scales")).reshape(-1)]
+    else:
+        scales = [float(s) for s in ctx.attr("scales")]
+    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric",
+             "nearest_mode": "simple" if mode == "nearest" else "round_prefer_floor",
+             "cubic_coeff_a": -0.75, "exclude_outside": 0, "antialias": False, "extrapolation_value": 0.0}
+    if mode not in ("nearest", "linear"):
+        raise Unsupported(f"Upsample mode '{mode}'")
+    specs = {axis: _Axis(int(n), int(np.floor(np.float32(n) * np.float32(s))), s)
+             for axis, (n, s) in enumerate(zip(shape, scales))}
+    return _emit(ctx, specs, attrs)
