@@ -21,6 +21,7 @@ from .mappers.registry import MapperRegistry, default_registry
 from .mapping import MappedNode, map_nodes
 from .naming import module_name
 from .output import AtomicOutputs, check_targets, prepare_folder
+from .patterns import lift_patterns
 from .preprocess import (
     TensorSpec,
     detect_inputs,
@@ -111,6 +112,8 @@ def _normalise_shapes(shape: Optional[Sequence[ShapeArg]]) -> Optional[list[tupl
     for item in shape:
         if isinstance(item, str):
             result.append(parse_shape(item))
+        elif len(item) == 0:  # a scalar input (rank 0), e.g. a sample rate
+            result.append(())
         else:
             result.append(parse_shape(",".join(str(int(d)) for d in item)))
     return result or None
@@ -147,7 +150,10 @@ def convert(
     paths = output_paths(model_path, output_dir, report_dir)
     check_targets(paths.all(), overwrite)
 
-    model = load_model(model_path)
+    model = load_model(model_path, input_nodes, output_nodes, shapes)
+    if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
+        input_nodes = [inp.name for inp in model.graph.input]
+        output_nodes = [out.name for out in model.graph.output]
     model = select_inputs_outputs(model, list(input_nodes or []), list(output_nodes or []))
     input_specs, output_specs = detect_inputs(model), detect_outputs(model)
     say("Detected inputs:  " + "; ".join(spec.describe() for spec in input_specs))
@@ -162,6 +168,9 @@ def convert(
     source_initializers = {init.name for init in model.graph.initializer}
     fix_input_shapes(model, resolved)
     model, fold_records = simplify(model)
+    lifted = lift_patterns(model)
+    if lifted:
+        say("Lifted layers: " + ", ".join(f"{count} {name}" for name, count in lifted.items()))
     graph = build_ir(model, fold_records, source_initializers)
     del model
     registry = registry or default_registry()

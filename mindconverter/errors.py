@@ -2,7 +2,7 @@
 
 Every failure the tool reports is a :class:`MindConverterError` carrying one entry of
 ``ERROR_CODES``. Its one-line form is ``[ClassName] code NNNNNNN: what is wrong. What to do.``
-``docs/errors.md`` is generated from ``ERROR_CODES`` (``python tools/gen_docs.py``) and a test
+``docs/errors.md`` is generated from ``ERROR_CODES`` (``python tools/gen_error_docs.py``) and a test
 checks the two agree.
 """
 
@@ -54,13 +54,14 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "OPSET_UNSUPPORTED": ErrorCode(
         1000007,
         "ModelLoadingError",
-        "The model's ONNX opset is outside the supported range.",
-        "Re-export with an opset between 7 and the newest the installed onnx package knows.",
+        "The model's ONNX opset (or IR version) is outside the supported range.",
+        "Re-export with an opset between 7 and the newest the installed onnx package knows (or upgrade onnx).",
     ),
     "INVALID_GRAPH": ErrorCode(
         1000008,
         "ModelLoadingError",
-        "The graph is malformed (cycle, undefined input, empty graph, bad tensor).",
+        "The graph is malformed (cycle, undefined or twice-written value, no outputs, wrong operator "
+        "arity, domain not imported, tensor data not matching its dims).",
         "Validate the model with onnx.checker and export it again.",
     ),
     "TF_STACK_MISSING": ErrorCode(
@@ -80,6 +81,18 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "ModelLoadingError",
         "The model declares a tensor dimension that is negative or impossibly large.",
         "Check the export; give real sizes with --shape.",
+    ),
+    "FILE_UNREADABLE": ErrorCode(
+        1000012,
+        "ModelLoadingError",
+        "The model path is not a regular file or cannot be read (permissions, device, pipe).",
+        "Check the file's permissions and pass a regular .onnx or .pb file.",
+    ),
+    "TF_CONVERSION_FAILED": ErrorCode(
+        1000013,
+        "ModelLoadingError",
+        "TensorFlow cannot import the GraphDef, or tf2onnx fails to convert it to ONNX.",
+        "Check the graph loads in TensorFlow (tf.graph_util.import_graph_def); see docs/tensorflow.md.",
     ),
     # --- 2000xxx: command-line usage (exit code 2) -------------------------------------------
     "BAD_SHAPE": ErrorCode(
@@ -130,6 +143,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "An argument has an invalid value.",
         "See mindconverter --help.",
     ),
+    "TF_NAMES_REQUIRED": ErrorCode(
+        2000009,
+        "ArgumentError",
+        "A TensorFlow .pb was given without --input_nodes or --output_nodes.",
+        "Name the tensors in TensorFlow's form, e.g. --input_nodes x:0 --output_nodes Identity:0.",
+    ),
     # --- 3000xxx: writing results ------------------------------------------------------------
     "OUTPUT_EXISTS": ErrorCode(
         3000001,
@@ -168,6 +187,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "A mapper raised an internal error.",
         "Report it with the model; rerun with --debug for the traceback.",
     ),
+    "UNSUPPORTED_DTYPE": ErrorCode(
+        4000004,
+        "ConversionError",
+        "A tensor has a data type that a MindSpore checkpoint cannot store.",
+        "Cast the weights to a supported type (float16/32/64, int8-64, uint8-64, bool) before export.",
+    ),
     # --- 5000xxx: verification --------------------------------------------------------------------
     "VERIFY_MISMATCH": ErrorCode(
         5000001,
@@ -193,6 +218,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "ScriptConversionError",
         "The --in_file script cannot be read or is not valid Python.",
         "Pass a PyTorch model script that Python can parse.",
+    ),
+    # --- 9000000: bugs ----------------------------------------------------------------------------
+    "INTERNAL_ERROR": ErrorCode(
+        9000000,
+        "InternalError",
+        "An unexpected internal error (a bug in mindconverter, not in your input).",
+        "Rerun with --debug and report the traceback together with the model.",
     ),
 }
 
@@ -243,6 +275,10 @@ class ScriptConversionError(MindConverterError):
     """The deprecated AST path failed on its input script."""
 
 
+class InternalError(MindConverterError):
+    """An unexpected exception: a bug in mindconverter (code 9000000)."""
+
+
 _CLASSES = {
     cls.__name__: cls
     for cls in (
@@ -252,6 +288,7 @@ _CLASSES = {
         ConversionError,
         VerificationError,
         ScriptConversionError,
+        InternalError,
     )
 }
 

@@ -5,11 +5,15 @@ The input file is only ever opened for reading and nothing is written beside it.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 
+import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
-from onnx import external_data_helper
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import FieldDescriptor
+from onnx import external_data_helper, helper
 
 from .errors import make_error
 
@@ -20,35 +24,50 @@ SUPPORTED_SUFFIXES = (".onnx", ".pb")
 def check_model_path(path: str | Path) -> Path:
     """Check the model path exists, is a non-empty file with a known suffix."""
     path = Path(path)
-    if not path.exists():
-        raise make_error("FILE_NOT_FOUND", f"No such file: '{path}'.")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise make_error("FILE_NOT_FOUND", f"No such file: '{path}'.") from None
+    except NotADirectoryError:
+        raise make_error("FILE_NOT_FOUND", f"No such file: '{path}' (a parent is not a folder).") from None
+    except OSError as exc:  # EACCES on a parent folder, ELOOP, ENAMETOOLONG...
+        raise make_error("FILE_UNREADABLE", f"Cannot reach '{path}': {exc.strerror}.") from None
     if path.is_dir():
         raise make_error("FILE_IS_DIRECTORY", f"'{path}' is a directory.")
+    if not path.is_file():
+        raise make_error("FILE_UNREADABLE", f"'{path}' is not a regular file (a device, pipe or socket).")
     if path.stat().st_size == 0:
         raise make_error("FILE_EMPTY", f"'{path}' is empty (0 bytes).")
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise make_error(
-            "UNKNOWN_SUFFIX", f"'{path.name}' has suffix '{path.suffix}'; expected .onnx or .pb."
-        )
+        suffix = f"suffix '{path.suffix}'" if path.suffix else "no suffix"
+        raise make_error("UNKNOWN_SUFFIX", f"'{path.name}' has {suffix}; expected .onnx or .pb.")
+    if not os.access(path, os.R_OK):
+        raise make_error("FILE_UNREADABLE", f"'{path}' cannot be read (permission denied).")
     return path
 
 
 def load_onnx(path: Path) -> onnx.ModelProto:
     """Parse an ONNX file, including tensors kept in external data files."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise make_error("FILE_CORRUPT", f"Cannot read '{path}': {exc.strerror}.") from None
+    data = _read(path)
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
-    except (DecodeError, RuntimeWarning, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - DecodeError, or whatever the parser raises on hostile bytes
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a valid ONNX protobuf ({exc}).") from None
     del data
     if not model.HasField("graph") or not model.opset_import:
         raise make_error("FILE_CORRUPT", f"'{path.name}' parses but holds no ONNX graph or opset.")
     _load_external_data(model, path.parent)
     return model
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise make_error("FILE_UNREADABLE", f"Cannot read '{path}': {exc.strerror}.") from None
+    except MemoryError:
+        raise make_error("FILE_UNREADABLE", f"'{path}' is too large to read into memory.") from None
 
 
 def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
@@ -71,7 +90,7 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             )
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - OSError, ValueError, onnx's ValidationError...
             raise make_error(
                 "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' cannot be read from '{location}' ({exc})."
             ) from None
@@ -85,6 +104,11 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             )
         del tensor.external_data[:]
         tensor.data_location = onnx.TensorProto.DEFAULT
+        problem = tensor_problem(tensor)
+        if problem:
+            raise make_error(
+                "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' read from '{location}': {problem}"
+            )
 
 
 def default_opset(model: onnx.ModelProto) -> int:
@@ -111,13 +135,292 @@ def check_opset(model: onnx.ModelProto) -> int:
     return version
 
 
-def load_model(path: str | Path) -> onnx.ModelProto:
-    """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow .pb goes via tf2onnx)."""
+def load_model(path: str | Path, input_nodes=None, output_nodes=None, shapes=None) -> onnx.ModelProto:
+    """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow .pb goes via tf2onnx).
+
+    ``input_nodes``, ``output_nodes`` and ``shapes`` are only used (and required) for a .pb.
+    """
     path = check_model_path(path)
     if path.suffix.lower() == ".pb":
-        raise make_error(
-            "TF_STACK_MISSING", "TensorFlow .pb conversion is not available in this version yet."
-        )
+        check_graphdef(path)
+        if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("tf2onnx") is None:
+            raise make_error("TF_STACK_MISSING", f"'{path.name}' is a TensorFlow GraphDef.")
+        from .tf_loading import load_graphdef
+
+        model = load_graphdef(path, input_nodes, output_nodes, shapes)
+        check_opset(model)
+        validate_model(model)
+        return model
     model = load_onnx(path)
     check_opset(model)
+    validate_model(model)
     return model
+
+
+# --- TensorFlow GraphDef sniffing (no TensorFlow needed) -------------------------------------------
+
+
+def _graphdef_class():
+    """A minimal GraphDef schema (nodes with name, op, inputs), enough to tell a GraphDef apart."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="mindconverter_graphdef.proto", package="mcsniff",
+                                             syntax="proto3")
+    F = descriptor_pb2.FieldDescriptorProto
+    node = fdp.message_type.add(name="NodeDef")
+    node.field.add(name="name", number=1, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
+    node.field.add(name="op", number=2, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
+    node.field.add(name="input", number=3, label=F.LABEL_REPEATED, type=F.TYPE_STRING)
+    node.field.add(name="device", number=4, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
+    graph = fdp.message_type.add(name="GraphDef")
+    graph.field.add(name="node", number=1, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
+                    type_name=".mcsniff.NodeDef")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("mcsniff.GraphDef"))
+
+
+def check_graphdef(path: Path) -> None:
+    """Raise NOT_A_GRAPHDEF unless ``path`` holds a (frozen) TensorFlow GraphDef."""
+    data = _read(path)
+    graph = _graphdef_class()()
+    try:
+        graph.ParseFromString(data)
+        ok = len(graph.node) > 0 and all(node.op and node.name for node in graph.node)
+    except Exception:  # noqa: BLE001 - any parse failure means "not a GraphDef"
+        ok = False
+    if ok:
+        return
+    hint = ""
+    if _parses_as_onnx(data):
+        hint = " It is an ONNX model: rename it to .onnx."
+    if not hint and path.name == "saved_model.pb":
+        hint = " It looks like a SavedModel; freeze it to a GraphDef first."
+    raise make_error("NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef.{hint}")
+
+
+def _parses_as_onnx(data: bytes) -> bool:
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - not ONNX either
+        return False
+    return model.HasField("graph") and bool(model.opset_import)
+
+
+# --- structural validation ---------------------------------------------------------------------------
+
+MAX_ELEMENTS = 1 << 40
+MAX_SUBGRAPH_DEPTH = 32
+_VALID_TYPES = {value for name, value in onnx.TensorProto.DataType.items() if name != "UNDEFINED"}
+_FOUR_BIT = {name for name in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(onnx.TensorProto, name)}
+
+
+def tensor_problem(tensor: onnx.TensorProto) -> str:
+    """What is wrong with a stored tensor's type, dims or data size ('' when it is sound)."""
+    if tensor.data_type not in _VALID_TYPES:
+        return f"unknown data type {tensor.data_type}."
+    if any(d < 0 for d in tensor.dims):
+        return f"negative dimension in {list(tensor.dims)}."
+    count = 1
+    for d in tensor.dims:
+        count *= int(d)
+    if count > MAX_ELEMENTS:
+        return f"absurd dims {list(tensor.dims)}."
+    if tensor.HasField("segment"):
+        return "segmented tensors are not supported."
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return ""  # checked when the external data is read
+    type_name = onnx.TensorProto.DataType.Name(tensor.data_type)
+    if tensor.data_type == onnx.TensorProto.STRING:
+        have, want = len(tensor.string_data), count
+    elif tensor.HasField("raw_data") and tensor.raw_data:
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+        have = len(tensor.raw_data)
+        want = (count + 1) // 2 if type_name in _FOUR_BIT else count * itemsize
+    else:
+        field_name = helper.tensor_dtype_to_field(tensor.data_type)
+        have = len(getattr(tensor, field_name))
+        want = count
+        if type_name in _FOUR_BIT:
+            want = (count + 1) // 2
+        elif type_name.startswith("COMPLEX"):
+            want = 2 * count
+    if have != want:
+        return f"holds {have} {'bytes' if tensor.raw_data else 'values'} where dims {list(tensor.dims)} need {want}."
+    return ""
+
+
+def _invalid(message: str):
+    return make_error("INVALID_GRAPH", message)
+
+
+def _check_tensor(tensor: onnx.TensorProto, what: str) -> None:
+    problem = tensor_problem(tensor)
+    if problem.startswith("absurd"):
+        raise make_error("ABSURD_DIMENSION", f"{what} declares {problem}")
+    if problem:
+        raise _invalid(f"{what}: {problem}")
+
+
+def _check_value_info(info: onnx.ValueInfoProto, what: str) -> None:
+    if not info.name:
+        raise _invalid(f"A graph {what} has no name.")
+    if info.type.HasField("tensor_type"):
+        elem = info.type.tensor_type.elem_type
+        if elem and elem not in _VALID_TYPES:
+            raise _invalid(f"Graph {what} '{info.name}' has unknown element type {elem}.")
+
+
+def _check_against_schema(node: onnx.NodeProto, label: str, opsets: dict[str, int], where: str) -> None:
+    """Input/output counts and required attributes of standard operators, as their schema says."""
+    domain = node.domain if node.domain != "ai.onnx" else ""
+    if domain not in ("", "ai.onnx.ml") or domain not in opsets:
+        return
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets[domain], domain)
+    except Exception:  # noqa: BLE001 - unknown operator: left to the mappers (placeholder)
+        return
+    n_in = len(node.input)
+    while n_in and not node.input[n_in - 1]:
+        n_in -= 1
+    n_out = len(node.output)
+    what = f"Node {label!r} ({node.op_type}-{schema.since_version})"
+    if not schema.min_input <= n_in <= schema.max_input:
+        raise _invalid(f"{what} has {n_in} input(s); the operator takes {schema.min_input} to "
+                       f"{schema.max_input}{where}.")
+    if not schema.min_output <= n_out <= schema.max_output or not any(node.output):
+        raise _invalid(f"{what} has {n_out} output(s); the operator gives {schema.min_output} to "
+                       f"{schema.max_output}{where}.")
+    given = {attr.name for attr in node.attribute}
+    for name, attr in schema.attributes.items():
+        if attr.required and name not in given:
+            raise _invalid(f"{what} lacks its required attribute '{name}'{where}.")
+
+
+def _check_graph(graph: onnx.GraphProto, outer: set[str], depth: int, top: bool,
+                 domains: frozenset = frozenset({""}), opsets: dict | None = None) -> None:
+    opsets = opsets or {}
+    if depth > MAX_SUBGRAPH_DEPTH:
+        raise _invalid(f"Subgraphs are nested more than {MAX_SUBGRAPH_DEPTH} levels deep.")
+    where = "" if top else f" (in subgraph '{graph.name}')"
+    defined = set(outer)
+    local: set[str] = set()
+    for inp in graph.input:
+        _check_value_info(inp, "input")
+        if inp.name in local:
+            raise _invalid(f"Graph input '{inp.name}' is declared twice{where}.")
+        local.add(inp.name)
+    seen_init: set[str] = set()
+    for init in graph.initializer:
+        if not init.name:
+            raise _invalid(f"An initializer has no name{where}.")
+        if init.name in seen_init:
+            raise _invalid(f"Initializer '{init.name}' is stored twice{where}.")
+        seen_init.add(init.name)
+        _check_tensor(init, f"Initializer '{init.name}'{where}")
+    local |= seen_init
+    defined |= local
+    produced: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        label = node.name or f"#{index}"
+        if not node.op_type:
+            raise _invalid(f"Node {label!r} has no operator type{where}.")
+        if (node.domain if node.domain != "ai.onnx" else "") not in domains:
+            raise _invalid(f"Node {label!r} ({node.op_type}) uses domain '{node.domain}', which the model does "
+                           f"not import (opset_import){where}.")
+        for out in node.output:
+            if not out:
+                continue
+            if out in produced or out in local:
+                raise _invalid(f"Value '{out}' is written twice (by node {label!r}){where}.")
+            produced[out] = index
+    available = defined | set(produced)
+    for index, node in enumerate(graph.node):
+        label = node.name or f"#{index}"
+        _check_against_schema(node, label, opsets, where)
+        for name in node.input:
+            if name and name not in available:
+                raise _invalid(f"Node {label!r} ({node.op_type}) reads '{name}', which nothing defines{where}.")
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                _check_tensor(attr.t, f"Attribute '{attr.name}' of node {label!r}{where}")
+            elif attr.type == onnx.AttributeProto.TENSORS:
+                for tensor in attr.tensors:
+                    _check_tensor(tensor, f"Attribute '{attr.name}' of node {label!r}{where}")
+            elif attr.type == onnx.AttributeProto.GRAPH:
+                _check_graph(attr.g, available, depth + 1, False, domains, opsets)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    _check_graph(sub, available, depth + 1, False, domains, opsets)
+    for out in graph.output:
+        _check_value_info(out, "output")
+        if out.name not in available:
+            raise _invalid(f"Graph output '{out.name}' is produced by no node{where}.")
+    if top:
+        for inp in graph.input:
+            if inp.name not in seen_init and inp.type.WhichOneof("value") not in (None, "tensor_type"):
+                kind = inp.type.WhichOneof("value").replace("_type", "")
+                raise _invalid(f"Graph input '{inp.name}' is a {kind}, not a tensor; only tensor inputs convert.")
+        if not graph.output:
+            raise _invalid("The graph has no outputs.")
+        _check_acyclic(graph, produced)
+
+
+def _check_acyclic(graph: onnx.GraphProto, produced: dict[str, int]) -> None:
+    """Kahn's algorithm over node indices; a leftover node lies on a cycle."""
+    nodes = list(graph.node)
+    pending = [0] * len(nodes)
+    readers: dict[int, list[int]] = {}
+    for index, node in enumerate(nodes):
+        for name in set(node.input):
+            if name in produced:
+                pending[index] += 1
+                readers.setdefault(produced[name], []).append(index)
+    ready = [i for i, n in enumerate(pending) if n == 0]
+    done = 0
+    while ready:
+        current = ready.pop()
+        done += 1
+        for reader in readers.get(current, []):
+            pending[reader] -= 1
+            if pending[reader] == 0:
+                ready.append(reader)
+    if done != len(nodes):
+        stuck = next(i for i, n in enumerate(pending) if n > 0)
+        node = nodes[stuck]
+        raise _invalid(f"The graph has a cycle through node {(node.name or node.op_type)!r}.")
+
+
+def _check_text_fields(message, path: str = "model") -> None:
+    """Every string field must be valid UTF-8 (protobuf hands back ``bytes`` where it is not)."""
+    string, message_type = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE
+    for field, value in message.ListFields():
+        if field.type == string:
+            values = value if _is_repeated(field) else [value]
+            if any(not isinstance(v, str) for v in values):
+                raise make_error("FILE_CORRUPT", f"Field '{path}.{field.name}' holds text that is not valid UTF-8.")
+        elif field.type == message_type:
+            for item in value if _is_repeated(field) else [value]:
+                _check_text_fields(item, f"{path}.{field.name}")
+
+
+def _is_repeated(field) -> bool:
+    repeated = getattr(field, "is_repeated", None)  # protobuf >= 5.x
+    if repeated is not None:
+        return bool(repeated)
+    return field.label == FieldDescriptor.LABEL_REPEATED
+
+
+def validate_model(model: onnx.ModelProto) -> None:
+    """Reject structurally broken graphs before any C++ pass (shape inference, optimizer) sees them.
+
+    Checks: names defined before use, each value written once, no cycles, outputs produced, known
+    element types, and initializer/attribute tensors whose data matches their dims.
+    """
+    _check_text_fields(model)
+    if model.ir_version > onnx.IR_VERSION:
+        raise make_error("OPSET_UNSUPPORTED", f"The model has IR version {model.ir_version}; the installed onnx "
+                         f"{onnx.__version__} reads up to {onnx.IR_VERSION}.")
+    domains = {entry.domain if entry.domain != "ai.onnx" else "" for entry in model.opset_import}
+    domains |= {function.domain for function in model.functions}
+    opsets = {entry.domain if entry.domain != "ai.onnx" else "": entry.version for entry in model.opset_import}
+    _check_graph(model.graph, set(), 0, True, frozenset(domains), opsets)
