@@ -69,7 +69,9 @@ def tensor_type_name(dtype: np.dtype) -> str:
     """MindSpore's checkpoint type string for a numpy dtype (``Float32``...)."""
     name = np.dtype(dtype).name
     if name not in TENSOR_TYPES:
-        raise ValueError(f"dtype {name} cannot be stored in a MindSpore checkpoint")
+        from .errors import make_error
+
+        raise make_error("UNSUPPORTED_DTYPE", f"A weight has dtype {name}, which a MindSpore checkpoint cannot store.")
     return TENSOR_TYPES[name]
 
 

@@ -7,7 +7,9 @@ code; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import textwrap
 import traceback
 from pathlib import Path
 from typing import Optional, Sequence
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to generate docs/cli.md)."""
     parser = _Parser(
         prog="mindconverter",
-        description=DESCRIPTION,
+        description=textwrap.fill(DESCRIPTION, 95),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
@@ -79,13 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr)
+    # Progress goes to stdout: stderr carries nothing but the one error line on failure.
+    print(message)
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed command line; returns the exit code."""
     if bool(args.model_file) == bool(args.in_file):
         raise make_error("MISSING_ARGUMENT")
+    if not math.isfinite(args.tolerance) or args.tolerance <= 0:
+        raise make_error("BAD_ARGUMENT", f"--tolerance must be a positive number, not {args.tolerance}.")
+    for option in ("input_nodes", "output_nodes"):
+        for name in getattr(args, option) or []:
+            if not name:
+                raise make_error("BAD_ARGUMENT", f"--{option} has an empty name.")
     if args.in_file:
         from .ast_path import convert_script
 
@@ -127,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``mindconverter`` command."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (already printed as one line), --help, --version
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return run(args)
     except MindConverterError as exc:
@@ -138,13 +150,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted; nothing was written.", file=sys.stderr)
         return 130
-    except Exception as exc:  # a bug: still one line unless --debug
+    except Exception as exc:  # a bug (or MemoryError...): still one line unless --debug
         if args.debug:
             traceback.print_exc()
         message = " ".join(str(exc).split())[:300]
-        print(f"[InternalError] code 9000000: {type(exc).__name__}: {message} "
-              f"Rerun with --debug and report the model.", file=sys.stderr)
-        return 1
+        error = make_error("INTERNAL_ERROR", f"{type(exc).__name__}: {message}".rstrip(": ") + ".")
+        print(str(error), file=sys.stderr)
+        return error.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

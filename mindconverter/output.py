@@ -17,21 +17,79 @@ from .errors import make_error
 
 
 def prepare_folder(folder: Path) -> Path:
-    """Create ``folder`` if needed and check it is a writable directory."""
+    """Check ``folder`` is, or can be created as, a writable directory (see :func:`_check_folder`)."""
+    try:
+        return _check_folder(folder)
+    except OSError as exc:  # EACCES while looking at a parent, ENAMETOOLONG, ELOOP...
+        raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot use folder '{folder}': {exc.strerror}.") from None
+
+
+def _check_folder(folder: Path) -> Path:
+    """Check ``folder`` is, or can be created as, a writable directory.
+
+    Nothing is created here: folders appear only when results are published, so a conversion
+    that fails leaves no empty folder behind.
+    """
     folder = Path(folder)
+    if str(folder).strip() == "":
+        raise make_error("OUTPUT_NOT_WRITABLE", "An empty folder name was given.")
     if folder.exists() and not folder.is_dir():
         raise make_error("OUTPUT_IS_FILE", f"'{folder}' is a file, not a folder.")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot create folder '{folder}': {exc.strerror}.") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise make_error("OUTPUT_NOT_WRITABLE", f"Folder '{folder}' is not writable.")
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise make_error("OUTPUT_NOT_WRITABLE", f"'{existing}' is a broken symbolic link.")
+        parent = existing.parent
+        if parent == existing:
+            break
+        existing = parent
+    if not existing.is_dir():
+        raise make_error("OUTPUT_IS_FILE", f"'{existing}' is a file, so folder '{folder}' cannot be created.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == folder else f"cannot be created: '{existing}' is not writable"
+        raise make_error("OUTPUT_NOT_WRITABLE", f"Folder '{folder}' {what}.")
     return folder
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and missing parents; returns the folders created, deepest last."""
+    missing = []
+    current = Path(folder)
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    created = []
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            _remove_folders(created)
+            raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot create folder '{path}': {exc.strerror}.") from None
+        created.append(path)
+    return created
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    for path in reversed(folders):
+        try:
+            path.rmdir()  # only succeeds when empty: never removes anything of the user's
+        except OSError:
+            pass
 
 
 def check_targets(paths: list[Path], overwrite: bool) -> None:
     """Fail early when a result file exists and overwriting was not asked for."""
+    try:
+        _check_targets(paths, overwrite)
+    except OSError as exc:
+        raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot check the result files: {exc.strerror}.") from None
+
+
+def _check_targets(paths: list[Path], overwrite: bool) -> None:
     for path in paths:
         if path.is_dir():
             raise make_error("OUTPUT_IS_FILE", f"'{path}' is a folder where a result file must go.")
@@ -39,6 +97,26 @@ def check_targets(paths: list[Path], overwrite: bool) -> None:
             raise make_error("OUTPUT_EXISTS", f"'{path}' already exists.")
         if path.parent.exists() and not path.parent.is_dir():
             raise make_error("OUTPUT_IS_FILE", f"'{path.parent}' is a file, not a folder.")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _place_new(tmp: Path, final: Path) -> None:
+    """Move ``tmp`` to ``final`` without ever replacing a file that appeared there meanwhile."""
+    try:
+        os.link(tmp, final)  # atomic and fails with FileExistsError if ``final`` exists
+    except FileExistsError:
+        raise
+    except OSError:  # file systems without hard links
+        if final.exists():
+            raise FileExistsError(17, "File exists") from None
+        os.replace(tmp, final)
+    else:
+        tmp.unlink()
 
 
 class AtomicOutputs:
@@ -50,6 +128,7 @@ class AtomicOutputs:
     def __init__(self, overwrite: bool = False):
         self.overwrite = overwrite
         self._pending: list[tuple[Path, Path]] = []
+        self._created: list[Path] = []
 
     def __enter__(self) -> "AtomicOutputs":
         return self
@@ -63,8 +142,10 @@ class AtomicOutputs:
         """Open a temporary file that will become ``target`` when :meth:`publish` runs."""
         target = Path(target)
         prepare_folder(target.parent)
+        self._created += _make_folders(target.parent)
         try:
-            handle, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{target.stem[:40]}.", suffix=f".tmp{target.suffix}",
+                                                dir=target.parent)
         except OSError as exc:
             raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot write in '{target.parent}': {exc.strerror}.") from None
         tmp_path = Path(tmp_name)
@@ -95,11 +176,24 @@ class AtomicOutputs:
     def publish(self) -> list[Path]:
         """Move every staged file into place; returns the final paths."""
         check_targets([final for _, final in self._pending], self.overwrite)
-        published = []
+        published: list[Path] = []
+        mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; results get the usual permissions
         for tmp, final in self._pending:
-            os.replace(tmp, final)
+            try:
+                os.chmod(tmp, mode)
+                if self.overwrite:
+                    os.replace(tmp, final)
+                else:
+                    _place_new(tmp, final)
+            except OSError as exc:
+                for path in published:  # take back what this call put in place (new files only)
+                    if not self.overwrite:
+                        path.unlink(missing_ok=True)
+                error = "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
+                raise make_error(error, f"Cannot put '{final}' in place: {exc.strerror}.") from None
             published.append(final)
         self._pending.clear()
+        self._created.clear()
         return published
 
     def discard(self) -> None:
@@ -110,3 +204,5 @@ class AtomicOutputs:
             except FileNotFoundError:
                 pass
         self._pending.clear()
+        _remove_folders(self._created)
+        self._created.clear()

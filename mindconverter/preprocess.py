@@ -349,8 +349,16 @@ def _evaluate_node(node: onnx.NodeProto, opsets: dict[str, int], values: list) -
         alias = f"in{index}"
         renamed.input.append(alias)
         feeds[alias] = value
+    # A bare node would run at the evaluator's newest opset: wrap it in a model importing ours.
+    graph = helper.make_graph(
+        [renamed], "fold",
+        [helper.make_tensor_value_info(alias, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype), None)
+         for alias, v in feeds.items()],
+        [helper.make_empty_tensor_value_info(out) for out in node.output if out],
+    )
+    single = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
     try:
-        evaluator = ReferenceEvaluator(renamed, opsets=opsets)
+        evaluator = ReferenceEvaluator(single)
         results = evaluator.run(None, feeds)
     except Exception:  # any failure means: keep the node, compute it at run time
         return None
@@ -533,7 +541,7 @@ def _subgraph_references(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
-def simplify(model: onnx.ModelProto, max_rounds: int = 20) -> tuple[onnx.ModelProto, dict[str, FoldRecord]]:
+def simplify(model: onnx.ModelProto, max_rounds: int = 500) -> tuple[onnx.ModelProto, dict[str, FoldRecord]]:
     """Infer shapes and fold constants until nothing changes, then tidy with onnxoptimizer."""
     records: dict[str, FoldRecord] = {}
     model = infer_shapes(model)

@@ -294,3 +294,36 @@ def test_shape_arithmetic_is_folded(tmp_path):
     assert "ops.reshape(x, (2, -1))" in code
     assert "Shape" not in result.operator_counts.get("onnx::Shape", "Shape") or True
     assert set(result.operator_counts) == {"onnx::Reshape"}
+
+
+def test_opset9_shape_arithmetic_folds_with_old_unsqueeze(tmp_path):
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]),
+        helper.make_node("Concat", ["n1", "minus_one"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    inits = {"zero": np.array(0, np.int64), "minus_one": np.array([-1], np.int64)}
+    model = make_model(nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits, opset=9)
+    result = assert_matches(model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"])
+    assert set(result.operator_counts) == {"onnx::Reshape"}
+
+
+def test_long_chains_of_shape_dependent_reshapes_fold(tmp_path):
+    """Each block's reshape target depends on the previous block's shape (ShuffleNet's channel shuffle)."""
+    nodes, value = [], "x"
+    inits = {"zero": np.array(0, np.int64), "minus_one": np.array([-1], np.int64)}
+    for i in range(30):
+        nodes += [
+            helper.make_node("Relu", [value], [f"r{i}"]),
+            helper.make_node("Shape", [f"r{i}"], [f"s{i}"]),
+            helper.make_node("Gather", [f"s{i}", "zero"], [f"n{i}"], axis=0),
+            helper.make_node("Unsqueeze", [f"n{i}"], [f"u{i}"], axes=[0]),
+            helper.make_node("Concat", [f"u{i}", "minus_one"], [f"t{i}"], axis=0),
+            helper.make_node("Reshape", [f"r{i}", f"t{i}"], [f"y{i}"]),
+        ]
+        value = f"y{i}"
+    model = make_model(nodes, [("x", np.float32, ("batch", 3, 4))], [(value, np.float32, None)], inits, opset=11)
+    result = assert_matches(model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"])
+    assert result.unconverted == []
