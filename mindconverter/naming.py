@@ -59,8 +59,12 @@ CELL_MEMBERS = frozenset({
 })
 
 
-def identifier(text: str, fallback: str = "value") -> str:
-    """A lower-case snake_case identifier made from ``text`` (ASCII letters, digits, ``_``)."""
+def identifier(text: str, fallback: str = "value", attribute: bool = False) -> str:
+    """A lower-case snake_case identifier made from ``text`` (ASCII letters, digits, ``_``).
+
+    ``attribute=True`` is for names used only after ``self.``: there, builtins and our module-level
+    names cannot clash, so source names like ``self.self`` (BERT) are kept.
+    """
     text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
     text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
@@ -71,7 +75,9 @@ def identifier(text: str, fallback: str = "value") -> str:
         text = f"{fallback}_{text}"
     if len(text) > MAX_IDENTIFIER:
         text = text[:MAX_IDENTIFIER].rstrip("_")
-    if keyword.iskeyword(text) or keyword.issoftkeyword(text) or text in RESERVED or hasattr(builtins, text):
+    clashes = keyword.iskeyword(text) or (not attribute and (
+        keyword.issoftkeyword(text) or text in RESERVED or hasattr(builtins, text)))
+    if clashes:
         text = f"{text}_"
     return text
 
@@ -100,12 +106,13 @@ def module_name(stem: str) -> str:
 class Namer:
     """Hands out unique identifiers within one scope."""
 
-    def __init__(self, taken: set[str] | None = None):
-        self.taken = set(RESERVED) | set(taken or ())
+    def __init__(self, taken: set[str] | None = None, reserve: bool = True):
+        """``reserve=False`` for attribute names (after ``self.``), where only ``taken`` can clash."""
+        self.taken = (set(RESERVED) if reserve else set()) | set(taken or ())
 
-    def claim(self, hint: str, fallback: str = "value") -> str:
+    def claim(self, hint: str, fallback: str = "value", attribute: bool = False) -> str:
         """A fresh identifier based on ``hint``: ``relu``, then ``relu_1``, ``relu_2``..."""
-        base = identifier(hint, fallback)
+        base = identifier(hint, fallback, attribute=attribute)
         name, counter = base, 0
         while name in self.taken:
             counter += 1

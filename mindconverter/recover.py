@@ -155,6 +155,40 @@ def _settle(block: Block) -> None:
         block.items[index:index + 1] = victim.items
 
 
+def _hoist_shared_inputs(block: Block, graph: IRGraph, graph_nodes=None) -> None:
+    """Move out of a child block the nodes that only transform the child's inputs for others too.
+
+    Exporters file a computation shared by several layers (BERT's attention-mask transform)
+    under the first layer that uses it; computed before the call instead, every layer has the
+    same structure and shares one class.
+    """
+    for child in block.child_blocks():
+        _hoist_shared_inputs(child, graph, graph_nodes)
+    changed = True
+    while changed:
+        changed = False
+        for child in block.child_blocks():
+            members = {id(m) for m in child.nodes()}
+            inside_outputs = _writes(child)
+            read_outside = set(graph.outputs)
+            for m in graph_nodes(graph):
+                if id(m) not in members:
+                    read_outside |= {n for n in m.node.inputs if n}
+            for item in list(child.items):
+                if isinstance(item, Block) or not item.converted:
+                    continue
+                inputs = {n for n in item.node.inputs if n and n not in graph.constants}
+                outputs = {n for n in item.node.outputs if n}
+                read_inside = _reads(child)
+                if inputs and not inputs & inside_outputs and outputs & read_outside and outputs & read_inside:
+                    child.items.remove(item)
+                    block.items.insert(block.items.index(child), item)
+                    changed = True
+                    break
+            if changed:
+                break
+
+
 def _all_blocks(block: Block) -> list[Block]:
     result = [block]
     for child in block.child_blocks():
@@ -319,6 +353,8 @@ def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
     if not root.child_blocks():
         root = mine_repeated_blocks(graph, mapped)
     _settle(root)
+    _hoist_shared_inputs(root, graph, lambda _graph: mapped)
+    _settle(root)
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
     readers: dict[str, set[int]] = {}
     for index, m in enumerate(mapped):
@@ -329,5 +365,8 @@ def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
         inside = {id(m) for m in block.nodes()}
         outside = {name for name, who in readers.items() if who - inside} | set(graph.outputs)
         _interface(block, graph, outside)
+        # arguments: float tensors (hidden states) before masks and ids, then by first use inside;
+        # the same for every instance of a repeated block
+        block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")
     _mark_sequential(root, graph)
     return root

@@ -111,7 +111,7 @@ class ClassRef:
 class _ClassBuilder:
     init_lines: list[list] = field(default_factory=list)  # parts: str | SlotRef | ClassRef
     body: list[str] = field(default_factory=list)
-    attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS))
+    attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS, reserve=False))
     variables: Namer = field(default_factory=Namer)
     slots: list[tuple[str, str, str]] = field(default_factory=list)  # (label, attribute, literal text)
 
@@ -188,11 +188,29 @@ def _module_path_hint(mapped: MappedNode) -> str:
 
 
 def _weight_hint(weights: dict[str, Weight]) -> str:
-    for weight in weights.values():
+    """The module path in the main weight's source name (``layer1.0.conv1.weight`` -> ``layer1.0.conv1``).
+
+    Only the first (main) weight counts: exporters share identical tensors between layers (all-zero
+    biases become one initializer), so a bias's name may belong to another layer.
+    """
+    for weight in list(weights.values())[:1]:
         source = weight.source
         if "." in source and not source.startswith("onnx::"):
             return source.rsplit(".", 1)[0]
     return ""
+
+
+def _is_cell_list(block: Block) -> bool:
+    """A container of numbered layers that is not a simple chain (a ModuleList of layers taking
+    several inputs, like BERT's ``encoder.layer``)."""
+    if block.sequential or not block.path:
+        return False
+    numbered = [item for item in block.items if isinstance(item, Block) and item.name.isdigit()]
+    leaves = [item for item in block.items if not isinstance(item, Block)]
+    # layers of the list itself (leaf modules named by index) would lose their names
+    layer_leaves = [m for m in leaves if module_path(m.node).rsplit(".", 1)[0] == block.path]
+    return len(numbered) >= 2 and not layer_leaves and all(
+        item.name.isdigit() for item in block.items if isinstance(item, Block))
 
 
 def _with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
@@ -228,7 +246,7 @@ class ScriptRenderer:
 
     # --- naming ------------------------------------------------------------------------
     def _attribute_name(self, hint: str, fallback: str) -> str:
-        return self.cls.attributes.claim(hint or fallback, fallback)
+        return self.cls.attributes.claim(hint or fallback, fallback, attribute=True)
 
     def _new_variable(self, hint: str) -> str:
         return self.cls.variables.claim(hint, "x")
@@ -392,7 +410,9 @@ class ScriptRenderer:
         if reuse is not None:
             name = reuse
         else:
-            hint = _module_path_hint(mapped).rsplit(".", 1)[-1] if _module_path_hint(mapped) else ""
+            path = _module_path_hint(mapped)
+            # a node of the block itself is named by what it computes, not by the block's name
+            hint = path.rsplit(".", 1)[-1] if path and path != self.prefix_path else ""
             for preferred in ("x", "out"):
                 if preferred not in self.cls.variables.taken:
                     hint = preferred
@@ -580,23 +600,66 @@ class ScriptRenderer:
 
     def _child_block(self, child: Block) -> None:
         """Create the child's cell in ``__init__`` and call it in ``construct``."""
+        if _is_cell_list(child):
+            self._cell_list(child)
+            return
         attr = self._attribute_name(child.name if not child.name.isdigit() else child.path, "block")
         prefix = f"{self.prefix}{attr}."
         if child.sequential:
             self.cls.init_lines.append([f"self.{attr} = "] + self._sequential(child, prefix, attr))
         else:
             self.cls.init_lines.append([f"self.{attr} = ", self._instantiate(child, prefix, attr)])
-        call = f"self.{attr}({', '.join(self.var_of[name] for name in child.inputs)})"
+        self._call_block(child, f"self.{attr}", attr)
+
+    def _cell_list(self, container: Block) -> None:
+        """A ModuleList whose layers take several inputs: ``nn.CellList`` called as ``self.layer[i](...)``,
+        with the container's own statements inlined here."""
+        attr = self._attribute_name(container.name, "layers")
+        numbered = {int(item.name): item for item in container.items
+                    if isinstance(item, Block) and item.name.isdigit()}
+        elements: list = ["nn.CellList(["]
+        for index in range(max(numbered) + 1):
+            if index:
+                elements.append(", ")
+            item = numbered.get(index)
+            if item is None:
+                elements.append("nn.Identity()")
+            elif item.sequential:
+                elements.extend(self._sequential(item, f"{self.prefix}{attr}.{index}.", attr))
+            else:
+                elements.append(self._instantiate(item, f"{self.prefix}{attr}.{index}.", attr))
+        elements.append("])")
+        self.uses.add("nn")
+        self.cls.init_lines.append([f"self.{attr} = "] + elements)
+        for item in container.items:
+            if isinstance(item, Block) and item.name.isdigit():
+                self._call_block(item, f"self.{attr}[{int(item.name)}]", attr)
+            elif isinstance(item, Block):
+                self._child_block(item)
+            elif item.converted:
+                self.statement(item)
+            else:
+                self.placeholder(item)
+
+    def _call_block(self, child: Block, callee: str, attr: str) -> None:
+        """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""
+        call = f"{callee}({', '.join(self.var_of[name] for name in child.inputs)})"
         for mapped in child.nodes():
             for name in mapped.node.inputs:
                 if name in self.remaining_uses:
                     self.remaining_uses[name] -= 1
         used = [name in self.remaining_uses_all for name in child.outputs]
         reuse = None
-        if sum(used) == 1 and len(child.inputs) == 1:
-            source = child.inputs[0]
-            if source not in self.no_reuse and source not in self.protected and self.remaining_uses.get(source, 0) == 0:
-                reuse = self.var_of[source]
+        if sum(used) == 1:
+            # keep a name only for the same kind of value (hidden states stay hidden states)
+            result = child.outputs[used.index(True)]
+            for source in child.inputs:
+                if (source not in self.no_reuse and source not in self.protected
+                        and self.remaining_uses.get(source, 0) == 0
+                        and self.graph.dtypes.get(source) == self.graph.dtypes.get(result)
+                        and self.graph.shapes.get(source) == self.graph.shapes.get(result)):
+                    reuse = self.var_of[source]
+                    break
         targets = []
         for name, needed in zip(child.outputs, used):
             if not needed:

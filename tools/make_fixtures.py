@@ -134,6 +134,58 @@ def export(model: nn.Module, name: str) -> None:
     program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
 
 
+def _stub_torchvision_ops() -> None:
+    """transformers imports torchvision when installed; the CPU-less torchvision wheel lacks its
+    compiled operators, so define their schemas (never called here) before that import."""
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 - present when torchvision's extension loads
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    library = torch.library.Library("torchvision", "DEF")
+    for name in ("nms", "qnms"):
+        library.define(f"{name}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        library.impl(name, lambda dets, scores, threshold: torch.argsort(scores, descending=True), "CPU")
+    _stub_torchvision_ops.library = library  # keep the registration alive
+
+
+def export_tiny_bert() -> None:
+    """A 3-layer Hugging Face BERT at toy width, both exporters, dynamic batch and sequence."""
+    _stub_torchvision_ops()
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+    class Encoder(nn.Module):
+        """BERT called with keyword inputs, returning plain tensors (exporters want tuples)."""
+
+        def __init__(self):
+            super().__init__()
+            self.bert = BertModel(config)
+
+        def forward(self, input_ids, attention_mask):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+            return out.last_hidden_state, out.pooler_output
+
+    model = Encoder().eval()
+    with torch.no_grad():  # distinct values everywhere: exporters merge identical tensors (zero biases)
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.05 + (1.0 if parameter.dim() == 1 else 0.0) * 0.1)
+    ids = torch.randint(0, 100, (2, 8))
+    mask = torch.ones(2, 8, dtype=torch.int64)
+    mask[1, 5:] = 0  # a padded second sequence makes the mask matter
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+    torch.onnx.export(model, (ids, mask), FIXTURES / "tiny_bert_torchscript.onnx", dynamo=False, opset_version=14,
+                      input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state", "pooler_output"],
+                      dynamic_axes=axes)
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=32)
+    program = torch.onnx.export(model, (ids, mask), dynamo=True, opset_version=18,
+                                input_names=["input_ids", "attention_mask"],
+                                output_names=["last_hidden_state", "pooler_output"],
+                                dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence}))
+    program.save(str(FIXTURES / "tiny_bert_dynamo.onnx"), external_data=False)
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -143,6 +195,7 @@ def main() -> None:
     mobilenet = TinyMobileNet()
     randomize_batchnorm(mobilenet, 2)
     export(mobilenet, "tiny_mobilenet")
+    export_tiny_bert()
     for path in sorted(FIXTURES.glob("*.onnx")):
         print(f"{path.name}: {path.stat().st_size / 1024:.0f} KiB")
 

@@ -13,6 +13,7 @@ import numpy as np
 from .base import (
     BinOp,
     Call,
+    Cell,
     Const,
     DType,
     Input,
@@ -43,10 +44,17 @@ def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
 
 @mapper("Gather")
 def gather(ctx: NodeContext):
-    """Gather -> ops.gather along any axis (scalar indices drop the axis)."""
+    """Gather -> nn.Embedding for row lookups in a constant float32 table, else ops.gather along
+    any axis (scalar indices drop the axis)."""
     shape = ctx.require_shape(0)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    table = ctx.const(0)
+    if (table is not None and table.ndim == 2 and axis == 0 and table.dtype == np.float32
+            and not ctx.is_const(1)):
+        # token ids index rows directly: negative ids are invalid for an embedding, as in PyTorch
+        return Cell("nn.Embedding", {"vocab_size": int(table.shape[0]), "embedding_size": int(table.shape[1])},
+                    [Input(1)], weights={"embedding_table": ctx.weight(0)}, role="embedding")
     return Call("ops.gather", [ctx.operand(0), indices, Lit(axis)])
 
 

@@ -12,7 +12,8 @@ from mindconverter.checkpoint import read_checkpoint
 from mindconverter.errors import ArgumentError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-MODELS = sorted(p.name for p in FIXTURES.glob("tiny_*.onnx"))
+MODELS = sorted(p.name for p in FIXTURES.glob("tiny_*.onnx") if "bert" not in p.name)
+BERTS = ["tiny_bert_dynamo.onnx", "tiny_bert_torchscript.onnx"]
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -78,3 +79,13 @@ def test_checkpoint_round_trip_is_exact(tmp_path):
         name = row["source_weight"]["name"]
         if name in source and "transform" not in row:
             np.testing.assert_array_equal(weights[row["converted_weight"]["name"]], source[name])
+
+
+@pytest.mark.parametrize("name", BERTS)
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_bert_with_token_ids_and_mask_matches(tmp_path, name, graph_mode):
+    result = convert(FIXTURES / name, shape=["2,8", "2,8"], output=tmp_path, verify=True, graph_mode=graph_mode)
+    assert result.unconverted == []
+    assert [spec.name for spec in result.inputs] == ["input_ids", "attention_mask"]
+    assert result.verification["ok"] and result.verification["max_relative_error"] < 1e-4
+    assert len(result.verification["outputs"]) == 2

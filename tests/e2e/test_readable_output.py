@@ -96,3 +96,13 @@ def test_graph_mode_and_mindir_export(tmp_path, name):
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
     assert (tmp_path / "exported.mindir").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("name, layer", [("tiny_bert_dynamo", "BertLayer"), ("tiny_bert_torchscript", "LayerBlock")])
+def test_transformer_layers_share_one_class_in_a_cell_list(tmp_path, name, layer):
+    result = convert(FIXTURES / f"{name}.onnx", shape=["2,8", "2,8"], output=tmp_path)
+    code = result.script_path.read_text()
+    assert f"self.layer = nn.CellList([{layer}(), {layer}(), {layer}()])" in code
+    names = {row["converted_weight"]["name"] for row in json.loads(result.weight_map_path.read_text())[name]}
+    assert {"bert.encoder.layer.0.attention.self.query.weight", "bert.encoder.layer.2.output.dense.bias",
+            "bert.embeddings.word_embeddings.embedding_table", "bert.pooler.dense.weight"} <= names

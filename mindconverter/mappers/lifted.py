@@ -1,0 +1,68 @@
+"""Layers lifted from decomposed chains by ``mindconverter.patterns`` (domain ``ai.mindconverter``):
+LayerNorm -> nn.LayerNorm, Gelu -> nn.GELU, Linear -> nn.Dense."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
+from .registry import mapper
+
+DOMAIN = "ai.mindconverter"
+
+
+def _param(ctx: NodeContext, index: int, shape: tuple[int, ...], fill: float, dtype) -> Weight:
+    """Input ``index`` broadcast to ``shape`` (the exporter may store it as [1, 1, C]), or ``fill``."""
+    if not ctx.has_input(index):
+        return Weight(np.full(shape, fill, dtype=dtype), "", "ones (no scale in the source)" if fill
+                      else "zeros (no bias in the source)")
+    value = ctx.require_const(index, "the LayerNorm parameter")
+    trimmed = value.reshape(value.shape[-len(shape):] if value.ndim > len(shape) else value.shape)
+    full = np.broadcast_to(trimmed, shape).astype(value.dtype)
+    transform = "" if full.shape == value.shape else f"reshape/broadcast {list(value.shape)} to {list(shape)}"
+    return ctx.weight(index, np.ascontiguousarray(full), transform)
+
+
+@mapper("LayerNorm", domain=DOMAIN)
+def layer_norm(ctx: NodeContext):
+    """LayerNorm (a lifted ReduceMean/Sub/Pow/.../Mul/Add chain) -> nn.LayerNorm over x.shape[axis:]."""
+    shape = ctx.require_shape(0)
+    axis = normalize_axis(int(ctx.attr("axis", -1)), len(shape))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    normalized_shape = tuple(int(d) for d in shape[axis:])
+    dtype = ctx.input_dtype(0) or np.dtype(np.float32)
+    weights = {"gamma": _param(ctx, 1, normalized_shape, 1.0, dtype),
+               "beta": _param(ctx, 2, normalized_shape, 0.0, dtype)}
+    kwargs = {"normalized_shape": normalized_shape, "begin_norm_axis": axis, "begin_params_axis": axis,
+              "epsilon": eps}
+    return Cell("nn.LayerNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
+
+
+@mapper("Gelu", domain=DOMAIN)
+def gelu(ctx: NodeContext):
+    """Gelu (a lifted Erf or Tanh formula) -> nn.GELU(approximate=False/True)."""
+    approximate = ctx.attr("approximate", "none")
+    if isinstance(approximate, bytes):
+        approximate = approximate.decode()
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"Gelu approximate={approximate!r}")
+    return Cell("nn.GELU", kwargs={"approximate": approximate == "tanh"}, args=[Input(0)], role="gelu")
+
+
+@mapper("Linear", domain=DOMAIN)
+def linear(ctx: NodeContext):
+    """Linear (a lifted MatMul + Add with constant weight [in, out] and bias) -> nn.Dense."""
+    weight = ctx.require_const(1, "the Linear weight")
+    if weight.ndim != 2:
+        raise Unsupported("the Linear weight must be 2-D")
+    in_features, out_features = (int(d) for d in weight.shape)
+    weights = {"weight": ctx.weight(1, np.ascontiguousarray(weight.T), "transpose(1, 0)")}
+    kwargs = {"in_channels": in_features, "out_channels": out_features}
+    if ctx.has_input(2):
+        bias = ctx.require_const(2, "the Linear bias")
+        flat = bias.reshape(out_features)
+        weights["bias"] = ctx.weight(2, flat, "" if bias.shape == flat.shape else f"reshape {list(bias.shape)} to "
+                                     f"[{out_features}]")
+    else:
+        kwargs["has_bias"] = False
+    return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")

@@ -1,0 +1,488 @@
+"""Stage 3b: lift decomposed layers back to what a person writes.
+
+Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm`` below
+opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, GELU becomes an Erf or Tanh
+formula, and ``nn.Linear`` on a 3-D input becomes MatMul + Add. This stage runs on the
+simplified (constant-folded, shape-inferred) model and replaces each such chain by one node of
+the internal domain :data:`DOMAIN` (``LayerNorm``, ``Gelu``, ``Linear``), which the mappers in
+``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``, ``nn.GELU`` and ``nn.Dense``.
+
+A chain is lifted only when its structure matches *and* evaluating the chain with onnx's
+reference evaluator on test values gives the lifted layer's numbers, so unusual variants
+(``x * x`` for ``Pow``, ``Mul(0.7071)`` for ``Div(1.4142)``) are found and near-misses are left
+alone. The fused node keeps the name and metadata of the chain's first node, which carry the
+source module path the renderer names cells after.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from .preprocess import static_shapes
+
+DOMAIN = "ai.mindconverter"
+DOMAIN_VERSION = 1
+
+# Elementwise operators that may appear inside a GELU formula.
+_GELU_OPS = {"Mul", "Div", "Add", "Sub", "Pow", "Erf", "Tanh", "Sqrt"}
+_MAX_GELU_NODES = 14
+
+
+class _Index:
+    """Producers, consumers, constants and shapes of a graph, updated as chains are fused."""
+
+    def __init__(self, model: onnx.ModelProto):
+        graph = model.graph
+        self.model = model
+        self.opsets = {entry.domain or "": entry.version for entry in model.opset_import}
+        self.producer: dict[str, onnx.NodeProto] = {}
+        self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+        for node in graph.node:
+            for out in node.output:
+                if out:
+                    self.producer[out] = node
+            for name in node.input:
+                if name:
+                    self.consumers[name].append(node)
+        self.pinned = {out.name for out in graph.output} | _subgraph_reads(graph)
+        self.inits = {init.name: init for init in graph.initializer}
+        self._arrays: dict[str, np.ndarray] = {}
+        self.shapes = static_shapes(model)
+        self.dtypes = {}
+        for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+            elem = info.type.tensor_type.elem_type
+            if elem:
+                self.dtypes[info.name] = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        for init in graph.initializer:
+            self.dtypes[init.name] = np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type))
+        self.dead: set[int] = set()  # id() of nodes removed by a fusion
+        self.placed: dict[int, onnx.NodeProto] = {}  # id() of a chain's last node -> fused node
+
+    def const(self, name: str) -> np.ndarray | None:
+        if not name or name not in self.inits:
+            return None
+        if name not in self._arrays:
+            self._arrays[name] = numpy_helper.to_array(self.inits[name])
+        return self._arrays[name]
+
+    def scalar(self, name: str) -> float | None:
+        value = self.const(name)
+        if value is None or value.size != 1 or value.dtype.kind not in "fiu":
+            return None
+        return float(value.reshape(-1)[0])
+
+    def sole_consumer(self, name: str, op_types: tuple[str, ...]) -> onnx.NodeProto | None:
+        """The one live node reading ``name`` (of one of ``op_types``), if the value feeds nothing else."""
+        if name in self.pinned:
+            return None
+        readers = self.live_readers(name)
+        if len(readers) != 1 or readers[0].op_type not in op_types or readers[0].domain not in ("", "ai.onnx"):
+            return None
+        return readers[0]
+
+    def live_readers(self, name: str) -> list[onnx.NodeProto]:
+        """Each live node reading ``name`` once (``Mul(d, d)`` reads it twice)."""
+        unique = {id(node): node for node in self.consumers.get(name, []) if id(node) not in self.dead}
+        return list(unique.values())
+
+    def other_input(self, node: onnx.NodeProto, name: str) -> str | None:
+        """For a binary node reading ``name``, the other operand's name."""
+        if len(node.input) != 2:
+            return None
+        if node.input[0] == name:
+            return node.input[1]
+        if node.input[1] == name:
+            return node.input[0]
+        return None
+
+    def fuse(self, chain: list[onnx.NodeProto], fused: onnx.NodeProto) -> None:
+        """Replace ``chain`` (first node first, output node last) by ``fused``."""
+        first = chain[0]
+        fused.name = first.name
+        for entry in first.metadata_props:
+            fused.metadata_props.add().CopyFrom(entry)
+        for node in chain:
+            self.dead.add(id(node))
+        self.placed[id(chain[-1])] = fused
+        for name in fused.input:
+            if name:
+                self.consumers[name].append(fused)
+        for out in fused.output:
+            self.producer[out] = fused
+
+    def evaluate(self, nodes: list[onnx.NodeProto], x_name: str, x_value: np.ndarray, out: str) -> np.ndarray | None:
+        """Run ``nodes`` on ``x_value`` for input ``x_name`` with the graph's constants."""
+        feeds_needed = {name for node in nodes for name in node.input if name and name != x_name}
+        inits = []
+        for name in sorted(feeds_needed):
+            if name in self.inits:
+                inits.append(self.inits[name])
+        produced = {o for node in nodes for o in node.output}
+        if any(name not in produced and name not in self.inits for name in feeds_needed):
+            return None
+        elem = helper.np_dtype_to_tensor_dtype(x_value.dtype)
+        graph = helper.make_graph(
+            [_plain_copy(node) for node in nodes], "chain",
+            [helper.make_tensor_value_info(x_name, elem, list(x_value.shape))],
+            [helper.make_tensor_value_info(out, 0, None)], inits,
+        )
+        opset = self.opsets.get("", 17)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        try:
+            return np.asarray(ReferenceEvaluator(model).run(None, {x_name: x_value})[0])
+        except Exception:  # noqa: BLE001 - an unevaluable chain is simply not lifted
+            return None
+
+
+def _plain_copy(node: onnx.NodeProto) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.metadata_props[:]
+    return copy
+
+
+def _subgraph_reads(graph: onnx.GraphProto) -> set[str]:
+    names = set()
+    for node in graph.node:
+        for attr in node.attribute:
+            subgraphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for sub in subgraphs:
+                names |= {name for n in sub.node for name in n.input}
+                names |= _subgraph_reads(sub)
+    return names
+
+
+def _close(actual: np.ndarray | None, expected: np.ndarray, dtype: np.dtype) -> bool:
+    if actual is None or actual.size != expected.size:
+        return False
+    tol = 1e-2 if np.dtype(dtype).itemsize < 4 else 1e-4
+    actual = actual.astype(np.float64).reshape(-1)
+    expected = expected.astype(np.float64).reshape(-1)
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    return bool(np.all(np.isfinite(actual))) and float(np.max(np.abs(actual - expected))) <= tol * scale
+
+
+def _float_dtype(index: _Index, name: str) -> np.dtype | None:
+    dtype = index.dtypes.get(name)
+    if dtype is None or dtype.kind != "f":
+        return None
+    return dtype
+
+
+# --- GELU ---------------------------------------------------------------------------------
+
+
+def _gelu_reference(x: np.ndarray, approximate: str) -> np.ndarray:
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    erf = np.vectorize(math.erf)
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def _gelu_candidates(index: _Index, core: onnx.NodeProto):
+    """(x, output node) pairs the outer ``0.5 * x * (1 + core)`` structure allows."""
+    add = index.sole_consumer(core.output[0], ("Add",))
+    if add is None:
+        return
+    one = index.other_input(add, core.output[0])
+    if one is None or index.scalar(one) != 1.0:
+        return
+    t = add.output[0]
+    m1 = index.sole_consumer(t, ("Mul",))
+    if m1 is None:
+        return
+    other = index.other_input(m1, t)
+    if other is None:
+        return
+    half = index.scalar(other)
+    if half is not None:  # (t * 0.5) * x
+        m2 = index.sole_consumer(m1.output[0], ("Mul",))
+        if m2 is not None:
+            x = index.other_input(m2, m1.output[0])
+            if x is not None and index.const(x) is None:
+                yield x, m2
+        return
+    producer = index.producer.get(other)
+    if producer is not None and producer.op_type == "Mul" and index.sole_consumer(other, ("Mul",)) is m1:
+        for a, b in (producer.input[0], producer.input[1]), (producer.input[1], producer.input[0]):
+            if index.scalar(b) is not None and index.const(a) is None:
+                yield a, m1  # (x * 0.5) * t
+    m2 = index.sole_consumer(m1.output[0], ("Mul", "Div"))
+    if m2 is not None:  # (x * t) * 0.5
+        yield other, m2
+    yield other, m1  # x * t with the 0.5 folded elsewhere is not GELU; the numeric check says so
+
+
+def _gelu_region(index: _Index, out_node: onnx.NodeProto, x: str) -> list[onnx.NodeProto] | None:
+    """The nodes computing ``out_node`` from ``x`` and scalar constants, in graph order."""
+    region: dict[int, onnx.NodeProto] = {}
+    stack = [out_node]
+    while stack:
+        node = stack.pop()
+        if id(node) in region:
+            continue
+        if node.op_type not in _GELU_OPS or node.domain not in ("", "ai.onnx") or id(node) in index.dead:
+            return None
+        region[id(node)] = node
+        if len(region) > _MAX_GELU_NODES:
+            return None
+        for name in node.input:
+            if name == x:
+                continue
+            value = index.const(name)
+            if value is not None:
+                if value.size != 1:
+                    return None
+                continue
+            producer = index.producer.get(name)
+            if producer is None:
+                return None
+            stack.append(producer)
+    members = set(region)
+    for node in region.values():
+        if node is out_node:
+            continue
+        for out in node.output:
+            if out in index.pinned or any(id(r) not in members for r in index.live_readers(out)):
+                return None
+    order = {id(node): pos for pos, node in enumerate(index.model.graph.node)}
+    return sorted(region.values(), key=lambda node: order.get(id(node), 0))
+
+
+def _lift_gelus(index: _Index) -> int:
+    count = 0
+    for core in list(index.model.graph.node):
+        if core.op_type not in ("Erf", "Tanh") or id(core) in index.dead:
+            continue
+        approximate = "none" if core.op_type == "Erf" else "tanh"
+        for x, out_node in list(_gelu_candidates(index, core)):
+            dtype = _float_dtype(index, x)
+            if dtype is None:
+                continue
+            region = _gelu_region(index, out_node, x)
+            if region is None or core not in region or sum(n.op_type in ("Erf", "Tanh") for n in region) != 1:
+                continue
+            if not any(x in node.input for node in region if node.op_type == "Mul"):
+                continue
+            probe = np.linspace(-6.0, 6.0, 97).astype(dtype)
+            if not _close(index.evaluate(region, x, probe, out_node.output[0]), _gelu_reference(probe, approximate),
+                          dtype):
+                continue
+            fused = helper.make_node("Gelu", [x], [out_node.output[0]], domain=DOMAIN, approximate=approximate)
+            index.fuse(region, fused)
+            count += 1
+            break
+    return count
+
+
+# --- LayerNorm ----------------------------------------------------------------------------
+
+
+def _reduce_axes(index: _Index, node: onnx.NodeProto, rank: int) -> tuple[int, ...] | None:
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if int(attrs.get("keepdims", 1)) != 1:
+        return None
+    if "axes" in attrs:
+        axes = list(attrs["axes"])
+    elif len(node.input) > 1 and node.input[1]:
+        value = index.const(node.input[1])
+        if value is None:
+            return None
+        axes = [int(v) for v in value.reshape(-1)]
+    else:
+        return None  # all axes (or noop_with_empty_axes): not a layer norm
+    if not axes:
+        return None
+    return tuple(sorted(a + rank if a < 0 else a for a in axes))
+
+
+def _lift_layer_norms(index: _Index) -> int:
+    count = 0
+    for first in list(index.model.graph.node):
+        if first.op_type != "ReduceMean" or id(first) in index.dead:
+            continue
+        x = first.input[0]
+        shape, dtype = index.shapes.get(x), _float_dtype(index, x)
+        if shape is None or dtype is None:
+            continue
+        lifted = _match_layer_norm(index, first, x, shape, dtype)
+        if lifted is not None:
+            chain, fused = lifted
+            index.fuse(chain, fused)
+            count += 1
+    return count
+
+
+def _match_layer_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple[int, ...], dtype: np.dtype):
+    rank = len(shape)
+    axes = _reduce_axes(index, first, rank)
+    if axes is None or axes != tuple(range(rank - len(axes), rank)):
+        return None
+    begin = axes[0]
+    sub = index.sole_consumer(first.output[0], ("Sub",))
+    if sub is None or list(sub.input) != [x, first.output[0]]:
+        return None
+    d = sub.output[0]
+    readers = index.live_readers(d)
+    if d in index.pinned or len(readers) != 2:
+        return None
+    square = next((n for n in readers if n.op_type == "Pow" or (n.op_type == "Mul" and list(n.input) == [d, d])), None)
+    if square is None or (square.op_type == "Pow" and (square.input[0] != d or index.scalar(square.input[1]) != 2.0)):
+        return None
+    divide = next((n for n in readers if n is not square), None)
+    second = index.sole_consumer(square.output[0], ("ReduceMean",))
+    if second is None or _reduce_axes(index, second, rank) != axes:
+        return None
+    add_eps = index.sole_consumer(second.output[0], ("Add",))
+    eps_name = index.other_input(add_eps, second.output[0]) if add_eps is not None else None
+    eps = index.scalar(eps_name) if eps_name else None
+    if eps is None or eps < 0:
+        return None
+    sqrt = index.sole_consumer(add_eps.output[0], ("Sqrt",))
+    if sqrt is None:
+        return None
+    chain = [first, sub, square, second, add_eps, sqrt]
+    if divide.op_type == "Div" and list(divide.input) == [d, sqrt.output[0]]:
+        if index.sole_consumer(sqrt.output[0], ("Div",)) is not divide:
+            return None
+        chain.append(divide)
+    elif divide.op_type == "Mul":
+        recip = index.sole_consumer(sqrt.output[0], ("Reciprocal",))
+        if recip is None or index.sole_consumer(recip.output[0], ("Mul",)) is not divide:
+            return None
+        if index.other_input(divide, d) != recip.output[0]:
+            return None
+        chain += [recip, divide]
+    else:
+        return None
+    normalized_shape = tuple(int(v) for v in shape[begin:])
+    out = chain[-1].output[0]
+    gamma = beta = ""
+    mul = index.sole_consumer(out, ("Mul",))
+    if mul is not None:
+        name = index.other_input(mul, out)
+        if name and _is_param(index, name, normalized_shape, rank):
+            gamma, out = name, mul.output[0]
+            chain.append(mul)
+    add = index.sole_consumer(out, ("Add",))
+    if add is not None:
+        name = index.other_input(add, out)
+        if name and _is_param(index, name, normalized_shape, rank):
+            beta, out = name, add.output[0]
+            chain.append(add)
+    probe_shape = (1,) * begin + normalized_shape
+    rng = np.random.default_rng(0)
+    probe = (rng.standard_normal(probe_shape) * 3 + 1).astype(dtype)
+    expected = _layer_norm_reference(probe, begin, eps, index.const(gamma) if gamma else None,
+                                     index.const(beta) if beta else None)
+    if not _close(index.evaluate(chain, x, probe, out), expected, dtype):
+        return None
+    fused = helper.make_node("LayerNorm", [x, gamma, beta], [out], domain=DOMAIN, axis=begin, epsilon=eps)
+    while fused.input and not fused.input[-1]:
+        fused.input.pop()
+    return chain, fused
+
+
+def _is_param(index: _Index, name: str, normalized_shape: tuple[int, ...], rank: int) -> bool:
+    """A float constant that broadcasts along the normalized axes only."""
+    value = index.const(name)
+    if value is None or value.dtype.kind != "f" or value.ndim > rank:
+        return False
+    trimmed = value.shape
+    while len(trimmed) > len(normalized_shape):
+        if trimmed[0] != 1:
+            return False
+        trimmed = trimmed[1:]
+    try:
+        return np.broadcast_shapes(trimmed, normalized_shape) == normalized_shape
+    except ValueError:
+        return False
+
+
+def _layer_norm_reference(x, begin, eps, gamma, beta):
+    x = x.astype(np.float64)
+    axes = tuple(range(begin, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y
+
+
+# --- Linear -------------------------------------------------------------------------------
+
+
+def _lift_linears(index: _Index) -> int:
+    count = 0
+    for matmul in list(index.model.graph.node):
+        if matmul.op_type != "MatMul" or id(matmul) in index.dead or matmul.domain not in ("", "ai.onnx"):
+            continue
+        x, w = matmul.input[0], matmul.input[1]
+        weight = index.const(w)
+        x_shape = index.shapes.get(x)
+        if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or index.const(x) is not None:
+            continue
+        if x_shape is None or len(x_shape) < 2 or _float_dtype(index, x) is None:
+            continue
+        add = index.sole_consumer(matmul.output[0], ("Add",))
+        if add is None:
+            continue
+        bias_name = index.other_input(add, matmul.output[0])
+        bias = index.const(bias_name) if bias_name else None
+        out_features = int(weight.shape[1])
+        if bias is None or bias.dtype.kind != "f" or bias.size != out_features or bias.ndim > len(x_shape):
+            continue
+        if bias.ndim and bias.shape[-1] != out_features:
+            continue
+        fused = helper.make_node("Linear", [x, w, bias_name], [add.output[0]], domain=DOMAIN)
+        index.fuse([matmul, add], fused)
+        count += 1
+    return count
+
+
+# --- driver -------------------------------------------------------------------------------
+
+PASSES: list[tuple[str, Callable[[_Index], int]]] = [
+    ("Gelu", _lift_gelus),
+    ("LayerNorm", _lift_layer_norms),
+    ("Linear", _lift_linears),
+]
+
+
+def lift_patterns(model: onnx.ModelProto) -> dict[str, int]:
+    """Fuse decomposed LayerNorm, GELU and Linear chains in place; returns how many of each."""
+    index = _Index(model)
+    counts = {}
+    for name, run in PASSES:
+        found = run(index)
+        if found:
+            counts[name] = found
+    if not counts:
+        return counts
+    nodes = []
+    for node in model.graph.node:
+        if id(node) in index.placed:
+            nodes.append(index.placed[id(node)])
+        elif id(node) not in index.dead:
+            nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    if not any(entry.domain == DOMAIN for entry in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
+    used = {name for node in model.graph.node for name in node.input} | index.pinned
+    kept = [init for init in model.graph.initializer if init.name in used]
+    if len(kept) != len(model.graph.initializer):
+        del model.graph.initializer[:]
+        model.graph.initializer.extend(kept)
+    return counts
