@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Input, Lit, NodeContext
+from .base import BinOp, Call, Cell, Input, Lit, NodeContext, Temp
 from ._common import scalar_or_const
 from .registry import mapper
 
@@ -107,18 +107,54 @@ def hard_swish(ctx: NodeContext):
     return Call("ops.hardswish", [Input(0)])
 
 
+def _may_hold_negative_infinity(ctx: NodeContext, limit: int = 64) -> bool:
+    """True when an ``-inf`` constant flows into input 0 (attention masks), looking ``limit`` nodes up."""
+    producers = {}
+    for node in ctx.graph.nodes:
+        for name in node.outputs:
+            producers[name] = node
+    pending, seen = [ctx.node.inputs[0]], set()
+    while pending and len(seen) < limit:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        value = ctx.graph.constants.get(name)
+        if value is not None:
+            if value.dtype.kind == "f" and np.isneginf(value).any():
+                return True
+            continue
+        node = producers.get(name)
+        if node is not None:
+            pending.extend(n for n in node.inputs if n)
+            for attr in node.attrs.values():
+                if isinstance(attr, np.ndarray) and attr.dtype.kind == "f" and np.isneginf(attr).any():
+                    return True
+    return False
+
+
 def _softmax(ctx: NodeContext, func: str):
     rank = ctx.input_rank(0)
     axis = int(ctx.attr("axis", 1 if ctx.opset < 13 else -1))
-    if ctx.opset >= 13 or rank <= 1:
-        return Call(func, [Input(0)], {"axis": Lit(axis)})
-    axis = axis + rank if axis < 0 else axis
-    if axis == rank - 1:
-        return Call(func, [Input(0)], {"axis": Lit(-1)})
-    # Before opset 13 the input is flattened to 2-D at `axis` and normalised over the rest.
-    shape = ctx.require_shape(0)
-    flat = Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis])), -1))])
-    return Call("ops.reshape", [Call(func, [flat], {"axis": Lit(-1)}), Lit(tuple(shape))])
+    if ctx.opset < 13 and rank > 1:
+        axis = axis + rank if axis < 0 else axis
+        if axis != rank - 1:
+            # Before opset 13 the input is flattened to 2-D at `axis` and normalised over the rest.
+            shape = ctx.require_shape(0)
+            flat = Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis])), -1))])
+            return Call("ops.reshape", [Call(func, [flat], {"axis": Lit(-1)}), Lit(tuple(shape))])
+        axis = -1
+    if _may_hold_negative_infinity(ctx):
+        # MindSpore's CPU softmax zeroes every row after a row that is all -inf (a fully masked
+        # attention row); the explicit form keeps the other rows and gives NaN there, as ONNX does.
+        shifted = Temp(BinOp("-", Input(0), Call("ops.amax", [Input(0)], {"axis": Lit(axis), "keepdims": Lit(True)})),
+                       "shifted")
+        if func == "ops.softmax":
+            exp = Temp(Call("ops.exp", [shifted]), "exp")
+            return BinOp("/", exp, Call("ops.sum", [exp], {"dim": Lit(axis), "keepdim": Lit(True)}))
+        total = Call("ops.sum", [Call("ops.exp", [shifted])], {"dim": Lit(axis), "keepdim": Lit(True)})
+        return BinOp("-", shifted, Call("ops.log", [total]))
+    return Call(func, [Input(0)], {"axis": Lit(axis)})
 
 
 @mapper("Softmax")

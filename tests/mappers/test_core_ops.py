@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from tests.helpers import assert_matches, make_model, single_op_model
+from tests.helpers import assert_matches, convert_and_run, make_model, single_op_model
 
 rng = np.random.default_rng(42)
 
@@ -327,3 +327,19 @@ def test_long_chains_of_shape_dependent_reshapes_fold(tmp_path):
     model = make_model(nodes, [("x", np.float32, ("batch", 3, 4))], [(value, np.float32, None)], inits, opset=11)
     result = assert_matches(model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"])
     assert result.unconverted == []
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_with_a_fully_masked_row_keeps_the_other_rows(tmp_path, op):
+    """MindSpore's CPU softmax zeroes all rows after an all -inf row; the mapper must avoid that."""
+    nodes = [helper.make_node("Add", ["x", "mask"], ["masked"]), helper.make_node(op, ["masked"], ["y"], axis=-1)]
+    mask = np.zeros((2, 4, 5), np.float32)
+    mask[0, 1, :] = -np.inf
+    mask[1, 2, 3] = -np.inf
+    model = make_model(nodes, [("x", np.float32, (2, 4, 5))], [("y", np.float32, None)], {"mask": mask})
+    result, ms_out, ort_out = convert_and_run(model, tmp_path)
+    np.testing.assert_allclose(ms_out[0], ort_out[0], rtol=1e-5, atol=1e-6, equal_nan=True)
+    unmasked = np.isfinite(mask)
+    unmasked[0] = False
+    unmasked[0, 2:] = True  # the rows after the fully masked one must survive
+    assert np.isfinite(ms_out[0][unmasked]).all()
