@@ -657,7 +657,8 @@ class ScriptRenderer:
                 if (source not in self.no_reuse and source not in self.protected
                         and self.remaining_uses.get(source, 0) == 0
                         and self.graph.dtypes.get(source) == self.graph.dtypes.get(result)
-                        and self.graph.shapes.get(source) == self.graph.shapes.get(result)):
+                        and (len(child.inputs) == 1
+                             or self.graph.shapes.get(source) == self.graph.shapes.get(result))):
                     reuse = self.var_of[source]
                     break
         targets = []
