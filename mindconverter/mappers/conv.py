@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Cell, Input, Item, NodeContext, Unsupported
+from .base import Call, Cell, Input, Item, Lit, NodeContext, Unsupported
 from ._common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
@@ -22,9 +22,27 @@ def _padding_kwargs(begin: list[int], end: list[int], rank: int) -> dict:
     return {"pad_mode": "pad", "padding": tuple(pairs)}
 
 
+def _functional_conv(ctx: NodeContext):
+    """ops.convNd(x, w, b) for a weight (and bias) computed at run time; padding via ops.pad."""
+    rank = len(ctx.input_shape(1)) - 2
+    if rank not in (1, 2, 3):
+        raise Unsupported(f"{rank}-D convolution")
+    x_shape = ctx.require_shape(0)
+    kernel, strides, dilations = spatial_attrs(ctx, rank, list(ctx.input_shape(1)[2:]))
+    begin, end = spatial_pads(ctx, x_shape[2:], kernel, strides, dilations)
+    x = pad_call(Input(0), begin, end) if any(begin) or any(end) else Input(0)
+    args = [x, ctx.operand(1), ctx.operand(2) if ctx.has_input(2) else Lit(None)]
+    kwargs = {"stride": Lit(compact(strides)), "dilation": Lit(compact(dilations)),
+              "groups": Lit(int(ctx.attr("group", 1)))}
+    return Call(f"ops.conv{rank}d", args, kwargs)
+
+
 @mapper("Conv")
 def conv(ctx: NodeContext):
-    """Conv -> nn.Conv1d/2d/3d with explicit padding (asymmetric 1-D pads go through ops.pad)."""
+    """Conv -> nn.Conv1d/2d/3d with explicit padding (asymmetric 1-D pads go through ops.pad);
+    a weight computed at run time goes through the functional ops.conv1d/2d/3d."""
+    if not ctx.is_const(1) and ctx.input_shape(1) is not None:
+        return _functional_conv(ctx)
     weight = ctx.require_const(1, "the Conv weight")
     rank = weight.ndim - 2
     if rank not in _CONV_CELLS:

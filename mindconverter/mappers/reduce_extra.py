@@ -62,13 +62,17 @@ def reduce_sum(ctx: NodeContext):
 
 @mapper("ReduceMax")
 def reduce_max(ctx: NodeContext):
-    """ReduceMax -> ops.amax."""
+    """ReduceMax -> ops.amax (ops.any for bool, which MindSpore's amax rejects)."""
+    if ctx.input_dtype(0) == np.bool_:
+        return _reduce(ctx, "ops.any", Input(0), 18, "axis", "keep_dims") or Input(0)
     return _reduce(ctx, "ops.amax", Input(0), 18, "axis", "keepdims") or Input(0)
 
 
 @mapper("ReduceMin")
 def reduce_min(ctx: NodeContext):
-    """ReduceMin -> ops.amin."""
+    """ReduceMin -> ops.amin (ops.all for bool, which MindSpore's amin rejects)."""
+    if ctx.input_dtype(0) == np.bool_:
+        return _reduce(ctx, "ops.all", Input(0), 18, "axis", "keep_dims") or Input(0)
     return _reduce(ctx, "ops.amin", Input(0), 18, "axis", "keepdims") or Input(0)
 
 

@@ -6,8 +6,20 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from .base import Call, Cell, Const, DType, Input, Item, Lit, NodeContext, Unpack, Unsupported, normalize_axis
 from ._common import axes_input_or_attr
+from .base import (
+    Call,
+    Cell,
+    Const,
+    DType,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Unpack,
+    Unsupported,
+    normalize_axis,
+)
 from .registry import mapper
 
 INT64_MAX = 2**63 - 1
@@ -44,15 +56,26 @@ def cast(ctx: NodeContext):
 
 @mapper("Shape")
 def shape(ctx: NodeContext):
-    """Shape of a statically shaped value is folded earlier; a run-time shape is not supported."""
-    raise Unsupported("the input's shape is not known at conversion time; give --shape for every input")
+    """Shape -> a constant int64 vector when the input shape is static (``start``/``end`` honoured);
+    a run-time shape is not supported."""
+    shape = ctx.input_shape(0)
+    if shape is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+        raise Unsupported("the input's shape is not known at conversion time; give --shape for every input")
+    rank = len(shape)
+    start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
+    end = ctx.attr("end", None) if ctx.opset >= 15 else None
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = rank if end is None else int(end)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return Const(np.array(shape[start:end], dtype=np.int64))
 
 
 @mapper("Flatten")
 def flatten(ctx: NodeContext):
     """Flatten -> ops.flatten (axis 1) or ops.reshape to 2-D."""
     rank = ctx.input_rank(0)
-    axis = normalize_axis(int(ctx.attr("axis", 1)), rank + 1)
+    axis = int(ctx.attr("axis", 1))
+    axis = normalize_axis(axis + rank if axis < 0 else axis, rank + 1)  # valid range is [-rank, rank]
     if axis == 1:
         return Call("ops.flatten", [Input(0)])
     shape = ctx.require_shape(0)

@@ -55,12 +55,15 @@ def one_hot(ctx: NodeContext):
 
 @mapper("Range", since=11)
 def range_(ctx: NodeContext):
-    """Range -> ops.arange(start, limit, delta)."""
+    """Range -> ops.arange(start, limit, delta) (cast back to int32, which ops.arange may widen)."""
     args = []
     for index in range(3):
         value = ctx.const(index)
         args.append(scalar_or_const(value) if value is not None else Input(index))
-    return Call("ops.arange", args)
+    result = Call("ops.arange", args)
+    if ctx.input_dtype(0) == np.int32:
+        result = Call("ops.cast", [result, DType("int32")])
+    return result
 
 
 @mapper("ConstantOfShape", since=9)
@@ -115,10 +118,14 @@ def depth_to_space(ctx: NodeContext):
 
 @mapper("SpaceToDepth")
 def space_to_depth(ctx: NodeContext):
-    """SpaceToDepth -> reshape/transpose/reshape (blocks become the leading channel factor)."""
+    """SpaceToDepth -> reshape/transpose/reshape (blocks become the leading channel factor in DCR
+    mode, the trailing one in CRD mode, opset 28)."""
     n, c, h, w = ctx.require_shape(0)
     bs = int(ctx.attr("blocksize"))
-    return _reorder(Input(0), (n, c, h // bs, bs, w // bs, bs), (0, 3, 5, 1, 2, 4),
+    mode = ctx.attr("mode", "DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    perm = (0, 1, 3, 5, 2, 4) if mode == "CRD" else (0, 3, 5, 1, 2, 4)
+    return _reorder(Input(0), (n, c, h // bs, bs, w // bs, bs), perm,
                     (n, c * bs * bs, h // bs, w // bs))
 
 

@@ -1,0 +1,147 @@
+"""Signal processing: DFT as matrix products with constant cosine/sine tables."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import (
+    BinOp,
+    Call,
+    Const,
+    DType,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Temp,
+    Unsupported,
+    normalize_axis,
+)
+from .registry import mapper
+
+
+def _tables(rows: int, cols: int, length: int, inverse: bool, onesided: bool):
+    """(re->re, im->re, re->im, im->im) matrices mapping `rows` input to `cols` output samples."""
+    r = np.arange(rows).reshape(-1, 1)
+    c = np.arange(cols).reshape(1, -1)
+    theta = 2 * np.pi * ((r * c) % length) / length
+    cos, sin = np.cos(theta), np.sin(theta)
+    if not inverse:  # X[k] = sum_n x[n] e^{-i theta}
+        return cos, sin, -sin, cos
+    weight = np.ones((rows, 1))
+    if onesided:  # a one-sided spectrum stands for its conjugate mirror as well
+        weight[1:] = 2
+        if length % 2 == 0 and rows > length // 2:
+            weight[length // 2] = 1
+    cos, sin = cos * weight / length, sin * weight / length
+    return cos, -sin, sin, cos
+
+
+@mapper("DFT", since=17)
+def dft(ctx: NodeContext):
+    """DFT -> real/imaginary parts times constant cos/sin tables along the signal axis
+    (forward, inverse, one-sided and its inverse, dft_length padding/trimming)."""
+    shape = ctx.require_shape(0)
+    rank = len(shape)
+    if shape[-1] not in (1, 2):
+        raise Unsupported(f"DFT input's last axis has {shape[-1]} components (expected 1 or 2)")
+    if ctx.opset >= 20:
+        axis = int(ctx.const_ints(2, "the DFT axis")[0]) if ctx.has_input(2) else -2
+    else:
+        axis = int(ctx.attr("axis", 1))
+    axis = normalize_axis(axis, rank)
+    if axis == rank - 1:
+        raise Unsupported("DFT along the real/imaginary axis")
+    inverse = bool(int(ctx.attr("inverse", 0)))
+    onesided = bool(int(ctx.attr("onesided", 0)))
+    n_in = shape[axis]
+    if ctx.has_input(1):
+        length = int(ctx.const_ints(1, "dft_length")[0])
+    else:
+        length = 2 * (n_in - 1) if inverse and onesided else n_in
+    if inverse and onesided:
+        rows, cols = min(n_in, length // 2 + 1), length
+    elif inverse:
+        rows, cols = min(n_in, length), length
+    else:
+        rows, cols = min(n_in, length), (length // 2 + 1 if onesided else length)
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    tables = [Const(t.astype(dtype)) for t in _tables(rows, cols, length, inverse, onesided)]
+
+    def part(index):
+        value = Item(Input(0), (Ellipsis, index))
+        value = Call("ops.movedim", [value, Lit(axis), Lit(-1)]) if axis != rank - 2 else value
+        if rows < n_in:
+            value = Item(value, (Ellipsis, slice(None, rows)))
+        return Temp(value, "real" if index == 0 else "imag")
+
+    real = part(0)
+    imag = part(1) if shape[-1] == 2 else None
+
+    def combine(from_real, from_imag):
+        out = Call("ops.matmul", [real, from_real])
+        if imag is not None:
+            out = BinOp("+", out, Call("ops.matmul", [imag, from_imag]))
+        return Call("ops.movedim", [out, Lit(-1), Lit(axis)]) if axis != rank - 2 else out
+
+    out_real = combine(tables[0], tables[1])
+    if inverse and onesided:
+        return Call("ops.unsqueeze", [out_real, Lit(-1)])
+    out_imag = combine(tables[2], tables[3])
+    return Call("ops.stack", [[out_real, out_imag]], {"axis": Lit(-1)})
+
+
+@mapper("Col2Im", since=18)
+def col2im(ctx: NodeContext):
+    """Col2Im (2-D images) -> ops.fold with the block shape, dilations, symmetric pads and strides."""
+    image = ctx.const_ints(1, "image_shape")
+    block = ctx.const_ints(2, "block_shape")
+    if len(image) != 2:
+        raise Unsupported(f"Col2Im over {len(image)} spatial axes (MindSpore's fold is 2-D only)")
+    pads = list(ctx.attr("pads", [0] * 4))
+    if pads[:2] != pads[2:]:
+        raise Unsupported(f"Col2Im with asymmetric pads {pads}")
+    kwargs = {"dilation": Lit(tuple(ctx.attr("dilations", [1, 1]))), "padding": Lit(tuple(pads[:2])),
+              "stride": Lit(tuple(ctx.attr("strides", [1, 1])))}
+    size = Call("ms.Tensor", [Lit(tuple(image)), DType("int32")])
+    return Call("ops.fold", [Input(0), size, Lit(tuple(block))], kwargs)
+
+
+@mapper("STFT", since=17)
+def stft(ctx: NodeContext):
+    """STFT -> frames cut with static slices and stacked, times the window, times constant
+    cos/sin DFT tables (one-sided by default)."""
+    shape = ctx.require_shape(0)
+    if len(shape) != 3 or shape[-1] not in (1, 2):
+        raise Unsupported(f"STFT of a signal shaped {shape}")
+    step = int(ctx.const_ints(1, "frame_step")[0])
+    if ctx.has_input(3):
+        length = int(ctx.const_ints(3, "frame_length")[0])
+    elif ctx.has_input(2):
+        length = int(ctx.require_shape(2)[0])
+    else:
+        length = shape[1]
+    onesided = bool(int(ctx.attr("onesided", 1)))
+    frames = 1 + (shape[1] - length) // step
+    if frames > 512:
+        raise Unsupported(f"STFT with {frames} frames (each frame is one slice in the script)")
+    cols = length // 2 + 1 if onesided else length
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    tables = [Const(t.astype(dtype)) for t in _tables(length, cols, length, False, onesided)]
+
+    def framed(index):
+        part = Item(Input(0), (slice(None), slice(None), index))
+        cut = Call("ops.stack", [[Item(part, (slice(None), slice(f * step, f * step + length)))
+                                  for f in range(frames)]], {"axis": Lit(1)})
+        if ctx.has_input(2):
+            cut = BinOp("*", cut, ctx.operand(2))
+        return Temp(cut, "frames" if index == 0 else "frames_imag")
+
+    real = framed(0)
+    imag = framed(1) if shape[-1] == 2 else None
+
+    def combine(from_real, from_imag):
+        out = Call("ops.matmul", [real, from_real])
+        return out if imag is None else BinOp("+", out, Call("ops.matmul", [imag, from_imag]))
+
+    return Call("ops.stack", [[combine(tables[0], tables[1]), combine(tables[2], tables[3])]], {"axis": Lit(-1)})
