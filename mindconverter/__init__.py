@@ -5,7 +5,7 @@ The public API is :func:`convert`; see docs/usage.md.
 
 __version__ = "0.1.0"
 
-from .api import ConversionResult, convert  # noqa: E402
-from .errors import MindConverterError  # noqa: E402
+from .api import ConversionResult, convert
+from .errors import MindConverterError
 
-__all__ = ["ConversionResult", "MindConverterError", "convert", "__version__"]
+__all__ = ["ConversionResult", "MindConverterError", "__version__", "convert"]

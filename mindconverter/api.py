@@ -7,9 +7,9 @@ process.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
 
 import onnx
 
@@ -37,7 +37,7 @@ from .render import RenderedModel, UnconvertedSite, render_script
 from .report import converted_rate, op_counts, render_report, weight_map
 from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
 
-ShapeArg = Union[str, Sequence[int]]
+ShapeArg = str | Sequence[int]
 
 
 @dataclass
@@ -65,7 +65,7 @@ class ConversionResult:
     operator_counts: dict[str, int]
     parameter_count: int
     seconds: float
-    verification: Optional[dict] = None
+    verification: dict | None = None
     messages: list[str] = field(default_factory=list)
 
     @property
@@ -89,7 +89,7 @@ class ConversionResult:
         return not self.unconverted
 
 
-def output_paths(model_file: Path, output: Path, report: Optional[Path]) -> OutputPaths:
+def output_paths(model_file: Path, output: Path, report: Path | None) -> OutputPaths:
     """The result file names for ``model_file`` (``<stem>.py``, ``<stem>.ckpt``, ...)."""
     stem = module_name(model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name)
     report_dir = report if report is not None else output
@@ -101,7 +101,7 @@ def output_paths(model_file: Path, output: Path, report: Optional[Path]) -> Outp
     )
 
 
-def _normalise_shapes(shape: Optional[Sequence[ShapeArg]]) -> Optional[list[tuple[int, ...]]]:
+def _normalise_shapes(shape: Sequence[ShapeArg] | None) -> list[tuple[int, ...]] | None:
     if shape is None:
         return None
     if isinstance(shape, str):
@@ -120,21 +120,21 @@ def _normalise_shapes(shape: Optional[Sequence[ShapeArg]]) -> Optional[list[tupl
 
 
 def convert(
-    model_file: Union[str, Path],
-    shape: Optional[Sequence[ShapeArg]] = None,
-    input_nodes: Optional[Sequence[str]] = None,
-    output_nodes: Optional[Sequence[str]] = None,
-    output: Union[str, Path] = "output",
-    report: Optional[Union[str, Path]] = None,
+    model_file: str | Path,
+    shape: Sequence[ShapeArg] | None = None,
+    input_nodes: Sequence[str] | None = None,
+    output_nodes: Sequence[str] | None = None,
+    output: str | Path = "output",
+    report: str | Path | None = None,
     *,
     overwrite: bool = False,
     strict: bool = False,
     verify: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     graph_mode: bool = False,
-    registry: Optional[MapperRegistry] = None,
+    registry: MapperRegistry | None = None,
     debug: bool = False,
-    log: Optional[Callable[[str], None]] = None,
+    log: Callable[[str], None] | None = None,
 ) -> ConversionResult:
     """Convert an ONNX model file into a MindSpore script, checkpoint, report and weight map.
 

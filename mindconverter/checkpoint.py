@@ -10,7 +10,8 @@ parameter is serialised and written on its own and no second copy of all weights
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool

@@ -11,8 +11,8 @@ import math
 import sys
 import textwrap
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from . import __version__
 from .errors import MindConverterError, make_error
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mindconverter`` command."""
     parser = build_parser()
     try:

@@ -52,7 +52,7 @@ def load_onnx(path: Path) -> onnx.ModelProto:
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
-    except Exception as exc:  # noqa: BLE001 - DecodeError, or whatever the parser raises on hostile bytes
+    except Exception as exc:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a valid ONNX protobuf ({exc}).") from None
     del data
     if not model.HasField("graph") or not model.opset_import:
@@ -90,7 +90,7 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             )
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))
-        except Exception as exc:  # noqa: BLE001 - OSError, ValueError, onnx's ValidationError...
+        except Exception as exc:
             raise make_error(
                 "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' cannot be read from '{location}' ({exc})."
             ) from None
@@ -185,7 +185,7 @@ def check_graphdef(path: Path) -> None:
     try:
         graph.ParseFromString(data)
         ok = len(graph.node) > 0 and all(node.op and node.name for node in graph.node)
-    except Exception:  # noqa: BLE001 - any parse failure means "not a GraphDef"
+    except Exception:
         ok = False
     if ok:
         return
@@ -201,7 +201,7 @@ def _parses_as_onnx(data: bytes) -> bool:
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
-    except Exception:  # noqa: BLE001 - not ONNX either
+    except Exception:
         return False
     return model.HasField("graph") and bool(model.opset_import)
 
@@ -277,7 +277,7 @@ def _check_against_schema(node: onnx.NodeProto, label: str, opsets: dict[str, in
         return
     try:
         schema = onnx.defs.get_schema(node.op_type, opsets[domain], domain)
-    except Exception:  # noqa: BLE001 - unknown operator: left to the mappers (placeholder)
+    except Exception:
         return
     n_in = len(node.input)
     while n_in and not node.input[n_in - 1]:

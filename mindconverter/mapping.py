@@ -7,7 +7,7 @@ could not be converted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from .errors import make_error
 from .ir import IRGraph, IRNode
@@ -21,7 +21,7 @@ class MappedNode:
 
     node: IRNode
     result: Any = None
-    reason: Optional[str] = None
+    reason: str | None = None
 
     @property
     def converted(self) -> bool:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from .errors import make_error
 
@@ -130,7 +131,7 @@ class AtomicOutputs:
         self._pending: list[tuple[Path, Path]] = []
         self._created: list[Path] = []
 
-    def __enter__(self) -> "AtomicOutputs":
+    def __enter__(self) -> AtomicOutputs:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -137,7 +137,7 @@ class _Index:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         try:
             return np.asarray(ReferenceEvaluator(model).run(None, {x_name: x_value})[0])
-        except Exception:  # noqa: BLE001 - an unevaluable chain is simply not lifted
+        except Exception:
             return None
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 from .ir import IRGraph
 from .mapping import MappedNode
@@ -40,7 +39,7 @@ class Block:
 
     path: str
     class_hint: str = ""
-    items: list[Union[MappedNode, "Block"]] = field(default_factory=list)
+    items: list[MappedNode | Block] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     sequential: bool = False  # render as nn.SequentialCell of its items
@@ -58,7 +57,7 @@ class Block:
             result.extend(item.nodes() if isinstance(item, Block) else [item])
         return result
 
-    def child_blocks(self) -> list["Block"]:
+    def child_blocks(self) -> list[Block]:
         return [item for item in self.items if isinstance(item, Block)]
 
 
@@ -122,7 +121,7 @@ def _writes(item) -> set[str]:
     return {n for m in nodes for n in m.node.outputs if n}
 
 
-def _order_items(items: list) -> Optional[list]:
+def _order_items(items: list) -> list | None:
     """Items in dependency order (earliest first), or None when blocks depend on each other cyclically."""
     writes = [_writes(item) for item in items]
     producer = {name: index for index, names in enumerate(writes) for name in names}
@@ -210,7 +209,7 @@ def _is_chain_element(item, graph: IRGraph) -> bool:
         and not result.kwargs
 
 
-def _item_name(item, parent: str) -> Optional[str]:
+def _item_name(item, parent: str) -> str | None:
     """An item's name inside ``parent``: from its weights' source names when they sit there
     (a Conv with BatchNorm folded in carries the BatchNorm's scope), else from its scope."""
     if isinstance(item, Block):
@@ -357,7 +356,7 @@ def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
     _settle(root)
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
     readers: dict[str, set[int]] = {}
-    for index, m in enumerate(mapped):
+    for m in mapped:
         for name in m.node.inputs:
             if name:
                 readers.setdefault(name, set()).add(id(m))

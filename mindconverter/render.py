@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import jinja2
 import numpy as np
@@ -37,8 +37,8 @@ from .mappers.base import (
     ms_dtype_name,
 )
 from .mapping import MappedNode
-from .recover import ACTIVATION_CELLS, Block, module_path, recover_blocks
 from .naming import CELL_MEMBERS, Namer, comment_text, identifier
+from .recover import ACTIVATION_CELLS, Block, module_path, recover_blocks
 
 # Constants with at most this many elements are written into the script as literals.
 INLINE_CONST_LIMIT = 16
@@ -64,7 +64,7 @@ class CheckpointEntry:
     array: np.ndarray
     source: str
     transform: str = ""
-    source_shape: Optional[tuple[int, ...]] = None
+    source_shape: tuple[int, ...] | None = None
     source_dtype: str = ""
 
 
@@ -405,7 +405,7 @@ class ScriptRenderer:
         )
 
     # --- statements --------------------------------------------------------------------
-    def _output_variable(self, mapped: MappedNode, index: int, reuse: Optional[str]) -> str:
+    def _output_variable(self, mapped: MappedNode, index: int, reuse: str | None) -> str:
         out = mapped.node.outputs[index]
         if reuse is not None:
             name = reuse
@@ -421,7 +421,7 @@ class ScriptRenderer:
         self.var_of[out] = name
         return name
 
-    def _reusable_input(self, mapped: MappedNode) -> Optional[str]:
+    def _reusable_input(self, mapped: MappedNode) -> str | None:
         """The first input's variable when this node is its last reader (chains read ``x = f(x)``).
 
         The network's input arguments are never overwritten.
@@ -698,7 +698,7 @@ class ScriptRenderer:
             block = first.block
             hint = block.class_hint or (re.sub(r"\.\d+$", "", block.path).rsplit(".", 1)[-1] + "_block")
             classes[key] = {"name": namer.claim_class(hint), "params": names, "members": members}
-        for key, info in classes.items():
+        for info in classes.values():
             first = info["members"][0]
             info["init"] = [self._join(line, first.builder, info["params"], classes) for line in first.builder.init_lines]
             paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])

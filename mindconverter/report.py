@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
 
 import jinja2
 
+from .checkpoint import tensor_type_name
 from .ir import IRGraph
 from .mapping import MappedNode
 from .naming import comment_text
 from .render import RenderedModel
-from .checkpoint import tensor_type_name
 
 
 @dataclass
@@ -51,7 +50,7 @@ def render_report(
     checkpoint_name: str,
     inputs: list[str],
     outputs: list[str],
-    verification: Optional[dict] = None,
+    verification: dict | None = None,
 ) -> str:
     """The text report: the familiar [UnConvert] lines, rate, then inputs, outputs, counts."""
     env = jinja2.Environment(

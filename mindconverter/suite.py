@@ -354,7 +354,7 @@ def read_data_set(folder: Path, model: onnx.ModelProto) -> tuple[list[np.ndarray
 def _schema_input_name(node: onnx.NodeProto, index: int, opset: int) -> str | None:
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except Exception:  # noqa: BLE001  (unknown operator: no schema to consult)
+    except Exception:
         return None
     formal = schema.inputs
     if not formal:
@@ -499,7 +499,7 @@ def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path |
         result = convert(model_file, shape=shapes, output=work / "out", overwrite=True, registry=registry)
     except MindConverterError as exc:
         return done("conversion_error", _one_line(str(exc)), frozen=frozen)
-    except Exception as exc:  # noqa: BLE001  (a bug in the converter: report it, keep going)
+    except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return done("conversion_error", _one_line(
             f"internal error {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})"),
@@ -514,7 +514,7 @@ def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path |
     try:
         with np.errstate(all="ignore"):
             actual = run_mindspore(result.script_path, result.checkpoint_path, inputs)
-    except Exception as exc:  # noqa: BLE001  (MindSpore raises many exception types)
+    except Exception as exc:
         return done("runtime_error", _ms_error(exc), ops=blamed, frozen=frozen)
     difference = compare(actual, expected, max(test.rtol, DEFAULT_RTOL), max(test.atol, DEFAULT_ATOL))
     if difference:

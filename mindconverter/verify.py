@@ -12,7 +12,6 @@ import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import onnx
@@ -196,7 +195,7 @@ def verify_conversion(
     }
 
 
-def describe(summary: Optional[dict]) -> str:
+def describe(summary: dict | None) -> str:
     """One line for the console."""
     if not summary:
         return ""

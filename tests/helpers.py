@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 import onnx
@@ -18,10 +18,10 @@ IR_VERSION = 8  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 would write 14
 def make_model(
     nodes: Sequence[onnx.NodeProto],
     inputs: Sequence[tuple[str, np.dtype, Sequence]],
-    outputs: Sequence[tuple[str, np.dtype, Optional[Sequence]]],
-    initializers: Optional[dict[str, np.ndarray]] = None,
+    outputs: Sequence[tuple[str, np.dtype, Sequence | None]],
+    initializers: dict[str, np.ndarray] | None = None,
     opset: int = 17,
-    extra_opsets: Optional[dict[str, int]] = None,
+    extra_opsets: dict[str, int] | None = None,
 ) -> onnx.ModelProto:
     """A model from nodes; inputs/outputs as (name, numpy dtype, shape or None)."""
 
@@ -43,8 +43,8 @@ def make_model(
 
 
 def single_op_model(op_type: str, input_shapes: dict[str, Sequence[int]], output_count: int = 1,
-                    initializers: Optional[dict[str, np.ndarray]] = None, opset: int = 17,
-                    dtype=np.float32, input_names: Optional[list[str]] = None, **attrs) -> onnx.ModelProto:
+                    initializers: dict[str, np.ndarray] | None = None, opset: int = 17,
+                    dtype=np.float32, input_names: list[str] | None = None, **attrs) -> onnx.ModelProto:
     """One node reading the given inputs (graph inputs then initializers) with float outputs."""
     initializers = initializers or {}
     names = input_names or list(input_shapes) + list(initializers)
@@ -77,7 +77,7 @@ def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]
     return feeds
 
 
-def convert_and_run(model: onnx.ModelProto, tmp_path: Path, feeds: Optional[dict] = None,
+def convert_and_run(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None,
                     graph_mode: bool = False, **convert_kwargs):
     """Save, convert and run a model; returns (result, mindspore outputs, onnxruntime outputs)."""
     tmp_path = Path(tmp_path)
@@ -94,7 +94,7 @@ def convert_and_run(model: onnx.ModelProto, tmp_path: Path, feeds: Optional[dict
     return result, ms_outputs, ort_outputs
 
 
-def assert_matches(model: onnx.ModelProto, tmp_path: Path, feeds: Optional[dict] = None,
+def assert_matches(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None,
                    rtol: float = 1e-4, atol: float = 1e-5, graph_mode: bool = False, **convert_kwargs):
     """Convert ``model`` and check every output of MindSpore equals onnxruntime's; returns the result."""
     result, ms_outputs, ort_outputs = convert_and_run(model, tmp_path, feeds, graph_mode, **convert_kwargs)

@@ -138,7 +138,7 @@ def _stub_torchvision_ops() -> None:
     """transformers imports torchvision when installed; the CPU-less torchvision wheel lacks its
     compiled operators, so define their schemas (never called here) before that import."""
     try:
-        torch.ops.torchvision.nms  # noqa: B018 - present when torchvision's extension loads
+        torch.ops.torchvision.nms  # noqa: B018 - raises when the extension did not load
         return
     except (AttributeError, RuntimeError):
         pass

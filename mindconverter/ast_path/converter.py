@@ -16,20 +16,18 @@ import subprocess
 import sys
 import tokenize
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Optional, Union
 
 from ..errors import make_error
 from ..output import AtomicOutputs, check_targets, prepare_folder
 from .mapping import (
     PARAM_LIKE_ATTRS,
-    Binding,
-    sig_params,
     ROOT_IMPORTS,
     TORCH_PARAM_NAMES,
     Api,
     BindError,
+    Binding,
     DynamicArgs,
     RenderContext,
     Renderer,
@@ -39,6 +37,7 @@ from .mapping import (
     dotted,
     load_table,
     runtime_binding,
+    sig_params,
     unused_supplied,
 )
 
@@ -70,7 +69,7 @@ MS_DTYPES = {
 class Event:
     """One line of the report."""
 
-    node: Optional[ast.AST]
+    node: ast.AST | None
     converted: bool
     torch_name: str
     ms_name: str = ""
@@ -158,7 +157,7 @@ def normalize_key(key: str) -> str:
 # --- helper sources --------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def helper_definitions() -> dict:
     """name -> (order, node) for every top-level definition of helpers_src.py."""
     tree = ast.parse(HELPERS_FILE.read_text(encoding="utf-8"))
@@ -194,7 +193,7 @@ def helper_closure(names: set) -> list:
 class _ClassInfo:
     name: str
     is_cell: bool
-    base_key: Optional[str]
+    base_key: str | None
 
 
 class _Converter(ast.NodeTransformer):
@@ -338,7 +337,7 @@ class _Converter(ast.NodeTransformer):
             self.class_attr_types[cls.name] = types
 
     # ---- helpers
-    def resolve(self, node) -> Optional[str]:
+    def resolve(self, node) -> str | None:
         chain = []
         while isinstance(node, ast.Attribute):
             chain.append(node.attr)
@@ -404,7 +403,7 @@ class _Converter(ast.NodeTransformer):
         return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id == self.root_alias_map.get("mindspore", "mindspore") and node.attr in MS_DTYPES)
 
-    def type_renames(self, value) -> Optional[dict]:
+    def type_renames(self, value) -> dict | None:
         if isinstance(value, ast.Name) and value.id == "self":
             if self.class_stack and self.class_stack[-1].base_key in self.table.param_renames:
                 return self.table.param_renames[self.class_stack[-1].base_key]
@@ -422,7 +421,7 @@ class _Converter(ast.NodeTransformer):
         return None
 
     # ---- adapters (PyTorch signature known only at run time)
-    def adapter_for(self, api: Api, method: bool) -> Optional[str]:
+    def adapter_for(self, api: Api, method: bool) -> str | None:
         name = "_torch_" + api.key[len("torch."):].replace(".", "_")
         if name in self.adapters:
             return name
@@ -463,7 +462,7 @@ class _Converter(ast.NodeTransformer):
         self._safe_cache[api.key] = safe
         return safe
 
-    def class_adapter_for(self, api: Api, ref: str) -> Optional[str]:
+    def class_adapter_for(self, api: Api, ref: str) -> str | None:
         """A subclass of the MindSpore class whose constructor takes PyTorch's arguments."""
         name = "_torch_" + api.key[len("torch."):].replace(".", "_")
         if name in self.adapters:
@@ -569,7 +568,7 @@ class _Converter(ast.NodeTransformer):
         self.event(new, True, display, name, note="arguments are resolved at run time by a generated adapter", src=node)
         return new
 
-    def method_api(self, func: ast.Attribute) -> Optional[Api]:
+    def method_api(self, func: ast.Attribute) -> Api | None:
         receiver = func.value
         if isinstance(receiver, (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
                                  ast.DictComp, ast.SetComp)):
@@ -1057,12 +1056,12 @@ def _fix_empty_bodies(tree):
                     handler.body = [ast.Pass()]
 
 
-def _ruff_binary() -> Optional[str]:
+def _ruff_binary() -> str | None:
     try:
         from ruff.__main__ import find_ruff_bin
 
         return find_ruff_bin()
-    except Exception:  # noqa: BLE001 - ruff is optional here
+    except Exception:
         return shutil.which("ruff")
 
 
@@ -1211,7 +1210,7 @@ def convert_source(source: str, name: str = "<script>") -> SourceConversion:
     tree = ast.parse(source)
     try:
         return _convert_tree(tree, name)
-    except Exception as exc:  # noqa: BLE001 - any internal failure falls back, never crashes
+    except Exception as exc:
         return _fallback(source, name, f"{type(exc).__name__}: {exc}")
 
 
@@ -1260,7 +1259,7 @@ def _fallback(source: str, name: str, reason: str) -> SourceConversion:
                     continue
                 events.append(Event(node=None, converted=False, torch_name=torch_display(key),
                                     suggest=conv.table.suggestion(key), line=node.lineno, col=node.col_offset))
-    except Exception:  # noqa: BLE001
+    except Exception:
         events = []
     _sort_events(events)
     code = source if source.endswith("\n") else source + "\n"
@@ -1268,7 +1267,7 @@ def _fallback(source: str, name: str, reason: str) -> SourceConversion:
         marked = _add_marks(code, events)
         ast.parse(marked)
         code = marked
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return SourceConversion(code=code, report=_report(events, name, reason, []), events=events, fallback_reason=reason)
 
@@ -1294,15 +1293,14 @@ def _read_script(path: Path) -> str:
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise make_error("SCRIPT_UNREADABLE", f"'{path}' is not a text file Python can decode ({exc}).") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return text
 
 
 def convert_script(
-    in_file: Union[str, Path],
-    output_dir: Union[str, Path],
-    report_dir: Union[str, Path, None] = None,
+    in_file: str | Path,
+    output_dir: str | Path,
+    report_dir: str | Path | None = None,
     overwrite: bool = False,
 ) -> ScriptConversionResult:
     """Convert the PyTorch script `in_file`; write `<name>.py` to `output_dir` and

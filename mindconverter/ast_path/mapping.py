@@ -31,10 +31,11 @@ from __future__ import annotations
 import ast
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 MAPPING_DIR = Path(__file__).with_name("mappings")
 MAPPING_FILES = (
@@ -76,27 +77,27 @@ OMIT = object()
 @dataclass
 class Variant:
     conds: list
-    template: Optional[ast.expr]
-    text: Optional[str]
+    template: ast.expr | None
+    text: str | None
 
 
 @dataclass
 class Api:
     key: str
     group: str
-    sig: Optional[ast.arguments] = None
-    sig_text: Optional[str] = None
+    sig: ast.arguments | None = None
+    sig_text: str | None = None
     variants: list = field(default_factory=list)
     same: bool = False
-    name_only: Optional[str] = None  # no sig: the MindSpore dotted name
+    name_only: str | None = None  # no sig: the MindSpore dotted name
     ignore: frozenset = frozenset()
     aliases: dict = field(default_factory=dict)
     stub: bool = False
     suggest: str = ""
     note: str = ""
-    decorator: Optional[str] = None
+    decorator: str | None = None
     attribute: bool = False
-    base: Optional[str] = None  # what a subclass derives from, when not the plain reference
+    base: str | None = None  # what a subclass derives from, when not the plain reference
 
     @property
     def ms_display(self) -> str:
@@ -111,7 +112,7 @@ class Api:
                 return describe_template(variant.template)
         return ""
 
-    def reference(self) -> Optional[str]:
+    def reference(self) -> str | None:
         """What a bare (uncalled) reference to the API becomes, if it has a simple answer."""
         if self.name_only is not None:
             return self.name_only
@@ -125,7 +126,7 @@ class Api:
         return None
 
 
-def dotted(node: ast.AST) -> Optional[str]:
+def dotted(node: ast.AST) -> str | None:
     """'a.b.c' for a Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -184,7 +185,7 @@ class MappingTable:
     param_renames: dict
     groups: list  # (file, title, description, [keys])
 
-    def get(self, key: str) -> Optional[Api]:
+    def get(self, key: str) -> Api | None:
         return self.apis.get(key)
 
     def suggestion(self, key: str) -> str:
@@ -235,7 +236,7 @@ def _load_api(key: str, entry: dict, group: str) -> Api:
     return api
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table() -> MappingTable:
     """Read every mapping file once."""
     apis: dict = {}
@@ -272,8 +273,8 @@ class Binding:
 
     supplied: dict  # name -> expr | list (varargs) | dict (varkw)
     defaults: dict  # name -> default expr from the signature
-    vararg: Optional[str]
-    kwarg: Optional[str]
+    vararg: str | None
+    kwarg: str | None
     runtime: bool = False  # adapter mode: every parameter is a run-time Name
 
     def given(self, name: str) -> bool:
@@ -385,12 +386,12 @@ class RenderContext:
 class Renderer:
     """Instantiates one template for one binding."""
 
-    def __init__(self, binding: Binding, receiver: Optional[ast.expr], ctx: RenderContext):
+    def __init__(self, binding: Binding, receiver: ast.expr | None, ctx: RenderContext):
         self.binding = binding
         self.receiver = receiver
         self.ctx = ctx
         self.used_once: set = set()
-        self.p_value: Optional[ast.expr] = None
+        self.p_value: ast.expr | None = None
 
     # values
     def _fresh(self, key, node):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Input, Lit, NodeContext, Temp
 from ._common import scalar_or_const
+from .base import BinOp, Call, Cell, Input, Lit, NodeContext, Temp
 from .registry import mapper
 
 

@@ -23,8 +23,9 @@ tuple, unpacked over the node's outputs) or :class:`Outputs` (one expression per
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -139,13 +140,13 @@ class Unpack:
 class Outputs:
     """One expression per node output (None where the output is not produced)."""
 
-    exprs: list[Optional[Any]]
+    exprs: list[Any | None]
 
 
 class NodeContext:
     """Read-only view of one node for a mapper: attributes, input/output shapes, constants."""
 
-    def __init__(self, graph: "IRGraph", node: "IRNode", domain_opset: Optional[int] = None):
+    def __init__(self, graph: IRGraph, node: IRNode, domain_opset: int | None = None):
         self.graph = graph
         self.node = node
         self.opset = domain_opset if domain_opset is not None else graph.opset
@@ -188,7 +189,7 @@ class NodeContext:
     def input_name(self, index: int) -> str:
         return self.node.inputs[index]
 
-    def input_shape(self, index: int) -> Optional[tuple[int, ...]]:
+    def input_shape(self, index: int) -> tuple[int, ...] | None:
         return self.graph.shapes.get(self.node.inputs[index]) if self.has_input(index) else None
 
     def input_rank(self, index: int) -> int:
@@ -197,16 +198,16 @@ class NodeContext:
             raise Unsupported(f"the rank of input {index} ('{self.node.inputs[index]}') is unknown")
         return len(shape)
 
-    def input_dtype(self, index: int) -> Optional[np.dtype]:
+    def input_dtype(self, index: int) -> np.dtype | None:
         return self.graph.dtypes.get(self.node.inputs[index]) if self.has_input(index) else None
 
-    def output_shape(self, index: int = 0) -> Optional[tuple[int, ...]]:
+    def output_shape(self, index: int = 0) -> tuple[int, ...] | None:
         return self.graph.shapes.get(self.node.outputs[index]) if self.has_output(index) else None
 
-    def output_dtype(self, index: int = 0) -> Optional[np.dtype]:
+    def output_dtype(self, index: int = 0) -> np.dtype | None:
         return self.graph.dtypes.get(self.node.outputs[index]) if self.has_output(index) else None
 
-    def const(self, index: int) -> Optional[np.ndarray]:
+    def const(self, index: int) -> np.ndarray | None:
         """The input's value when it is a constant, else None."""
         if not self.has_input(index):
             return None
@@ -232,7 +233,7 @@ class NodeContext:
         return shape
 
     # --- building blocks for mappers ---------------------------------------------------
-    def weight(self, index: int, array: Optional[np.ndarray] = None, transform: str = "") -> Weight:
+    def weight(self, index: int, array: np.ndarray | None = None, transform: str = "") -> Weight:
         """A checkpoint weight from constant input ``index`` (optionally already transformed)."""
         name = self.node.inputs[index]
         value = self.require_const(index, "the weight") if array is None else array
@@ -257,7 +258,7 @@ class NodeContext:
         return constant_operand(value, self.weight(index) if value.size > 1 else None)
 
 
-def constant_operand(value: np.ndarray, weight: Optional[Weight] = None) -> Expr:
+def constant_operand(value: np.ndarray, weight: Weight | None = None) -> Expr:
     """Express a constant array used as an operand of an arithmetic op."""
     if weight is not None and value.size > 1 and np.issubdtype(value.dtype, np.floating):
         return Param(weight, role="weight", trainable=True)

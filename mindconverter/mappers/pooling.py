@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Const, Input, Lit, NodeContext, Unsupported
 from ._common import compact, pad_call, spatial_attrs, spatial_pads
+from .base import BinOp, Call, Cell, Const, Input, Lit, NodeContext, Unsupported
 from .registry import mapper
 
 _MAX_CELLS = {1: "nn.MaxPool1d", 2: "nn.MaxPool2d", 3: "nn.MaxPool3d"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import Call, Input, Lit, NodeContext, normalize_axis
 from ._common import axes_input_or_attr
+from .base import Call, Input, Lit, NodeContext, normalize_axis
 from .registry import mapper
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
 
 MapperFn = Callable[..., object]
 NEWEST = 10_000
@@ -67,7 +67,7 @@ class MapperRegistry:
 
         return decorate
 
-    def lookup(self, op_type: str, opset: int, domain: str = "") -> Optional[MapperFn]:
+    def lookup(self, op_type: str, opset: int, domain: str = "") -> MapperFn | None:
         """The mapper for this operator at this opset version, or None."""
         for spec in reversed(self._specs.get((domain, op_type), [])):
             if spec.since <= opset <= spec.until:
@@ -84,7 +84,8 @@ class MapperRegistry:
 
 def default_registry() -> MapperRegistry:
     """A new registry holding every built-in mapper of the ``mindconverter.mappers`` package."""
-    from . import __name__ as package_name, __path__ as package_path
+    from . import __name__ as package_name
+    from . import __path__ as package_path
 
     registry = MapperRegistry()
     for info in sorted(pkgutil.iter_modules(package_path), key=lambda m: m.name):

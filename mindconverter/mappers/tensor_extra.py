@@ -204,7 +204,10 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
     contract = [ch for ch in ta if ch in tb and ch not in keep]
     left = [ch for ch in ta if ch not in tb]
     right = [ch for ch in tb if ch not in ta]
-    prod = lambda chars: int(np.prod([sizes[ch] for ch in chars], dtype=np.int64))
+
+    def prod(chars):
+        return int(np.prod([sizes[ch] for ch in chars], dtype=np.int64))
+
     a = _einsum_permute(a, ta, "".join(batch + left + contract))
     b = _einsum_permute(b, tb, "".join(batch + contract + right))
     bsz = tuple(sizes[ch] for ch in batch)

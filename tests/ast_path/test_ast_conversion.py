@@ -205,13 +205,13 @@ def test_unconverted_api_is_marked_and_script_stays_importable(tmp_path):
         """)
     ast.parse(result.code)
     lines = result.code.splitlines()
-    report_lines = [l for l in result.report.splitlines() if "[UnConvert]" in l]
+    report_lines = [text for text in result.report.splitlines() if "[UnConvert]" in text]
     assert len(report_lines) == 3
     for line in report_lines:
         assert REPORT_LINE.match(line), line
         number = int(line.split()[1].split(":")[0])
         assert "# [UnConvert]" in lines[number - 1]
-    assert any("Suggestion: Use mindspore.nn optimizers" in l for l in report_lines)
+    assert any("Suggestion: Use mindspore.nn optimizers" in text for text in report_lines)
     assert "torch = _UnconvertedAPI('torch')" in ast.unparse(ast.parse(result.code))
     namespace = {}
     exec(compile(result.code, "converted.py", "exec"), namespace)  # imports; the stand-in raises only on use
@@ -231,9 +231,9 @@ def test_report_format_and_positions_point_into_output():
     assert report[0] == "[Start Convert]"
     assert "[Convert Over]" in report
     assert "Converted Rate: 100.00%." in report
-    converted_lines = [l for l in report if l.startswith("line ")]
-    assert all(REPORT_LINE.match(l) for l in converted_lines)
-    linear = next(l for l in converted_lines if "'nn.Linear' is converted to 'nn.Dense'" in l)
+    converted_lines = [text for text in report if text.startswith("line ")]
+    assert all(REPORT_LINE.match(text) for text in converted_lines)
+    linear = next(text for text in converted_lines if "'nn.Linear' is converted to 'nn.Dense'" in text)
     number, col = map(int, linear.split()[1].rstrip(":").split(":"))
     out_line = result.code.splitlines()[number - 1]
     assert out_line[col:].startswith("nn.Dense(4, 2)")

@@ -15,7 +15,7 @@ import pytest
 
 ms = pytest.importorskip("mindspore")
 
-from mindconverter.ast_path import convert_script  # noqa: E402
+from mindconverter.ast_path import convert_script  # noqa: E402 - after the skip checks above
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
@@ -59,7 +59,7 @@ def test_model_matches_pytorch(case, converted):
     result, module = converted(case["fixture"])
     assert result.unconverted <= 3, result.report_path.read_text()
     np.random.seed(0)
-    net = eval(case["build"], vars(module))  # noqa: S307 - expressions from the recorded table
+    net = eval(case["build"], vars(module))
     assert isinstance(net, ms.nn.Cell)
     params = sum(p.size for p in net.trainable_params())
     assert params == case["params"], f"{case['id']}: {params} trainable parameters, PyTorch has {case['params']}"
@@ -69,7 +69,7 @@ def test_model_matches_pytorch(case, converted):
     inputs = []
     for spec in case["inputs"]:
         if "expr" in spec:
-            inputs.append(eval(spec["expr"], dict(vars(module), net=net)))  # noqa: S307
+            inputs.append(eval(spec["expr"], dict(vars(module), net=net)))
         elif spec["dtype"].startswith("int"):
             inputs.append(ms.Tensor(np.random.randint(0, spec["high"], spec["shape"]), ms.int32))
         else:

@@ -19,7 +19,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 def _classes(code: str) -> dict[str, int]:
     """Recovered classes and how many times each is instantiated."""
-    names = re.findall(r"^class (\w+)\(nn\.Cell\):", code, flags=re.M)
+    names = re.findall(r"^class (\w+)\(nn\.Cell\):", code, flags=re.MULTILINE)
     return {name: len(re.findall(rf"\b{name}\(", code)) - 1 for name in names if name != "MindSporeModel"}
 
 
@@ -37,7 +37,7 @@ def test_blocks_are_reused_with_constructor_arguments(tmp_path):
     code = result.script_path.read_text()
     classes = _classes(code)
     assert max(classes.values()) >= 3, classes
-    assert re.search(r"class BasicBlock\(nn\.Cell\):.*?def __init__\(self, in_channels\)", code, flags=re.S)
+    assert re.search(r"class BasicBlock\(nn\.Cell\):.*?def __init__\(self, in_channels\)", code, flags=re.DOTALL)
 
 
 def test_checkpoint_names_follow_the_source_state_dict(tmp_path):

@@ -39,7 +39,7 @@ import torch
 def _register_torchvision_ops() -> None:
     """Define the operator schemas torchvision's Python code expects when its C++ part is missing."""
     try:
-        torch.ops.torchvision.nms  # noqa: B018 - loaded already
+        torch.ops.torchvision.nms  # noqa: B018 - raises when the operator is missing
         return
     except (AttributeError, RuntimeError):
         pass
@@ -242,7 +242,7 @@ def export(name, module, args, input_names, output_names, dynamic_axes, out_dir:
                 program = torch.onnx.export(module, args, dynamo=True, opset_version=opset, input_names=input_names,
                                             output_names=output_names, dynamic_shapes=dynamic_shapes,
                                             optimize=True, verbose=False, report=False)
-            except Exception:  # noqa: BLE001 - some models only export with static shapes
+            except Exception:
                 program = torch.onnx.export(module, args, dynamo=True, opset_version=opset, input_names=input_names,
                                             output_names=output_names, optimize=True, verbose=False)
                 export.notes = "dynamo export only worked with static shapes"
@@ -276,7 +276,7 @@ def build(out_dir: Path, only: list[str]) -> list[dict]:
     for source, factory in groups:
         try:
             specs = factory()
-        except Exception as exc:  # noqa: BLE001 - a missing package skips its group
+        except Exception as exc:
             failures.append({"model": source, "error": f"{type(exc).__name__}: {exc}"})
             continue
         for name, module, args, input_names, output_names, axes in specs:
@@ -287,7 +287,7 @@ def build(out_dir: Path, only: list[str]) -> list[dict]:
                 started = time.perf_counter()
                 try:
                     path = export(name, module, args, input_names, output_names, axes, out_dir, exporter, opset)
-                except Exception as exc:  # noqa: BLE001 - record why and go on
+                except Exception as exc:
                     message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
                     failures.append({"model": name, "exporter": exporter, "error": message})
                     print(f"  export failed: {name} [{exporter}]: {message}", flush=True)
