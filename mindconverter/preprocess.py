@@ -20,6 +20,7 @@ from onnx import helper, numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
 from .errors import make_error
+from .unroll import unroll_loops
 
 # A dimension beyond this is not a real size (it would not fit in memory) but an export bug.
 MAX_DIMENSION = 1 << 40
@@ -547,7 +548,7 @@ def simplify(model: onnx.ModelProto, max_rounds: int = 500) -> tuple[onnx.ModelP
     model = infer_shapes(model)
     for _ in range(max_rounds):
         folded = fold_constants(model, records)
-        if not (inline_constant_ifs(model) or folded):
+        if not (inline_constant_ifs(model) or unroll_loops(model) or folded):
             break
         remove_unused_initializers(model)
         model = infer_shapes(model)

@@ -7,7 +7,9 @@ the user's static shapes, and tf2onnx converts the graph in memory — nothing i
 the input. The ONNX model keeps the user's names and the user's (NHWC) input layout: tf2onnx
 converts NHWC convolutions with Transposes around them and its own transpose optimizer cancels the
 pairs, leaving one Transpose at the input (checked on Keras CNNs and applications, see
-tests/tf/), so no extra layout pass is needed here.
+tests/tf/), so no extra layout pass is needed here. Graphs frozen with lowered control flow (TF1
+while loops over TensorLists, e.g. Keras RNNs) get their lists rewritten as plain tensors first
+(``densify_tensor_lists``), which tf2onnx can turn into ONNX Loops.
 
 TensorFlow and tf2onnx are an optional extra (``pip install 'mindconverter[tf]'``) and are only
 imported here, when a ``.pb`` is converted.
@@ -23,6 +25,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from .errors import make_error
@@ -202,6 +205,163 @@ def _fix_placeholder_shapes(graph_def, inputs: list[str], shapes: list[tuple[int
             proto.dim.add().size = int(size)
 
 
+# Ops that only pass a TF1 loop variable along (a TensorList travels through them unchanged).
+_LIST_PASSTHROUGH = {"Enter", "Merge", "Switch", "Exit", "NextIteration", "Identity"}
+# Where each TensorList op keeps its element_shape input.
+_ELEMENT_SHAPE_INPUT = {"TensorListReserve": 0, "TensorListFromTensor": 1, "TensorListGetItem": 2,
+                        "TensorListStack": 1}
+
+
+def _run_shapes(graph_def, tf, feeds: dict[str, tuple[int, ...]], fetches: list[str]):
+    """The shapes of ``fetches`` when the graph runs on zeros of the given input shapes (None if it fails)."""
+    try:
+        with tf.Graph().as_default() as graph:
+            tf.graph_util.import_graph_def(graph_def, name="")
+            arrays = {}
+            for name, shape in feeds.items():
+                dtype = graph.get_tensor_by_name(name).dtype
+                arrays[name] = np.zeros(shape, dtype=object if dtype == tf.string else dtype.as_numpy_dtype)
+            with tf.compat.v1.Session(graph=graph) as session:
+                return [tuple(int(d) for d in value.shape) for value in session.run(fetches, arrays)]
+    except Exception:  # noqa: BLE001 - any failure: leave the lists to tf2onnx
+        return None
+
+
+def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None = None) -> bool:
+    """Rewrite the TensorLists of TF1-style loops as plain tensors ``[num_elements, *element_shape]``.
+
+    A graph frozen with the default ``lower_control_flow=True`` holds each Keras RNN as a TF1
+    while loop (Enter/Merge/Switch/NextIteration/Exit) whose inputs and outputs travel in
+    TensorLists; tf2onnx only understands TensorLists inside functional ``While`` ops and leaves
+    these unconverted. Here each list becomes a dense tensor: Reserve -> Fill with zeros,
+    FromTensor and Stack -> Identity, GetItem -> GatherV2 on axis 0, SetItem -> TensorScatterUpdate
+    of one row; the loop ops carrying it get the element dtype instead of ``variant``. tf2onnx then
+    makes an ordinary ONNX Loop, which the preprocessing unrolls (mindconverter/unroll.py).
+    The dense shape comes from the graph's constant element shapes and sizes; when a dimension is
+    unknown there (a model traced with a dynamic batch) the graph is run once in TensorFlow on
+    zeros of the ``feeds`` shapes (input name -> shape) to read it from the stacked list.
+    Changes nothing (returns False) unless every list in the graph can be rewritten this way.
+    """
+    from tensorflow.python.framework import tensor_util  # imported only when TensorFlow is present
+
+    nodes = list(graph_def.node)
+    if any(node.op in ("While", "StatelessWhile") for node in nodes):
+        return False  # functional loops: tf2onnx handles their lists itself
+    roots = [node for node in nodes if node.op in ("TensorListReserve", "TensorListFromTensor")]
+    if not roots:
+        return False
+    by_name = {node.name: node for node in nodes}
+    consumers: dict[str, list] = {}
+    for node in nodes:
+        for index, name in enumerate(node.input):
+            if not name.startswith("^"):
+                consumers.setdefault(name.split(":")[0], []).append((node, index))
+
+    def const_value(name):
+        node = by_name.get(name.split(":")[0])
+        return tensor_util.MakeNdarray(node.attr["value"].tensor) if node is not None and node.op == "Const" else None
+
+    plans, covered = [], set()
+    for root in roots:
+        group, users, stack = [root], [], [root]
+        while stack:
+            for user, index in consumers.get(stack.pop().name, []):
+                if user.op in _LIST_PASSTHROUGH or (user.op == "TensorListSetItem" and index == 0):
+                    if user.name not in {node.name for node in group}:
+                        group.append(user)
+                        stack.append(user)
+                elif user.op in ("TensorListGetItem", "TensorListStack") and index == 0:
+                    users.append(user)
+                else:
+                    return False  # a list read by an op with no dense equivalent
+        shape = None
+        for node in [root] + users:
+            value = const_value(node.input[_ELEMENT_SHAPE_INPUT[node.op]])
+            if value is not None and value.ndim == 1 and (value >= 0).all():
+                shape = [int(v) for v in value]
+                break
+        if root.op == "TensorListReserve":
+            count = const_value(root.input[1])
+            shape = None if shape is None or count is None or count.size != 1 else [int(count)] + shape
+        plans.append([root, group, users, shape])
+        covered.update(node.name for node in group + users)
+    unknown = [plan for plan in plans if plan[0].op == "TensorListReserve" and plan[3] is None]
+    if unknown:  # e.g. traced with a dynamic batch: ask TensorFlow for the stacked lists' shapes
+        stacks = [next((user for user in plan[2] if user.op == "TensorListStack"), None) for plan in unknown]
+        if None in stacks or not feeds:
+            return False
+        shapes = _run_shapes(graph_def, tf, feeds, [f"{stack.name}:0" for stack in stacks])
+        if shapes is None:
+            return False
+        for plan, shape in zip(unknown, shapes):
+            plan[3] = list(shape)
+    if any(node.op.startswith("TensorList") and node.name not in covered for node in nodes):
+        return False
+
+    def add_const(name, array, anchor):
+        """A Const in the same loop frame as ``anchor`` (TF1 frames follow control inputs)."""
+        node = graph_def.node.add()
+        node.name, node.op = name, "Const"
+        node.attr["dtype"].type = tf.as_dtype(array.dtype).as_datatype_enum
+        node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(array))
+        node.input.append("^" + anchor.split(":")[0].lstrip("^"))
+        return name
+
+    def add_op(name, op, inputs, attrs):
+        node = graph_def.node.add()
+        node.name, node.op = name, op
+        node.input.extend(inputs)
+        for key, value in attrs.items():
+            node.attr[key].type = value
+
+    def become(node, op, inputs, attrs):
+        controls = [name for name in node.input if name.startswith("^")]
+        node.op = op
+        del node.input[:]
+        node.input.extend(list(inputs) + controls)
+        node.ClearField("attr")
+        for key, value in attrs.items():
+            node.attr[key].type = value
+
+    int32 = tf.int32.as_datatype_enum
+    for root, group, users, shape in plans:
+        dtype = root.attr["element_dtype"].type
+        np_dtype = tf.as_dtype(dtype).as_numpy_dtype
+        for node in group[1:]:
+            if node.op in _LIST_PASSTHROUGH:
+                node.attr["T"].type = dtype
+            elif root.op == "TensorListReserve" and shape[0] == 1:  # one-element list (an RNN keeping its
+                # last output): writing row 0 replaces the whole list
+                item = node.input[2]
+                become(node, "ExpandDims", [item, add_const(node.name + "/dense_axis", np.array(0, np.int32), item)],
+                       {"T": dtype, "Tdim": int32})
+            else:  # TensorListSetItem(list, index, item): write one row
+                index, item = node.input[1], node.input[2]
+                rows, update = node.name + "/dense_index", node.name + "/dense_update"
+                add_op(rows, "Reshape", [index, add_const(rows + "_shape", np.array([1, 1], np.int32), index)],
+                       {"T": int32, "Tshape": int32})
+                add_op(update, "ExpandDims", [item, add_const(update + "_axis", np.array(0, np.int32), item)],
+                       {"T": dtype, "Tdim": int32})
+                become(node, "TensorScatterUpdate", [node.input[0], rows, update], {"T": dtype, "Tindices": int32})
+        if root.op == "TensorListReserve":
+            anchor = root.input[1]
+            become(root, "Fill", [add_const(root.name + "/dense_shape", np.array(shape, np.int32), anchor),
+                                  add_const(root.name + "/dense_zero", np.zeros((), np_dtype), anchor)],
+                   {"T": dtype, "index_type": int32})
+        else:
+            become(root, "Identity", [root.input[0]], {"T": dtype})
+        for node in users:
+            if node.op == "TensorListStack":
+                become(node, "Identity", [node.input[0]], {"T": dtype})
+            else:  # TensorListGetItem(list, index, element_shape)
+                index = node.input[1]
+                axis = add_const(node.name + "/dense_axis", np.array(0, np.int32), index)
+                become(node, "GatherV2", [node.input[0], index, axis],
+                       {"Tparams": dtype, "Tindices": int32, "Taxis": int32})
+                node.attr["batch_dims"].i = 0
+    return True
+
+
 def load_graphdef(
     path: Path,
     input_nodes: Sequence[str] | None,
@@ -242,6 +402,7 @@ def load_graphdef(
             )
         shapes = [tuple(int(d) for d in shape) for shape in shapes]
         _fix_placeholder_shapes(graph_def, inputs, shapes)
+        densify_tensor_lists(graph_def, tf, dict(zip(inputs, shapes)))
         try:
             model, _ = tf2onnx.convert.from_graph_def(
                 graph_def,
@@ -257,4 +418,5 @@ def load_graphdef(
     return model
 
 
-__all__ = ["TF_OPSET", "candidate_inputs", "candidate_outputs", "load_graphdef", "tf_stack_available"]
+__all__ = ["TF_OPSET", "candidate_inputs", "candidate_outputs", "densify_tensor_lists", "load_graphdef",
+           "tf_stack_available"]

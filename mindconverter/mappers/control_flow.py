@@ -4,7 +4,9 @@ The preprocessing inlines an ``If`` whose condition is a constant (onnxoptimizer
 eliminate_if_with_const_cond, after constant folding), so a mapper only sees the ones it cannot
 resolve. Rendering an ONNX subgraph as MindSpore code (a branch body, a loop body) needs the
 renderer to emit nested statement blocks, which the single-expression mapper contract cannot
-describe, so these stay unconverted with a clear reason.
+describe, so these stay unconverted with a clear reason. Loops and Scans whose iteration count
+is known at conversion time never get here: the preprocessing unrolls them into straight-line
+nodes (mindconverter/unroll.py).
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ def if_(ctx: NodeContext):
 
 @mapper("Loop")
 def loop(ctx: NodeContext):
-    """Loop -> unsupported (its body is an ONNX subgraph run a data-dependent number of times)."""
+    """Loop -> unsupported (one left by the unrolling runs a data-dependent number of times)."""
     trip = ctx.const(0)
     detail = f" ({int(trip.reshape(-1)[0])} iterations)" if trip is not None and trip.size == 1 else ""
-    raise Unsupported(f"Loop{detail}: converting ONNX loop bodies (subgraphs) into MindSpore is not supported")
+    raise Unsupported(f"Loop{detail}: its iteration count or condition depends on run-time data, so it could not "
+                      "be unrolled, and converting ONNX loop bodies (subgraphs) into MindSpore is not supported")
 
 
 @mapper("Scan", since=8)
 def scan(ctx: NodeContext):
-    """Scan -> unsupported (its body is an ONNX subgraph applied along the scan axis)."""
-    raise Unsupported("Scan: converting ONNX scan bodies (subgraphs) into MindSpore is not supported")
+    """Scan -> unsupported (one left by the unrolling has no static scan length)."""
+    raise Unsupported("Scan: the scanned length is not static (or the loop is too long to unroll), and converting "
+                      "ONNX scan bodies (subgraphs) into MindSpore is not supported")

@@ -71,9 +71,12 @@ def test_loop_is_reported(tmp_path):
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2, 3])],
     )
-    node = helper.make_node("Loop", ["trip", "", "x"], ["y"], body=body)
-    model = make_model([node], [("x", np.float32, (2, 3))], [("y", np.float32, (2, 3))],
-                       {"trip": np.array(3, np.int64)}, opset=13)
+    # the condition depends on the input data, so the loop cannot be unrolled (mindconverter/unroll.py)
+    nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["go"]),
+             helper.make_node("Loop", ["trip", "go", "x"], ["y"], body=body)]
+    model = make_model(nodes, [("x", np.float32, (2, 3))], [("y", np.float32, (2, 3))],
+                       {"trip": np.array(3, np.int64), "zero": np.array(0, np.float32)}, opset=13)
     result = _convert(model, tmp_path)
     assert [u.op_type for u in result.unconverted] == ["Loop"]
     assert "Loop (3 iterations)" in result.unconverted[0].reason

@@ -1,0 +1,330 @@
+"""Unroll ONNX ``Loop`` and ``Scan`` nodes whose iteration count is known at conversion time.
+
+Once ``--shape`` fixes the input shapes, the loops of most exported recurrent models (Keras RNNs
+through tf2onnx, scripted PyTorch loops) run a number of times that constant folding can work
+out: a constant trip count, a loop condition computed from a counter and a constant bound, or
+the static length of a scanned axis. Such a loop is replaced by one copy of its body per
+iteration, straight-line nodes the ordinary mappers handle (MatMul, Sigmoid, Tanh, ...):
+
+* the body's iteration number and incoming condition become constants of the copy;
+* loop-carried values flow from one copy into the next, and the last copy's values become the
+  loop's outputs;
+* scan outputs (``Loop``: stacked along a new axis 0; ``Scan``: along ``scan_output_axes``,
+  reversed where ``scan_output_directions`` says so) become one ``Unsqueeze`` per iteration and a
+  ``Concat``.
+
+A ``Loop`` whose condition input is given is only unrolled when its condition, after each copy,
+can be evaluated from constants (a data-dependent ``while`` stays a Loop, which the mapper then
+reports as unsupported). Loops above ``MAX_ITERATIONS`` iterations or ``MAX_UNROLLED_NODES``
+copied nodes stay too. Only loops in the main graph are unrolled; loops nested in a body become
+main-graph nodes once their parent is unrolled and are handled on the next simplify round.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+MAX_ITERATIONS = 4096
+MAX_UNROLLED_NODES = 200_000
+
+
+class _Graph:
+    """What unrolling needs from the main graph: constants, static shapes, fresh names."""
+
+    def __init__(self, model: onnx.ModelProto):
+        from .preprocess import static_shapes  # preprocess imports this module
+
+        self.model = model
+        self.opsets = {entry.domain or "": entry.version for entry in model.opset_import}
+        self.opset = self.opsets.get("", 1)
+        self.inits = {init.name: init for init in model.graph.initializer}
+        self.values: dict[str, np.ndarray] = {}
+        self.shapes = static_shapes(model)
+        self.names = {inp.name for inp in model.graph.input} | set(self.inits)
+        self.names |= {out for node in model.graph.node for out in node.output}
+        self.node_names = {node.name for node in model.graph.node}
+        self.new_initializers: list[onnx.TensorProto] = []
+
+    def const(self, name: str) -> np.ndarray | None:
+        if name in self.values:
+            return self.values[name]
+        if name in self.inits:
+            self.values[name] = numpy_helper.to_array(self.inits[name])
+            return self.values[name]
+        return None
+
+    def fresh(self, wanted: str) -> str:
+        name, count = wanted, 1
+        while name in self.names:
+            count += 1
+            name = f"{wanted}_{count}"
+        self.names.add(name)
+        return name
+
+    def fresh_node(self, wanted: str) -> str:
+        name, count = wanted, 1
+        while name in self.node_names:
+            count += 1
+            name = f"{wanted}_{count}"
+        self.node_names.add(name)
+        return name
+
+    def add_const(self, wanted: str, array: np.ndarray) -> str:
+        name = self.fresh(wanted)
+        self.values[name] = array
+        self.new_initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+
+def unroll_loops(model: onnx.ModelProto) -> bool:
+    """Replace every main-graph Loop/Scan with a known iteration count by its unrolled body."""
+    graph = model.graph
+    if not any(node.op_type in ("Loop", "Scan") and node.domain in ("", "ai.onnx") for node in graph.node):
+        return False
+    state = _Graph(model)
+    nodes, changed = [], False
+    for node in graph.node:
+        unrolled = None
+        if node.domain in ("", "ai.onnx"):
+            if node.op_type == "Loop":
+                unrolled = _unroll_loop(node, state)
+            elif node.op_type == "Scan" and state.opset >= 9:
+                unrolled = _unroll_scan(node, state)
+        if unrolled is None:
+            nodes.append(node)
+        else:
+            nodes.extend(unrolled)
+            changed = True
+    if changed:
+        del graph.node[:]
+        graph.node.extend(nodes)
+        graph.initializer.extend(state.new_initializers)
+    return changed
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for attr in node.attribute:
+        if attr.name == name:
+            return helper.get_attribute_value(attr)
+    return default
+
+
+def _scalar(array: np.ndarray | None):
+    if array is None or array.size != 1:
+        return None
+    return array.reshape(-1)[0]
+
+
+class _Copier:
+    """Emits copies of a body graph with renamed values, one per iteration."""
+
+    def __init__(self, node: onnx.NodeProto, body: onnx.GraphProto, state: _Graph):
+        self.node, self.body, self.state = node, body, state
+        self.prefix = node.name or node.op_type.lower()
+        self.nodes: list[onnx.NodeProto] = []
+        # body initializers never change: one main-graph copy serves every iteration
+        self.body_inits = {init.name: state.add_const(f"{self.prefix}/{init.name}", numpy_helper.to_array(init))
+                           for init in body.initializer}
+
+    def copy(self, iteration: int, bindings: dict[str, str], wanted: set[str] = frozenset()) -> dict[str, str]:
+        """Copy the body once; ``bindings`` maps body inputs to main-graph names. Returns the
+        full renaming (body value -> main-graph name). Values in ``wanted`` are evaluated when
+        their inputs are constants (for the loop condition)."""
+        rename = dict(self.body_inits)
+        rename.update(bindings)
+        for body_node in self.body.node:
+            new = onnx.NodeProto()
+            new.CopyFrom(body_node)
+            new.name = self.state.fresh_node(f"{self.prefix}/iter{iteration}/{body_node.name or body_node.op_type}")
+            del new.input[:]
+            new.input.extend(rename.get(name, name) if name else "" for name in body_node.input)
+            del new.output[:]
+            for out in body_node.output:
+                if out:
+                    rename[out] = self.state.fresh(f"{self.prefix}/iter{iteration}/{out}")
+                new.output.append(rename[out] if out else "")
+            for attr in new.attribute:
+                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                    _rename_references(sub, rename)
+            self.nodes.append(new)
+            if wanted & set(body_node.output):
+                self._evaluate(new)
+        return rename
+
+    def _evaluate(self, node: onnx.NodeProto) -> None:
+        from .preprocess import NOT_FOLDABLE, _evaluate_node, _has_subgraph
+
+        if node.op_type in NOT_FOLDABLE or _has_subgraph(node) or node.domain not in ("", "ai.onnx"):
+            return
+        inputs = [self.state.const(name) if name else None for name in node.input]
+        if any(value is None for name, value in zip(node.input, inputs) if name):
+            return
+        results = _evaluate_node(node, self.state.opsets, inputs)
+        if results is not None:
+            for name, value in zip(node.output, results):
+                if name:
+                    self.state.values[name] = value
+
+    def emit(self, op_type: str, inputs: list[str], output: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(op_type, inputs, [output],
+                                           name=self.state.fresh_node(f"{self.prefix}/{op_type}"), **attrs))
+        return output
+
+    def unsqueeze(self, name: str, axis: int) -> str:
+        out = self.state.fresh(f"{name}/unsqueezed")
+        if self.state.opset >= 13:
+            axes = self.state.add_const(f"{self.prefix}/axes{axis}", np.array([axis], np.int64))
+            return self.emit("Unsqueeze", [name, axes], out)
+        return self.emit("Unsqueeze", [name], out, axes=[axis])
+
+    def stack(self, names: list[str], axis: int, output: str) -> None:
+        """Stack same-shaped values along a new ``axis`` into ``output``."""
+        self.emit("Concat", [self.unsqueeze(name, axis) for name in names], output, axis=axis)
+
+
+def _rename_references(graph: onnx.GraphProto, rename: dict[str, str]) -> None:
+    """Point a nested subgraph's reads of outer values at their renamed copies."""
+    local = {inp.name for inp in graph.input} | {init.name for init in graph.initializer}
+    local |= {out for node in graph.node for out in node.output}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if name and name not in local and name in rename:
+                node.input[index] = rename[name]
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                _rename_references(sub, {k: v for k, v in rename.items() if k not in local})
+    for out in graph.output:
+        if out.name not in local and out.name in rename:
+            out.name = rename[out.name]
+
+
+def _condition_cone(body: onnx.GraphProto, carried: int) -> set[str]:
+    """Body values the condition output depends on, through loop-carried values too."""
+    producer = {out: node for node in body.node for out in node.output if out}
+    state_in = {inp.name: index for index, inp in enumerate(body.input[2:2 + carried])}
+    wanted, stack = set(), [body.output[0].name]
+    while stack:
+        name = stack.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        if name in producer:
+            stack.extend(n for n in producer[name].input if n)
+        elif name in state_in:  # next iteration's value comes from the matching body output
+            stack.append(body.output[1 + state_in[name]].name)
+    return wanted
+
+
+def _unroll_loop(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | None:
+    body = _attr(node, "body")
+    inputs = list(node.input) + [""] * max(0, 2 - len(node.input))
+    carried_in = inputs[2:]
+    carried = len(carried_in)
+    if body is None or len(body.input) != 2 + carried or len(body.output) < 1 + carried:
+        return None
+    trip = _scalar(state.const(inputs[0])) if inputs[0] else None
+    if inputs[0] and trip is None:
+        return None  # trip count computed at run time
+    has_cond = bool(inputs[1])
+    cond = _scalar(state.const(inputs[1])) if has_cond else True
+    if cond is None or (trip is None and not has_cond):
+        return None  # data-dependent start, or an endless loop
+    count = int(trip) if trip is not None else MAX_ITERATIONS + 1
+    budget = min(count, MAX_ITERATIONS + 1)
+    if not has_cond and (count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES):
+        return None  # (with a condition, the real count is found while unrolling)
+    copier = _Copier(node, body, state)
+    wanted = _condition_cone(body, carried) if has_cond else set()
+    values, scans = list(carried_in), [[] for _ in range(len(body.output) - 1 - carried)]
+    for iteration in itertools.count():
+        if iteration >= budget or not bool(cond):
+            break
+        if iteration >= MAX_ITERATIONS or len(copier.nodes) > MAX_UNROLLED_NODES:
+            return None
+        bindings = {
+            body.input[0].name: state.add_const(f"{copier.prefix}/iter{iteration}/i", np.array(iteration, np.int64)),
+            body.input[1].name: state.add_const(f"{copier.prefix}/iter{iteration}/cond", np.array(bool(cond))),
+        }
+        bindings.update({inp.name: value for inp, value in zip(body.input[2:], values)})
+        rename = copier.copy(iteration, bindings, wanted)
+        values = [rename.get(out.name, out.name) for out in body.output[1:1 + carried]]
+        for scan, out in zip(scans, body.output[1 + carried:]):
+            scan.append(rename.get(out.name, out.name))
+        if has_cond:
+            cond = _scalar(state.const(rename.get(body.output[0].name, body.output[0].name)))
+            if cond is None:
+                return None  # the loop's end depends on run-time data
+    outputs = list(node.output)
+    for value, out in zip(values, outputs[:carried]):
+        if out:
+            copier.emit("Identity", [value], out)
+    for scan, out in zip(scans, outputs[carried:]):
+        if not out:
+            continue
+        if not scan:
+            return None  # zero iterations: the empty scan output's shape is unknown
+        copier.stack(scan, 0, out)
+    return copier.nodes
+
+
+def _unroll_scan(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | None:
+    body = _attr(node, "body")
+    num_scan = _attr(node, "num_scan_inputs")
+    if body is None or num_scan is None:
+        return None
+    carried = len(node.input) - num_scan
+    scan_outputs = len(body.output) - carried
+    if carried < 0 or len(body.input) != len(node.input) or scan_outputs < 0:
+        return None
+    in_dirs = list(_attr(node, "scan_input_directions", [0] * num_scan))
+    out_dirs = list(_attr(node, "scan_output_directions", [0] * scan_outputs))
+    in_axes = list(_attr(node, "scan_input_axes", [0] * num_scan))
+    out_axes = list(_attr(node, "scan_output_axes", [0] * scan_outputs))
+    lengths = set()
+    for name, axis in zip(node.input[carried:], in_axes):
+        shape = state.shapes.get(name)
+        if shape is None:
+            return None
+        lengths.add(shape[axis % len(shape)])
+    if len(lengths) != 1:
+        return None
+    count = lengths.pop()
+    if count < 1 or count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES:
+        return None
+    copier = _Copier(node, body, state)
+    values = list(node.input[:carried])
+    scans = [[] for _ in range(scan_outputs)]
+    for step in range(count):
+        bindings = {inp.name: value for inp, value in zip(body.input[:carried], values)}
+        for inp, name, axis, direction in zip(body.input[carried:], node.input[carried:], in_axes, in_dirs):
+            index = count - 1 - step if direction else step
+            position = state.add_const(f"{copier.prefix}/iter{step}/index", np.array(index, np.int64))
+            rank = len(state.shapes[name])
+            bindings[inp.name] = copier.emit("Gather", [name, position],
+                                             state.fresh(f"{copier.prefix}/iter{step}/{inp.name}"), axis=axis % rank)
+        rename = copier.copy(step, bindings)
+        values = [rename.get(out.name, out.name) for out in body.output[:carried]]
+        for scan, out in zip(scans, body.output[carried:]):
+            scan.append(rename.get(out.name, out.name))
+    outputs = list(node.output)
+    for value, out in zip(values, outputs[:carried]):
+        if out:
+            copier.emit("Identity", [value], out)
+    for scan, out, axis, direction, body_out in zip(scans, outputs[carried:], out_axes, out_dirs,
+                                                    body.output[carried:]):
+        if not out:
+            continue
+        rank = len(body_out.type.tensor_type.shape.dim) if body_out.type.tensor_type.HasField("shape") else None
+        if axis < 0:
+            if rank is None:
+                return None
+            axis += rank + 1
+        copier.stack(scan[::-1] if direction else scan, axis, out)
+    return copier.nodes
+
+
+__all__ = ["MAX_ITERATIONS", "MAX_UNROLLED_NODES", "unroll_loops"]
