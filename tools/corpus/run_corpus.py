@@ -128,7 +128,9 @@ def write_table(rows: list[dict], failures: list[dict], doc: Path) -> str:
         "shipped in pip packages). Each model is converted with `mindconverter.convert(..., verify=True)`",
         "at the shapes in the corpus manifest; *pass* means every operator converted, the checkpoint",
         "loads with no missing or unexpected parameters, and MindSpore matches onnxruntime within a",
-        f"relative error of {TOLERANCE:g} (max abs error / max |reference|, worst output).",
+        f"relative error of {TOLERANCE:g} (max abs error / max |reference|, worst output), or within an "
+        "absolute error of 1e-6 when the output's scale is tiny (ppocr_v4_det's sigmoid output peaks at "
+        "4e-6: its max abs error is 9e-8).",
         "",
         f"**{passed} of {len(rows)} model files pass; {full} convert every operator.**",
         "",
