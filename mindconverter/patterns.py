@@ -25,7 +25,7 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from .preprocess import static_shapes
+from .preprocess import static_shapes, subgraph_references
 
 DOMAIN = "ai.mindconverter"
 DOMAIN_VERSION = 1
@@ -51,7 +51,7 @@ class _Index:
             for name in node.input:
                 if name:
                     self.consumers[name].append(node)
-        self.pinned = {out.name for out in graph.output} | _subgraph_reads(graph)
+        self.pinned = {out.name for out in graph.output} | subgraph_references(graph)
         self.inits = {init.name: init for init in graph.initializer}
         self._arrays: dict[str, np.ndarray] = {}
         self.shapes = static_shapes(model)
@@ -146,17 +146,6 @@ def _plain_copy(node: onnx.NodeProto) -> onnx.NodeProto:
     copy.CopyFrom(node)
     del copy.metadata_props[:]
     return copy
-
-
-def _subgraph_reads(graph: onnx.GraphProto) -> set[str]:
-    names = set()
-    for node in graph.node:
-        for attr in node.attribute:
-            subgraphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-            for sub in subgraphs:
-                names |= {name for n in sub.node for name in n.input}
-                names |= _subgraph_reads(sub)
-    return names
 
 
 def _close(actual: np.ndarray | None, expected: np.ndarray, dtype: np.dtype) -> bool:

@@ -508,7 +508,7 @@ def remove_unused_initializers(model: onnx.ModelProto) -> None:
     """Drop initializers nothing reads any more (after folding)."""
     used = {name for node in model.graph.node for name in node.input}
     used |= {out.name for out in model.graph.output}
-    used |= _subgraph_references(model.graph)
+    used |= subgraph_references(model.graph)
     kept = [init for init in model.graph.initializer if init.name in used]
     if len(kept) != len(model.graph.initializer):
         del model.graph.initializer[:]
@@ -524,21 +524,22 @@ def remove_dead_nodes(model: onnx.ModelProto) -> None:
         if any(out in needed for out in node.output):
             kept.append(node)
             needed.update(name for name in node.input if name)
-            needed |= _subgraph_references(helper.make_graph([node], "n", [], []))
+            needed |= subgraph_references(helper.make_graph([node], "n", [], []))
     if len(kept) != len(graph.node):
         kept.reverse()
         del graph.node[:]
         graph.node.extend(kept)
 
 
-def _subgraph_references(graph: onnx.GraphProto) -> set[str]:
+def subgraph_references(graph: onnx.GraphProto) -> set[str]:
+    """Names read by the subgraphs (If/Loop/Scan bodies) of ``graph``'s nodes, recursively."""
     names = set()
     for node in graph.node:
         for attr in node.attribute:
             subgraphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
             for sub in subgraphs:
                 names |= {name for n in sub.node for name in n.input}
-                names |= _subgraph_references(sub)
+                names |= subgraph_references(sub)
     return names
 
 
