@@ -32,6 +32,16 @@ MAX_ITERATIONS = 4096
 MAX_UNROLLED_NODES = 200_000
 
 
+
+def _claim(taken: set[str], wanted: str) -> str:
+    """``wanted``, or ``wanted_2``, ``wanted_3``... whichever is free; marks it taken."""
+    name, count = wanted, 1
+    while name in taken:
+        count += 1
+        name = f"{wanted}_{count}"
+    taken.add(name)
+    return name
+
 class _Graph:
     """What unrolling needs from the main graph: constants, static shapes, fresh names."""
 
@@ -58,20 +68,12 @@ class _Graph:
         return None
 
     def fresh(self, wanted: str) -> str:
-        name, count = wanted, 1
-        while name in self.names:
-            count += 1
-            name = f"{wanted}_{count}"
-        self.names.add(name)
-        return name
+        """A value name not used yet in the model."""
+        return _claim(self.names, wanted)
 
     def fresh_node(self, wanted: str) -> str:
-        name, count = wanted, 1
-        while name in self.node_names:
-            count += 1
-            name = f"{wanted}_{count}"
-        self.node_names.add(name)
-        return name
+        """A node name not used yet in the model."""
+        return _claim(self.node_names, wanted)
 
     def add_const(self, wanted: str, array: np.ndarray) -> str:
         name = self.fresh(wanted)
