@@ -91,7 +91,9 @@ class ConversionResult:
 
 def output_paths(model_file: Path, output: Path, report: Path | None) -> OutputPaths:
     """The result file names for ``model_file`` (``<stem>.py``, ``<stem>.ckpt``, ...)."""
-    stem = module_name(model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name)
+    stem = module_name(
+        model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name
+    )
     report_dir = report if report is not None else output
     return OutputPaths(
         script=output / f"{stem}.py",
@@ -178,28 +180,48 @@ def convert(
     rendered = render_script(graph, mapped, model_path.name, resolved)
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
-        raise make_error("UNSUPPORTED_OPERATORS", f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.")
+        raise make_error(
+            "UNSUPPORTED_OPERATORS",
+            f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.",
+        )
 
-    input_lines = [f"{spec.name} -> {var}: {_shape_text(graph, spec.name)}" for spec, var in zip(input_specs, rendered.input_names)]
+    input_lines = [
+        f"{spec.name} -> {var}: {_shape_text(graph, spec.name)}"
+        for spec, var in zip(input_specs, rendered.input_names)
+    ]
     output_lines = [f"{name}: {_shape_text(graph, name)}" for name in graph.outputs]
     verification = None
     with AtomicOutputs(overwrite=overwrite) as outputs:
         outputs.write_text(paths.script, rendered.code)
-        outputs.write_with(paths.checkpoint, lambda stream: ckpt.write_checkpoint(
-            stream, ((entry.name, entry.array) for entry in rendered.entries)))
+        outputs.write_with(
+            paths.checkpoint,
+            lambda stream: ckpt.write_checkpoint(
+                stream, ((entry.name, entry.array) for entry in rendered.entries)
+            ),
+        )
         if verify:
             if rendered.unconverted:
                 say("Verification skipped: the script contains unconverted operators.")
             else:
                 verification = verify_conversion(
-                    reference, graph, outputs.staged_path(paths.script), outputs.staged_path(paths.checkpoint),
-                    tolerance=tolerance, graph_mode=graph_mode,
+                    reference,
+                    graph,
+                    outputs.staged_path(paths.script),
+                    outputs.staged_path(paths.checkpoint),
+                    tolerance=tolerance,
+                    graph_mode=graph_mode,
                 )
                 say(describe(verification))
         report_text = render_report(
-            graph=graph, mapped=mapped, rendered=rendered, model_name=model_path.name,
-            script_name=paths.script.name, checkpoint_name=paths.checkpoint.name,
-            inputs=input_lines, outputs=output_lines, verification=verification,
+            graph=graph,
+            mapped=mapped,
+            rendered=rendered,
+            model_name=model_path.name,
+            script_name=paths.script.name,
+            checkpoint_name=paths.checkpoint.name,
+            inputs=input_lines,
+            outputs=output_lines,
+            verification=verification,
         )
         outputs.write_text(paths.report, report_text)
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))

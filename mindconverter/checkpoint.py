@@ -42,7 +42,9 @@ TENSOR_TYPES = {
 
 
 def _schema() -> descriptor_pb2.FileDescriptorProto:
-    fdp = descriptor_pb2.FileDescriptorProto(name="mindconverter_checkpoint.proto", package="", syntax="proto2")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="mindconverter_checkpoint.proto", package="", syntax="proto2"
+    )
     F = descriptor_pb2.FieldDescriptorProto
     tensor = fdp.message_type.add(name="TensorProto")
     tensor.field.add(name="dims", number=1, label=F.LABEL_REPEATED, type=F.TYPE_INT64)
@@ -51,9 +53,20 @@ def _schema() -> descriptor_pb2.FileDescriptorProto:
     checkpoint = fdp.message_type.add(name="Checkpoint")
     value = checkpoint.nested_type.add(name="Value")
     value.field.add(name="tag", number=1, label=F.LABEL_REQUIRED, type=F.TYPE_STRING)
-    value.field.add(name="tensor", number=2, label=F.LABEL_OPTIONAL, type=F.TYPE_MESSAGE, type_name=".TensorProto")
-    checkpoint.field.add(name="value", number=1, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
-                         type_name=".Checkpoint.Value")
+    value.field.add(
+        name="tensor",
+        number=2,
+        label=F.LABEL_OPTIONAL,
+        type=F.TYPE_MESSAGE,
+        type_name=".TensorProto",
+    )
+    checkpoint.field.add(
+        name="value",
+        number=1,
+        label=F.LABEL_REPEATED,
+        type=F.TYPE_MESSAGE,
+        type_name=".Checkpoint.Value",
+    )
     return fdp
 
 
@@ -72,7 +85,10 @@ def tensor_type_name(dtype: np.dtype) -> str:
     if name not in TENSOR_TYPES:
         from .errors import make_error
 
-        raise make_error("UNSUPPORTED_DTYPE", f"A weight has dtype {name}, which a MindSpore checkpoint cannot store.")
+        raise make_error(
+            "UNSUPPORTED_DTYPE",
+            f"A weight has dtype {name}, which a MindSpore checkpoint cannot store.",
+        )
     return TENSOR_TYPES[name]
 
 
@@ -100,7 +116,9 @@ def write_checkpoint(stream: BinaryIO, parameters: Iterable[tuple[str, np.ndarra
         record = value_class(tag=name)
         record.tensor.dims.extend(int(d) for d in array.shape)
         record.tensor.tensor_type = tensor_type_name(array.dtype)
-        record.tensor.tensor_content = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        record.tensor.tensor_content = (
+            np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        )
         payload = record.SerializeToString()
         stream.write(_VALUE_FIELD_KEY)
         stream.write(_varint(len(payload)))

@@ -50,7 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"mindconverter {__version__}")
-    parser.add_argument("--model_file", metavar="FILE", help="the model to convert: .onnx, or a frozen TensorFlow .pb")
+    parser.add_argument(
+        "--model_file",
+        metavar="FILE",
+        help="the model to convert: .onnx, or a frozen TensorFlow .pb",
+    )
     parser.add_argument(
         "--shape",
         nargs="+",
@@ -58,24 +62,56 @@ def build_parser() -> argparse.ArgumentParser:
         help="input shape(s), one per input, space-separated (e.g. 1,3,224,224). Needed only for dynamic "
         "dimensions; must agree with the model's static dimensions",
     )
-    parser.add_argument("--input_nodes", nargs="+", metavar="NAME",
-                        help="input names, in the order construct() takes them (default: the model's inputs)")
-    parser.add_argument("--output_nodes", nargs="+", metavar="NAME",
-                        help="output names (default: the model's outputs); an inner value cuts the graph there")
-    parser.add_argument("--output", default="output", metavar="DIR",
-                        help="folder for the script and checkpoint (default: ./output)")
-    parser.add_argument("--report", metavar="DIR", help="folder for the report and weight map (default: --output)")
-    parser.add_argument("--in_file", metavar="FILE",
-                        help="[deprecated] a PyTorch model script to rewrite by its syntax tree")
-    parser.add_argument("--overwrite", action="store_true", help="replace results that already exist")
-    parser.add_argument("--strict", action="store_true",
-                        help="fail (exit 1, nothing written) when any operator cannot be converted")
-    parser.add_argument("--verify", action="store_true",
-                        help="run the converted model in MindSpore and onnxruntime on random inputs and "
-                        "compare (needs MindSpore); exit 1 on mismatch")
-    parser.add_argument("--tolerance", type=float, default=1e-3, metavar="REL",
-                        help="relative error allowed by --verify (default: 1e-3)")
-    parser.add_argument("--graph_mode", action="store_true", help="run --verify in MindSpore GRAPH_MODE")
+    parser.add_argument(
+        "--input_nodes",
+        nargs="+",
+        metavar="NAME",
+        help="input names, in the order construct() takes them (default: the model's inputs)",
+    )
+    parser.add_argument(
+        "--output_nodes",
+        nargs="+",
+        metavar="NAME",
+        help="output names (default: the model's outputs); an inner value cuts the graph there",
+    )
+    parser.add_argument(
+        "--output",
+        default="output",
+        metavar="DIR",
+        help="folder for the script and checkpoint (default: ./output)",
+    )
+    parser.add_argument(
+        "--report", metavar="DIR", help="folder for the report and weight map (default: --output)"
+    )
+    parser.add_argument(
+        "--in_file",
+        metavar="FILE",
+        help="[deprecated] a PyTorch model script to rewrite by its syntax tree",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace results that already exist"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1, nothing written) when any operator cannot be converted",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="run the converted model in MindSpore and onnxruntime on random inputs and "
+        "compare (needs MindSpore); exit 1 on mismatch",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-3,
+        metavar="REL",
+        help="relative error allowed by --verify (default: 1e-3)",
+    )
+    parser.add_argument(
+        "--graph_mode", action="store_true", help="run --verify in MindSpore GRAPH_MODE"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return parser
 
@@ -90,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.model_file) == bool(args.in_file):
         raise make_error("MISSING_ARGUMENT")
     if not math.isfinite(args.tolerance) or args.tolerance <= 0:
-        raise make_error("BAD_ARGUMENT", f"--tolerance must be a positive number, not {args.tolerance}.")
+        raise make_error(
+            "BAD_ARGUMENT", f"--tolerance must be a positive number, not {args.tolerance}."
+        )
     for option in ("input_nodes", "output_nodes"):
         for name in getattr(args, option) or []:
             if not name:
@@ -120,15 +158,23 @@ def run(args: argparse.Namespace) -> int:
         log=_log,
     )
     total = sum(result.operator_counts.values())
-    print(f"Converted {Path(args.model_file).name} in {result.seconds:.1f}s: "
-          f"{total - len(result.unconverted)}/{total} operators ({result.converted_rate:.2f}%), "
-          f"{result.parameter_count} parameters.")
+    print(
+        f"Converted {Path(args.model_file).name} in {result.seconds:.1f}s: "
+        f"{total - len(result.unconverted)}/{total} operators ({result.converted_rate:.2f}%), "
+        f"{result.parameter_count} parameters."
+    )
     if result.unconverted:
         kinds = sorted({site.op_type for site in result.unconverted})
-        print(f"WARNING: {len(result.unconverted)} operator(s) not converted ({', '.join(kinds)}); "
-              f"placeholders mark them in the script, see the report.")
-    for label, path in (("Script", result.script_path), ("Checkpoint", result.checkpoint_path),
-                        ("Report", result.report_path), ("Weight map", result.weight_map_path)):
+        print(
+            f"WARNING: {len(result.unconverted)} operator(s) not converted ({', '.join(kinds)}); "
+            f"placeholders mark them in the script, see the report."
+        )
+    for label, path in (
+        ("Script", result.script_path),
+        ("Checkpoint", result.checkpoint_path),
+        ("Report", result.report_path),
+        ("Weight map", result.weight_map_path),
+    ):
         print(f"{label + ':':12}{path}")
     return 0
 

@@ -25,13 +25,22 @@ class ErrorCode:
 ERROR_CODES: dict[str, ErrorCode] = {
     # --- 1000xxx: reading the model file -------------------------------------------------
     "FILE_NOT_FOUND": ErrorCode(
-        1000001, "ModelLoadingError", "The model file does not exist.", "Check the path given to --model_file."
+        1000001,
+        "ModelLoadingError",
+        "The model file does not exist.",
+        "Check the path given to --model_file.",
     ),
     "FILE_IS_DIRECTORY": ErrorCode(
-        1000002, "ModelLoadingError", "The model path is a directory.", "Pass the .onnx or .pb file itself."
+        1000002,
+        "ModelLoadingError",
+        "The model path is a directory.",
+        "Pass the .onnx or .pb file itself.",
     ),
     "FILE_EMPTY": ErrorCode(
-        1000003, "ModelLoadingError", "The model file is empty.", "Export or download the model again."
+        1000003,
+        "ModelLoadingError",
+        "The model file is empty.",
+        "Export or download the model again.",
     ),
     "FILE_CORRUPT": ErrorCode(
         1000004,

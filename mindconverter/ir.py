@@ -104,7 +104,8 @@ def topological_order(nodes: list[onnx.NodeProto], available: set[str]) -> list[
                 continue
             if name not in producer:
                 raise make_error(
-                    "INVALID_GRAPH", f"Node '{node.name or node.op_type}' reads '{name}', which nothing defines."
+                    "INVALID_GRAPH",
+                    f"Node '{node.name or node.op_type}' reads '{name}', which nothing defines.",
                 )
             pending[id(node)] += 1
             readers.setdefault(id(producer[name]), []).append(node)
@@ -121,11 +122,15 @@ def topological_order(nodes: list[onnx.NodeProto], available: set[str]) -> list[
                 heapq.heappush(ready, (position[id(reader)], reader))
     if len(ordered) != len(nodes):
         stuck = next(node for node in nodes if pending[id(node)] > 0)
-        raise make_error("INVALID_GRAPH", f"The graph has a cycle through node '{stuck.name or stuck.op_type}'.")
+        raise make_error(
+            "INVALID_GRAPH", f"The graph has a cycle through node '{stuck.name or stuck.op_type}'."
+        )
     return ordered
 
 
-def build_ir(model: onnx.ModelProto, fold_records: dict[str, FoldRecord], source_initializers: set[str]) -> IRGraph:
+def build_ir(
+    model: onnx.ModelProto, fold_records: dict[str, FoldRecord], source_initializers: set[str]
+) -> IRGraph:
     """Turn a simplified, shape-inferred model into an :class:`IRGraph`."""
     graph = model.graph
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}

@@ -29,13 +29,17 @@ def check_model_path(path: str | Path) -> Path:
     except FileNotFoundError:
         raise make_error("FILE_NOT_FOUND", f"No such file: '{path}'.") from None
     except NotADirectoryError:
-        raise make_error("FILE_NOT_FOUND", f"No such file: '{path}' (a parent is not a folder).") from None
+        raise make_error(
+            "FILE_NOT_FOUND", f"No such file: '{path}' (a parent is not a folder)."
+        ) from None
     except OSError as exc:  # EACCES on a parent folder, ELOOP, ENAMETOOLONG...
         raise make_error("FILE_UNREADABLE", f"Cannot reach '{path}': {exc.strerror}.") from None
     if path.is_dir():
         raise make_error("FILE_IS_DIRECTORY", f"'{path}' is a directory.")
     if not path.is_file():
-        raise make_error("FILE_UNREADABLE", f"'{path}' is not a regular file (a device, pipe or socket).")
+        raise make_error(
+            "FILE_UNREADABLE", f"'{path}' is not a regular file (a device, pipe or socket)."
+        )
     if path.stat().st_size == 0:
         raise make_error("FILE_EMPTY", f"'{path}' is empty (0 bytes).")
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -53,7 +57,9 @@ def load_onnx(path: Path) -> onnx.ModelProto:
     try:
         model.ParseFromString(data)
     except Exception as exc:
-        raise make_error("FILE_CORRUPT", f"'{path.name}' is not a valid ONNX protobuf ({exc}).") from None
+        raise make_error(
+            "FILE_CORRUPT", f"'{path.name}' is not a valid ONNX protobuf ({exc})."
+        ) from None
     del data
     if not model.HasField("graph") or not model.opset_import:
         raise make_error("FILE_CORRUPT", f"'{path.name}' parses but holds no ONNX graph or opset.")
@@ -86,13 +92,15 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             )
         if not target.is_file():
             raise make_error(
-                "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' needs '{location}', which is missing."
+                "EXTERNAL_DATA_MISSING",
+                f"Tensor '{tensor.name}' needs '{location}', which is missing.",
             )
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))
         except Exception as exc:
             raise make_error(
-                "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' cannot be read from '{location}' ({exc})."
+                "EXTERNAL_DATA_MISSING",
+                f"Tensor '{tensor.name}' cannot be read from '{location}' ({exc}).",
             ) from None
         offset = int(info.get("offset", 0) or 0)
         length = info.get("length")
@@ -125,7 +133,8 @@ def check_opset(model: onnx.ModelProto) -> int:
     newest = onnx.defs.onnx_opset_version()
     if version < MIN_OPSET:
         raise make_error(
-            "OPSET_UNSUPPORTED", f"The model uses opset {version}; the oldest supported is {MIN_OPSET}."
+            "OPSET_UNSUPPORTED",
+            f"The model uses opset {version}; the oldest supported is {MIN_OPSET}.",
         )
     if version > newest:
         raise make_error(
@@ -135,7 +144,9 @@ def check_opset(model: onnx.ModelProto) -> int:
     return version
 
 
-def load_model(path: str | Path, input_nodes=None, output_nodes=None, shapes=None) -> onnx.ModelProto:
+def load_model(
+    path: str | Path, input_nodes=None, output_nodes=None, shapes=None
+) -> onnx.ModelProto:
     """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow .pb goes via tf2onnx).
 
     ``input_nodes``, ``output_nodes`` and ``shapes`` are only used (and required) for a .pb.
@@ -143,7 +154,10 @@ def load_model(path: str | Path, input_nodes=None, output_nodes=None, shapes=Non
     path = check_model_path(path)
     if path.suffix.lower() == ".pb":
         check_graphdef(path)
-        if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("tf2onnx") is None:
+        if (
+            importlib.util.find_spec("tensorflow") is None
+            or importlib.util.find_spec("tf2onnx") is None
+        ):
             raise make_error("TF_STACK_MISSING", f"'{path.name}' is a TensorFlow GraphDef.")
         from .tf_loading import load_graphdef
 
@@ -162,8 +176,9 @@ def load_model(path: str | Path, input_nodes=None, output_nodes=None, shapes=Non
 
 def _graphdef_class():
     """A minimal GraphDef schema (nodes with name, op, inputs), enough to tell a GraphDef apart."""
-    fdp = descriptor_pb2.FileDescriptorProto(name="mindconverter_graphdef.proto", package="mcsniff",
-                                             syntax="proto3")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="mindconverter_graphdef.proto", package="mcsniff", syntax="proto3"
+    )
     F = descriptor_pb2.FieldDescriptorProto
     node = fdp.message_type.add(name="NodeDef")
     node.field.add(name="name", number=1, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
@@ -171,8 +186,13 @@ def _graphdef_class():
     node.field.add(name="input", number=3, label=F.LABEL_REPEATED, type=F.TYPE_STRING)
     node.field.add(name="device", number=4, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
     graph = fdp.message_type.add(name="GraphDef")
-    graph.field.add(name="node", number=1, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
-                    type_name=".mcsniff.NodeDef")
+    graph.field.add(
+        name="node",
+        number=1,
+        label=F.LABEL_REPEATED,
+        type=F.TYPE_MESSAGE,
+        type_name=".mcsniff.NodeDef",
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("mcsniff.GraphDef"))
@@ -194,7 +214,9 @@ def check_graphdef(path: Path) -> None:
         hint = " It is an ONNX model: rename it to .onnx."
     if not hint and path.name == "saved_model.pb":
         hint = " It looks like a SavedModel; freeze it to a GraphDef first."
-    raise make_error("NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef.{hint}")
+    raise make_error(
+        "NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef.{hint}"
+    )
 
 
 def _parses_as_onnx(data: bytes) -> bool:
@@ -270,7 +292,9 @@ def _check_value_info(info: onnx.ValueInfoProto, what: str) -> None:
             raise _invalid(f"Graph {what} '{info.name}' has unknown element type {elem}.")
 
 
-def _check_against_schema(node: onnx.NodeProto, label: str, opsets: dict[str, int], where: str) -> None:
+def _check_against_schema(
+    node: onnx.NodeProto, label: str, opsets: dict[str, int], where: str
+) -> None:
     """Input/output counts and required attributes of standard operators, as their schema says."""
     domain = node.domain if node.domain != "ai.onnx" else ""
     if domain not in ("", "ai.onnx.ml") or domain not in opsets:
@@ -285,19 +309,29 @@ def _check_against_schema(node: onnx.NodeProto, label: str, opsets: dict[str, in
     n_out = len(node.output)
     what = f"Node {label!r} ({node.op_type}-{schema.since_version})"
     if not schema.min_input <= n_in <= schema.max_input:
-        raise _invalid(f"{what} has {n_in} input(s); the operator takes {schema.min_input} to "
-                       f"{schema.max_input}{where}.")
+        raise _invalid(
+            f"{what} has {n_in} input(s); the operator takes {schema.min_input} to "
+            f"{schema.max_input}{where}."
+        )
     if not schema.min_output <= n_out <= schema.max_output or not any(node.output):
-        raise _invalid(f"{what} has {n_out} output(s); the operator gives {schema.min_output} to "
-                       f"{schema.max_output}{where}.")
+        raise _invalid(
+            f"{what} has {n_out} output(s); the operator gives {schema.min_output} to "
+            f"{schema.max_output}{where}."
+        )
     given = {attr.name for attr in node.attribute}
     for name, attr in schema.attributes.items():
         if attr.required and name not in given:
             raise _invalid(f"{what} lacks its required attribute '{name}'{where}.")
 
 
-def _check_graph(graph: onnx.GraphProto, outer: set[str], depth: int, top: bool,
-                 domains: frozenset = frozenset({""}), opsets: dict | None = None) -> None:
+def _check_graph(
+    graph: onnx.GraphProto,
+    outer: set[str],
+    depth: int,
+    top: bool,
+    domains: frozenset = frozenset({""}),
+    opsets: dict | None = None,
+) -> None:
     opsets = opsets or {}
     if depth > MAX_SUBGRAPH_DEPTH:
         raise _invalid(f"Subgraphs are nested more than {MAX_SUBGRAPH_DEPTH} levels deep.")
@@ -325,8 +359,10 @@ def _check_graph(graph: onnx.GraphProto, outer: set[str], depth: int, top: bool,
         if not node.op_type:
             raise _invalid(f"Node {label!r} has no operator type{where}.")
         if (node.domain if node.domain != "ai.onnx" else "") not in domains:
-            raise _invalid(f"Node {label!r} ({node.op_type}) uses domain '{node.domain}', which the model does "
-                           f"not import (opset_import){where}.")
+            raise _invalid(
+                f"Node {label!r} ({node.op_type}) uses domain '{node.domain}', which the model does "
+                f"not import (opset_import){where}."
+            )
         for out in node.output:
             if not out:
                 continue
@@ -339,7 +375,9 @@ def _check_graph(graph: onnx.GraphProto, outer: set[str], depth: int, top: bool,
         _check_against_schema(node, label, opsets, where)
         for name in node.input:
             if name and name not in available:
-                raise _invalid(f"Node {label!r} ({node.op_type}) reads '{name}', which nothing defines{where}.")
+                raise _invalid(
+                    f"Node {label!r} ({node.op_type}) reads '{name}', which nothing defines{where}."
+                )
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 _check_tensor(attr.t, f"Attribute '{attr.name}' of node {label!r}{where}")
@@ -357,9 +395,14 @@ def _check_graph(graph: onnx.GraphProto, outer: set[str], depth: int, top: bool,
             raise _invalid(f"Graph output '{out.name}' is produced by no node{where}.")
     if top:
         for inp in graph.input:
-            if inp.name not in seen_init and inp.type.WhichOneof("value") not in (None, "tensor_type"):
+            if inp.name not in seen_init and inp.type.WhichOneof("value") not in (
+                None,
+                "tensor_type",
+            ):
                 kind = inp.type.WhichOneof("value").replace("_type", "")
-                raise _invalid(f"Graph input '{inp.name}' is a {kind}, not a tensor; only tensor inputs convert.")
+                raise _invalid(
+                    f"Graph input '{inp.name}' is a {kind}, not a tensor; only tensor inputs convert."
+                )
         if not graph.output:
             raise _invalid("The graph has no outputs.")
         _check_acyclic(graph, produced)
@@ -397,7 +440,10 @@ def _check_text_fields(message, path: str = "model") -> None:
         if field.type == string:
             values = value if _is_repeated(field) else [value]
             if any(not isinstance(v, str) for v in values):
-                raise make_error("FILE_CORRUPT", f"Field '{path}.{field.name}' holds text that is not valid UTF-8.")
+                raise make_error(
+                    "FILE_CORRUPT",
+                    f"Field '{path}.{field.name}' holds text that is not valid UTF-8.",
+                )
         elif field.type == message_type:
             for item in value if _is_repeated(field) else [value]:
                 _check_text_fields(item, f"{path}.{field.name}")
@@ -418,9 +464,15 @@ def validate_model(model: onnx.ModelProto) -> None:
     """
     _check_text_fields(model)
     if model.ir_version > onnx.IR_VERSION:
-        raise make_error("OPSET_UNSUPPORTED", f"The model has IR version {model.ir_version}; the installed onnx "
-                         f"{onnx.__version__} reads up to {onnx.IR_VERSION}.")
+        raise make_error(
+            "OPSET_UNSUPPORTED",
+            f"The model has IR version {model.ir_version}; the installed onnx "
+            f"{onnx.__version__} reads up to {onnx.IR_VERSION}.",
+        )
     domains = {entry.domain if entry.domain != "ai.onnx" else "" for entry in model.opset_import}
     domains |= {function.domain for function in model.functions}
-    opsets = {entry.domain if entry.domain != "ai.onnx" else "": entry.version for entry in model.opset_import}
+    opsets = {
+        entry.domain if entry.domain != "ai.onnx" else "": entry.version
+        for entry in model.opset_import
+    }
     _check_graph(model.graph, set(), 0, True, frozenset(domains), opsets)

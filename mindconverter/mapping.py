@@ -46,8 +46,12 @@ def map_nodes(graph: IRGraph, registry: MapperRegistry, debug: bool = False) -> 
             continue
         except Exception as exc:  # a bug in one mapper must not lose the whole conversion
             if debug:
-                raise make_error("MAPPING_FAILED", f"Mapper for '{node.op_type}' failed on '{node.name}': {exc}") from exc
-            mapped.append(MappedNode(node, reason=f"internal mapper error ({type(exc).__name__}: {exc})"))
+                raise make_error(
+                    "MAPPING_FAILED", f"Mapper for '{node.op_type}' failed on '{node.name}': {exc}"
+                ) from exc
+            mapped.append(
+                MappedNode(node, reason=f"internal mapper error ({type(exc).__name__}: {exc})")
+            )
             continue
         mapped.append(MappedNode(node, result=result))
     return mapped

@@ -22,7 +22,9 @@ def prepare_folder(folder: Path) -> Path:
     try:
         return _check_folder(folder)
     except OSError as exc:  # EACCES while looking at a parent, ENAMETOOLONG, ELOOP...
-        raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot use folder '{folder}': {exc.strerror}.") from None
+        raise make_error(
+            "OUTPUT_NOT_WRITABLE", f"Cannot use folder '{folder}': {exc.strerror}."
+        ) from None
 
 
 def _check_folder(folder: Path) -> Path:
@@ -45,9 +47,15 @@ def _check_folder(folder: Path) -> Path:
             break
         existing = parent
     if not existing.is_dir():
-        raise make_error("OUTPUT_IS_FILE", f"'{existing}' is a file, so folder '{folder}' cannot be created.")
+        raise make_error(
+            "OUTPUT_IS_FILE", f"'{existing}' is a file, so folder '{folder}' cannot be created."
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
-        what = "is not writable" if existing == folder else f"cannot be created: '{existing}' is not writable"
+        what = (
+            "is not writable"
+            if existing == folder
+            else f"cannot be created: '{existing}' is not writable"
+        )
         raise make_error("OUTPUT_NOT_WRITABLE", f"Folder '{folder}' {what}.")
     return folder
 
@@ -69,7 +77,9 @@ def _make_folders(folder: Path) -> list[Path]:
             continue
         except OSError as exc:
             _remove_folders(created)
-            raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot create folder '{path}': {exc.strerror}.") from None
+            raise make_error(
+                "OUTPUT_NOT_WRITABLE", f"Cannot create folder '{path}': {exc.strerror}."
+            ) from None
         created.append(path)
     return created
 
@@ -87,7 +97,9 @@ def check_targets(paths: list[Path], overwrite: bool) -> None:
     try:
         _check_targets(paths, overwrite)
     except OSError as exc:
-        raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot check the result files: {exc.strerror}.") from None
+        raise make_error(
+            "OUTPUT_NOT_WRITABLE", f"Cannot check the result files: {exc.strerror}."
+        ) from None
 
 
 def _check_targets(paths: list[Path], overwrite: bool) -> None:
@@ -145,17 +157,22 @@ class AtomicOutputs:
         prepare_folder(target.parent)
         self._created += _make_folders(target.parent)
         try:
-            handle, tmp_name = tempfile.mkstemp(prefix=f".{target.stem[:40]}.", suffix=f".tmp{target.suffix}",
-                                                dir=target.parent)
+            handle, tmp_name = tempfile.mkstemp(
+                prefix=f".{target.stem[:40]}.", suffix=f".tmp{target.suffix}", dir=target.parent
+            )
         except OSError as exc:
-            raise make_error("OUTPUT_NOT_WRITABLE", f"Cannot write in '{target.parent}': {exc.strerror}.") from None
+            raise make_error(
+                "OUTPUT_NOT_WRITABLE", f"Cannot write in '{target.parent}': {exc.strerror}."
+            ) from None
         tmp_path = Path(tmp_name)
         self._pending.append((tmp_path, target))
         try:
             with os.fdopen(handle, "wb") as stream:
                 yield stream
         except OSError as exc:
-            raise make_error("OUTPUT_NOT_WRITABLE", f"Writing '{target}' failed: {exc.strerror}.") from None
+            raise make_error(
+                "OUTPUT_NOT_WRITABLE", f"Writing '{target}' failed: {exc.strerror}."
+            ) from None
 
     def write_text(self, target: Path, text: str) -> None:
         """Stage a text file."""
@@ -190,7 +207,9 @@ class AtomicOutputs:
                 for path in published:  # take back what this call put in place (new files only)
                     if not self.overwrite:
                         path.unlink(missing_ok=True)
-                error = "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
+                error = (
+                    "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
+                )
                 raise make_error(error, f"Cannot put '{final}' in place: {exc.strerror}.") from None
             published.append(final)
         self._pending.clear()

@@ -83,13 +83,19 @@ class _Index:
         if name in self.pinned:
             return None
         readers = self.live_readers(name)
-        if len(readers) != 1 or readers[0].op_type not in op_types or readers[0].domain not in ("", "ai.onnx"):
+        if (
+            len(readers) != 1
+            or readers[0].op_type not in op_types
+            or readers[0].domain not in ("", "ai.onnx")
+        ):
             return None
         return readers[0]
 
     def live_readers(self, name: str) -> list[onnx.NodeProto]:
         """Each live node reading ``name`` once (``Mul(d, d)`` reads it twice)."""
-        unique = {id(node): node for node in self.consumers.get(name, []) if id(node) not in self.dead}
+        unique = {
+            id(node): node for node in self.consumers.get(name, []) if id(node) not in self.dead
+        }
         return list(unique.values())
 
     def other_input(self, node: onnx.NodeProto, name: str) -> str | None:
@@ -117,7 +123,9 @@ class _Index:
         for out in fused.output:
             self.producer[out] = fused
 
-    def evaluate(self, nodes: list[onnx.NodeProto], x_name: str, x_value: np.ndarray, out: str) -> np.ndarray | None:
+    def evaluate(
+        self, nodes: list[onnx.NodeProto], x_name: str, x_value: np.ndarray, out: str
+    ) -> np.ndarray | None:
         """Run ``nodes`` on ``x_value`` for input ``x_name`` with the graph's constants."""
         feeds_needed = {name for node in nodes for name in node.input if name and name != x_name}
         inits = []
@@ -129,9 +137,11 @@ class _Index:
             return None
         elem = helper.np_dtype_to_tensor_dtype(x_value.dtype)
         graph = helper.make_graph(
-            [_plain_copy(node) for node in nodes], "chain",
+            [_plain_copy(node) for node in nodes],
+            "chain",
             [helper.make_tensor_value_info(x_name, elem, list(x_value.shape))],
-            [helper.make_tensor_value_info(out, 0, None)], inits,
+            [helper.make_tensor_value_info(out, 0, None)],
+            inits,
         )
         opset = self.opsets.get("", 17)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -155,7 +165,10 @@ def _close(actual: np.ndarray | None, expected: np.ndarray, dtype: np.dtype) -> 
     actual = actual.astype(np.float64).reshape(-1)
     expected = expected.astype(np.float64).reshape(-1)
     scale = max(1.0, float(np.max(np.abs(expected))))
-    return bool(np.all(np.isfinite(actual))) and float(np.max(np.abs(actual - expected))) <= tol * scale
+    return (
+        bool(np.all(np.isfinite(actual)))
+        and float(np.max(np.abs(actual - expected))) <= tol * scale
+    )
 
 
 def _float_dtype(index: _Index, name: str) -> np.dtype | None:
@@ -200,7 +213,11 @@ def _gelu_candidates(index: _Index, core: onnx.NodeProto):
                 yield x, m2
         return
     producer = index.producer.get(other)
-    if producer is not None and producer.op_type == "Mul" and index.sole_consumer(other, ("Mul",)) is m1:
+    if (
+        producer is not None
+        and producer.op_type == "Mul"
+        and index.sole_consumer(other, ("Mul",)) is m1
+    ):
         for a, b in (producer.input[0], producer.input[1]), (producer.input[1], producer.input[0]):
             if index.scalar(b) is not None and index.const(a) is None:
                 yield a, m1  # (x * 0.5) * t
@@ -218,7 +235,11 @@ def _gelu_region(index: _Index, out_node: onnx.NodeProto, x: str) -> list[onnx.N
         node = stack.pop()
         if id(node) in region:
             continue
-        if node.op_type not in _GELU_OPS or node.domain not in ("", "ai.onnx") or id(node) in index.dead:
+        if (
+            node.op_type not in _GELU_OPS
+            or node.domain not in ("", "ai.onnx")
+            or id(node) in index.dead
+        ):
             return None
         region[id(node)] = node
         if len(region) > _MAX_GELU_NODES:
@@ -257,15 +278,24 @@ def _lift_gelus(index: _Index) -> int:
             if dtype is None:
                 continue
             region = _gelu_region(index, out_node, x)
-            if region is None or core not in region or sum(n.op_type in ("Erf", "Tanh") for n in region) != 1:
+            if (
+                region is None
+                or core not in region
+                or sum(n.op_type in ("Erf", "Tanh") for n in region) != 1
+            ):
                 continue
             if not any(x in node.input for node in region if node.op_type == "Mul"):
                 continue
             probe = np.linspace(-6.0, 6.0, 97).astype(dtype)
-            if not _close(index.evaluate(region, x, probe, out_node.output[0]), _gelu_reference(probe, approximate),
-                          dtype):
+            if not _close(
+                index.evaluate(region, x, probe, out_node.output[0]),
+                _gelu_reference(probe, approximate),
+                dtype,
+            ):
                 continue
-            fused = helper.make_node("Gelu", [x], [out_node.output[0]], domain=DOMAIN, approximate=approximate)
+            fused = helper.make_node(
+                "Gelu", [x], [out_node.output[0]], domain=DOMAIN, approximate=approximate
+            )
             index.fuse(region, fused)
             count += 1
             break
@@ -310,7 +340,9 @@ def _lift_layer_norms(index: _Index) -> int:
     return count
 
 
-def _match_layer_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple[int, ...], dtype: np.dtype):
+def _match_layer_norm(
+    index: _Index, first: onnx.NodeProto, x: str, shape: tuple[int, ...], dtype: np.dtype
+):
     rank = len(shape)
     axes = _reduce_axes(index, first, rank)
     if axes is None or axes != tuple(range(rank - len(axes), rank)):
@@ -323,8 +355,17 @@ def _match_layer_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
     readers = index.live_readers(d)
     if d in index.pinned or len(readers) != 2:
         return None
-    square = next((n for n in readers if n.op_type == "Pow" or (n.op_type == "Mul" and list(n.input) == [d, d])), None)
-    if square is None or (square.op_type == "Pow" and (square.input[0] != d or index.scalar(square.input[1]) != 2.0)):
+    square = next(
+        (
+            n
+            for n in readers
+            if n.op_type == "Pow" or (n.op_type == "Mul" and list(n.input) == [d, d])
+        ),
+        None,
+    )
+    if square is None or (
+        square.op_type == "Pow" and (square.input[0] != d or index.scalar(square.input[1]) != 2.0)
+    ):
         return None
     divide = next((n for n in readers if n is not square), None)
     second = index.sole_consumer(square.output[0], ("ReduceMean",))
@@ -370,11 +411,18 @@ def _match_layer_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
     probe_shape = (1,) * begin + normalized_shape
     rng = np.random.default_rng(0)
     probe = (rng.standard_normal(probe_shape) * 3 + 1).astype(dtype)
-    expected = _layer_norm_reference(probe, begin, eps, index.const(gamma) if gamma else None,
-                                     index.const(beta) if beta else None)
+    expected = _layer_norm_reference(
+        probe,
+        begin,
+        eps,
+        index.const(gamma) if gamma else None,
+        index.const(beta) if beta else None,
+    )
     if not _close(index.evaluate(chain, x, probe, out), expected, dtype):
         return None
-    fused = helper.make_node("LayerNorm", [x, gamma, beta], [out], domain=DOMAIN, axis=begin, epsilon=eps)
+    fused = helper.make_node(
+        "LayerNorm", [x, gamma, beta], [out], domain=DOMAIN, axis=begin, epsilon=eps
+    )
     while fused.input and not fused.input[-1]:
         fused.input.pop()
     return chain, fused
@@ -415,12 +463,21 @@ def _layer_norm_reference(x, begin, eps, gamma, beta):
 def _lift_linears(index: _Index) -> int:
     count = 0
     for matmul in list(index.model.graph.node):
-        if matmul.op_type != "MatMul" or id(matmul) in index.dead or matmul.domain not in ("", "ai.onnx"):
+        if (
+            matmul.op_type != "MatMul"
+            or id(matmul) in index.dead
+            or matmul.domain not in ("", "ai.onnx")
+        ):
             continue
         x, w = matmul.input[0], matmul.input[1]
         weight = index.const(w)
         x_shape = index.shapes.get(x)
-        if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or index.const(x) is not None:
+        if (
+            weight is None
+            or weight.ndim != 2
+            or weight.dtype.kind != "f"
+            or index.const(x) is not None
+        ):
             continue
         if x_shape is None or len(x_shape) < 2 or _float_dtype(index, x) is None:
             continue
@@ -430,7 +487,12 @@ def _lift_linears(index: _Index) -> int:
         bias_name = index.other_input(add, matmul.output[0])
         bias = index.const(bias_name) if bias_name else None
         out_features = int(weight.shape[1])
-        if bias is None or bias.dtype.kind != "f" or bias.size != out_features or bias.ndim > len(x_shape):
+        if (
+            bias is None
+            or bias.dtype.kind != "f"
+            or bias.size != out_features
+            or bias.ndim > len(x_shape)
+        ):
             continue
         if bias.ndim and bias.shape[-1] != out_features:
             continue

@@ -87,7 +87,11 @@ class TensorSpec:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
     def describe(self) -> str:
-        dims = "?" if self.shape is None else ", ".join(str(d if d is not None else "?") for d in self.shape)
+        dims = (
+            "?"
+            if self.shape is None
+            else ", ".join(str(d if d is not None else "?") for d in self.shape)
+        )
         return f"{self.name}: {self.dtype_name}[{dims}]"
 
 
@@ -105,7 +109,9 @@ def _spec_from_value_info(info: onnx.ValueInfoProto) -> TensorSpec:
     if tensor_type.HasField("shape"):
         shape = []
         for dim in tensor_type.shape.dim:
-            if dim.HasField("dim_value") and dim.dim_value != -1:  # Paddle2ONNX writes -1 for dynamic
+            if (
+                dim.HasField("dim_value") and dim.dim_value != -1
+            ):  # Paddle2ONNX writes -1 for dynamic
                 shape.append(int(dim.dim_value))
             elif dim.HasField("dim_param"):
                 shape.append(dim.dim_param)
@@ -143,13 +149,19 @@ def parse_shape(text: str) -> tuple[int, ...]:
     for part in stripped.split(","):
         part = part.strip()
         if re.fullmatch(r"-\s*[0-9]+", part):
-            raise make_error("BAD_SHAPE", f"'{text}' has dimension {part}; dimensions must be positive.")
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' has dimension {part}; dimensions must be positive."
+            )
         if not re.fullmatch(r"[+]?[0-9]+", part):
             shown = part if part else "(empty)"
-            raise make_error("BAD_SHAPE", f"'{text}' is not a shape: '{shown}' is not a whole number.")
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' is not a shape: '{shown}' is not a whole number."
+            )
         value = int(part)
         if value <= 0:
-            raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}; dimensions must be positive.")
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' has dimension {value}; dimensions must be positive."
+            )
         if value > MAX_DIMENSION:
             raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}, which is too large.")
         dims.append(value)
@@ -163,8 +175,13 @@ def _close_names(name: str, candidates: list[str]) -> str:
     return ", ".join(repr(c) for c in pool) + more
 
 
-def _check_names(names: list[str], known: list[str], option: str, hint_pool: list[str],
-                 weights: frozenset = frozenset()) -> None:
+def _check_names(
+    names: list[str],
+    known: list[str],
+    option: str,
+    hint_pool: list[str],
+    weights: frozenset = frozenset(),
+) -> None:
     seen = set()
     for name in names:
         if name in seen:
@@ -172,13 +189,15 @@ def _check_names(names: list[str], known: list[str], option: str, hint_pool: lis
         seen.add(name)
         if name in weights and name not in known:
             raise make_error(
-                "UNKNOWN_NODE", f"{option} names '{name}', which is a stored weight, not a graph value; "
-                f"candidates: {_close_names(name, hint_pool)}."
+                "UNKNOWN_NODE",
+                f"{option} names '{name}', which is a stored weight, not a graph value; "
+                f"candidates: {_close_names(name, hint_pool)}.",
             )
         if name not in known:
             raise make_error(
-                "UNKNOWN_NODE", f"{option} names '{name}', which is not in the model; candidates: "
-                f"{_close_names(name, hint_pool)}."
+                "UNKNOWN_NODE",
+                f"{option} names '{name}', which is not in the model; candidates: "
+                f"{_close_names(name, hint_pool)}.",
             )
 
 
@@ -199,10 +218,21 @@ def select_inputs_outputs(
     known = all_value_names(model)
     weights = frozenset(init.name for init in model.graph.initializer)
     if input_nodes:
-        _check_names(input_nodes, known, "--input_nodes", inputs + [n for n in known if n not in inputs], weights)
+        _check_names(
+            input_nodes,
+            known,
+            "--input_nodes",
+            inputs + [n for n in known if n not in inputs],
+            weights,
+        )
     if output_nodes:
-        _check_names(output_nodes, known, "--output_nodes", outputs + [n for n in known if n not in outputs],
-                     weights)
+        _check_names(
+            output_nodes,
+            known,
+            "--output_nodes",
+            outputs + [n for n in known if n not in outputs],
+            weights,
+        )
     wanted_inputs = list(input_nodes) if input_nodes else inputs
     wanted_outputs = list(output_nodes) if output_nodes else outputs
     if set(wanted_inputs) == set(inputs) and wanted_outputs == outputs:
@@ -218,7 +248,8 @@ def select_inputs_outputs(
         return onnx.utils.Extractor(inferred).extract_model(wanted_inputs, wanted_outputs)
     except Exception as exc:  # onnx raises bare exceptions when a cut is impossible
         raise make_error(
-            "UNKNOWN_NODE", f"Cannot cut the graph between {wanted_inputs} and {wanted_outputs}: {exc}"
+            "UNKNOWN_NODE",
+            f"Cannot cut the graph between {wanted_inputs} and {wanted_outputs}: {exc}",
         ) from None
 
 
@@ -238,11 +269,14 @@ def resolve_input_shapes(
         declared = spec.shape
         for dim in declared or []:
             if isinstance(dim, int) and (dim < 0 or dim > MAX_DIMENSION):
-                raise make_error("ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}.")
+                raise make_error(
+                    "ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}."
+                )
         if given is None:
             if spec.is_static and 0 in declared:
                 raise make_error(
-                    "SHAPE_REQUIRED", f"Input {spec.describe()} declares a dimension of size 0 (an empty tensor)."
+                    "SHAPE_REQUIRED",
+                    f"Input {spec.describe()} declares a dimension of size 0 (an empty tensor).",
                 )
             if not spec.is_static:
                 raise make_error(
@@ -291,27 +325,46 @@ def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     pass without it shows no integer vector longer than ``DATA_PROP_LIMIT``.
     """
     try:
-        plain = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
+        plain = shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=False
+        )
         if _long_integer_vectors(plain):
             return plain
-        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        return shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
     except MemoryError:
-        raise make_error("ABSURD_DIMENSION", "Shape inference ran out of memory on the declared sizes.") from None
+        raise make_error(
+            "ABSURD_DIMENSION", "Shape inference ran out of memory on the declared sizes."
+        ) from None
     except Exception as exc:  # noqa: BLE001 - InferenceError, RuntimeError, ValidationError...
-        raise make_error("SHAPE_INFERENCE_FAILED", str(exc).splitlines()[0] if str(exc) else "") from None
+        raise make_error(
+            "SHAPE_INFERENCE_FAILED", str(exc).splitlines()[0] if str(exc) else ""
+        ) from None
 
 
 # Longest integer vector for which shape inference may propagate values (real shape tensors are tiny).
 DATA_PROP_LIMIT = 4096
-_INTEGER_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
-                  onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16,
-                  onnx.TensorProto.UINT8}
+_INTEGER_TYPES = {
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.INT16,
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.UINT64,
+    onnx.TensorProto.UINT32,
+    onnx.TensorProto.UINT16,
+    onnx.TensorProto.UINT8,
+}
 
 
 def _long_integer_vectors(model: onnx.ModelProto) -> bool:
     graph = model.graph
     for init in graph.initializer:
-        if init.data_type in _INTEGER_TYPES and len(init.dims) == 1 and init.dims[0] > DATA_PROP_LIMIT:
+        if (
+            init.data_type in _INTEGER_TYPES
+            and len(init.dims) == 1
+            and init.dims[0] > DATA_PROP_LIMIT
+        ):
             return True
     for info in list(graph.input) + list(graph.value_info) + list(graph.output):
         tensor_type = info.type.tensor_type
@@ -335,10 +388,15 @@ def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
 
 
 def _has_subgraph(node: onnx.NodeProto) -> bool:
-    return any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for attr in node.attribute)
+    return any(
+        attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        for attr in node.attribute
+    )
 
 
-def _evaluate_node(node: onnx.NodeProto, opsets: dict[str, int], values: list) -> list[np.ndarray] | None:
+def _evaluate_node(
+    node: onnx.NodeProto, opsets: dict[str, int], values: list
+) -> list[np.ndarray] | None:
     """Run one node with onnx's reference evaluator; None if it cannot be run."""
     feeds = {}
     renamed = helper.make_node(node.op_type, [], list(node.output), domain=node.domain)
@@ -352,12 +410,19 @@ def _evaluate_node(node: onnx.NodeProto, opsets: dict[str, int], values: list) -
         feeds[alias] = value
     # A bare node would run at the evaluator's newest opset: wrap it in a model importing ours.
     graph = helper.make_graph(
-        [renamed], "fold",
-        [helper.make_tensor_value_info(alias, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype), None)
-         for alias, v in feeds.items()],
+        [renamed],
+        "fold",
+        [
+            helper.make_tensor_value_info(
+                alias, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype), None
+            )
+            for alias, v in feeds.items()
+        ],
         [helper.make_empty_tensor_value_info(out) for out in node.output if out],
     )
-    single = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
+    single = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()]
+    )
     try:
         evaluator = ReferenceEvaluator(single)
         results = evaluator.run(None, feeds)
@@ -391,14 +456,20 @@ def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bo
     kept, new_initializers, changed = [], [], False
     for node in graph.node:
         result = None
-        if node.domain not in ("", "ai.onnx") or node.op_type in NOT_FOLDABLE or _has_subgraph(node):
+        if (
+            node.domain not in ("", "ai.onnx")
+            or node.op_type in NOT_FOLDABLE
+            or _has_subgraph(node)
+        ):
             kept.append(node)
             continue
         if node.op_type == "Shape" and node.input[0] in shapes:
             result = [_shape_slice(shapes[node.input[0]], node)]
         elif node.op_type == "Size" and node.input[0] in shapes:
             result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
-        elif node.op_type == "Constant" or all((not name) or name in constants for name in node.input):
+        elif node.op_type == "Constant" or all(
+            (not name) or name in constants for name in node.input
+        ):
             inputs = [value(name) if name else None for name in node.input]
             if not _fold_size_ok(node, inputs, shapes):
                 kept.append(node)
@@ -434,8 +505,19 @@ def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bo
 
 # Operators whose output size is set by input *values* (not shapes): fold them only when the size
 # is known to be reasonable, so a hostile ConstantOfShape([1e6, 1e6]) is never materialised.
-_SIZE_FROM_VALUES = {"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad", "OneHot",
-                     "EyeLike", "CenterCropPad", "Col2Im"}
+_SIZE_FROM_VALUES = {
+    "ConstantOfShape",
+    "Expand",
+    "Tile",
+    "Range",
+    "Resize",
+    "Upsample",
+    "Pad",
+    "OneHot",
+    "EyeLike",
+    "CenterCropPad",
+    "Col2Im",
+}
 
 
 def _fold_size_ok(node: onnx.NodeProto, inputs: list, shapes: dict[str, tuple[int, ...]]) -> bool:
@@ -462,8 +544,11 @@ def _shape_slice(shape: tuple[int, ...], node: onnx.NodeProto) -> np.ndarray:
 
 def _describe_step(node: onnx.NodeProto) -> str:
     attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
-    shown = ", ".join(f"{k}={list(v) if isinstance(v, (list, tuple)) else v}" for k, v in attrs.items()
-                      if isinstance(v, (int, float, list, tuple)))
+    shown = ", ".join(
+        f"{k}={list(v) if isinstance(v, (list, tuple)) else v}"
+        for k, v in attrs.items()
+        if isinstance(v, (int, float, list, tuple))
+    )
     return f"{node.op_type}({shown})"
 
 
@@ -472,11 +557,15 @@ def run_optimizer(model: onnx.ModelProto) -> onnx.ModelProto:
     for index, node in enumerate(model.graph.node):
         if not node.name:
             node.name = f"{node.op_type}_{index}"
-    metadata = {node.name: list(node.metadata_props) for node in model.graph.node if node.metadata_props}
+    metadata = {
+        node.name: list(node.metadata_props) for node in model.graph.node if node.metadata_props
+    }
     try:
         with _quiet_stderr():
             optimized = onnxoptimizer.optimize(model, OPTIMIZER_PASSES)
-    except Exception:  # the optimizer rejects some valid models; it only tidies, so go on without it
+    except (
+        Exception
+    ):  # the optimizer rejects some valid models; it only tidies, so go on without it
         return model
     for node in optimized.graph.node:
         for entry in metadata.get(node.name, []):
@@ -543,7 +632,9 @@ def subgraph_references(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
-def simplify(model: onnx.ModelProto, max_rounds: int = 500) -> tuple[onnx.ModelProto, dict[str, FoldRecord]]:
+def simplify(
+    model: onnx.ModelProto, max_rounds: int = 500
+) -> tuple[onnx.ModelProto, dict[str, FoldRecord]]:
     """Infer shapes and fold constants until nothing changes, then tidy with onnxoptimizer."""
     records: dict[str, FoldRecord] = {}
     model = infer_shapes(model)
@@ -586,7 +677,11 @@ def inline_constant_ifs(model: onnx.ModelProto) -> bool:
             graph.initializer.append(init)
         for source, target in zip(branch.output, node.output):
             if target:
-                nodes.append(helper.make_node("Identity", [source.name], [target], name=f"{node.name}/{target}"))
+                nodes.append(
+                    helper.make_node(
+                        "Identity", [source.name], [target], name=f"{node.name}/{target}"
+                    )
+                )
         changed = True
     if changed:
         del graph.node[:]

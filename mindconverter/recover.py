@@ -74,7 +74,7 @@ def module_path(node) -> str:
             if not path or piece.startswith(path + "."):
                 path = piece  # the scope repeats its parent's path: "layer1" then "layer1.0"
             elif "." in piece and (path == head or path.endswith("." + head)):
-                path += piece[len(head):]  # "downsample" then "downsample.0"
+                path += piece[len(head) :]  # "downsample" then "downsample.0"
             else:
                 path = f"{path}.{piece}"
         return path
@@ -151,7 +151,7 @@ def _settle(block: Block) -> None:
         children = block.child_blocks()
         victim = max(children, key=lambda b: len(b.nodes()))
         index = block.items.index(victim)
-        block.items[index:index + 1] = victim.items
+        block.items[index : index + 1] = victim.items
 
 
 def _hoist_shared_inputs(block: Block, graph: IRGraph, graph_nodes=None) -> None:
@@ -179,7 +179,12 @@ def _hoist_shared_inputs(block: Block, graph: IRGraph, graph_nodes=None) -> None
                 inputs = {n for n in item.node.inputs if n and n not in graph.constants}
                 outputs = {n for n in item.node.outputs if n}
                 read_inside = _reads(child)
-                if inputs and not inputs & inside_outputs and outputs & read_outside and outputs & read_inside:
+                if (
+                    inputs
+                    and not inputs & inside_outputs
+                    and outputs & read_outside
+                    and outputs & read_inside
+                ):
                     child.items.remove(item)
                     block.items.insert(block.items.index(child), item)
                     changed = True
@@ -205,8 +210,12 @@ def _is_chain_element(item, graph: IRGraph) -> bool:
         return False
     if isinstance(result, Cell):
         return list(result.args) == [Input(0)] and not result.call_kwargs
-    return isinstance(result, Call) and result.func in ACTIVATION_CELLS and list(result.args) == [Input(0)] \
+    return (
+        isinstance(result, Call)
+        and result.func in ACTIVATION_CELLS
+        and list(result.args) == [Input(0)]
         and not result.kwargs
+    )
 
 
 def _item_name(item, parent: str) -> str | None:
@@ -239,7 +248,11 @@ def _mark_sequential(block: Block, graph: IRGraph) -> None:
     for item in block.items:
         if not _is_chain_element(item, graph):
             return
-        inputs = item.inputs if isinstance(item, Block) else [n for n in item.node.inputs if n and n not in graph.constants]
+        inputs = (
+            item.inputs
+            if isinstance(item, Block)
+            else [n for n in item.node.inputs if n and n not in graph.constants]
+        )
         outputs = item.outputs if isinstance(item, Block) else list(item.node.outputs)
         if inputs != [current] or len(outputs) != 1:
             return
@@ -294,7 +307,18 @@ def _role(segment: list[MappedNode]) -> str:
     return "Block"
 
 
-_CLOSING_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSwish", "HardSigmoid", "Elu", "Selu", "PRelu"}
+_CLOSING_OPS = {
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "Clip",
+    "HardSwish",
+    "HardSigmoid",
+    "Elu",
+    "Selu",
+    "PRelu",
+}
 
 
 def mine_repeated_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
@@ -304,8 +328,14 @@ def mine_repeated_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
     for segment in _segments(graph, mapped):
         # a block's closing activation (ResNet's ReLU after the residual add) belongs to the block
         node = segment[0].node
-        if (len(segment) == 1 and segments and len(segments[-1]) > 1 and node.op_type in _CLOSING_OPS
-                and node.inputs and node.inputs[0] in segments[-1][-1].node.outputs):
+        if (
+            len(segment) == 1
+            and segments
+            and len(segments[-1]) > 1
+            and node.op_type in _CLOSING_OPS
+            and node.inputs
+            and node.inputs[0] in segments[-1][-1].node.outputs
+        ):
             segments[-1] = segments[-1] + segment
         else:
             segments.append(segment)

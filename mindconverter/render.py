@@ -44,8 +44,25 @@ from .recover import ACTIVATION_CELLS, Block, module_path, recover_blocks
 INLINE_CONST_LIMIT = 16
 LINE_LENGTH = 100
 
-_PRECEDENCE = {"**": 6, "*": 5, "/": 5, "//": 5, "%": 5, "@": 5, "+": 4, "-": 4,
-               "<": 2, ">": 2, "<=": 2, ">=": 2, "==": 2, "!=": 2, "&": 3, "|": 3, "^": 3}
+_PRECEDENCE = {
+    "**": 6,
+    "*": 5,
+    "/": 5,
+    "//": 5,
+    "%": 5,
+    "@": 5,
+    "+": 4,
+    "-": 4,
+    "<": 2,
+    ">": 2,
+    "<=": 2,
+    ">=": 2,
+    "==": 2,
+    "!=": 2,
+    "&": 3,
+    "|": 3,
+    "^": 3,
+}
 
 _ROLE_BY_OP = {
     "Conv": "conv",
@@ -113,7 +130,9 @@ class _ClassBuilder:
     body: list[str] = field(default_factory=list)
     attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS, reserve=False))
     variables: Namer = field(default_factory=Namer)
-    slots: list[tuple[str, str, str]] = field(default_factory=list)  # (label, attribute, literal text)
+    slots: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # (label, attribute, literal text)
 
     def slot(self, label: str, attribute: str, text: str) -> SlotRef:
         self.slots.append((label, attribute, text))
@@ -132,7 +151,13 @@ class _Instance:
     @property
     def key(self):
         lines = tuple(tuple(line) for line in self.builder.init_lines)
-        return (self.block.class_hint, lines, tuple(self.builder.body), tuple(self.args), tuple(self.returns))
+        return (
+            self.block.class_hint,
+            lines,
+            tuple(self.builder.body),
+            tuple(self.args),
+            tuple(self.returns),
+        )
 
 
 def float_literal(value: float) -> str:
@@ -171,8 +196,10 @@ def literal(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, slice):
-        parts = [literal(value.start) if value.start is not None else "",
-                 literal(value.stop) if value.stop is not None else ""]
+        parts = [
+            literal(value.start) if value.start is not None else "",
+            literal(value.stop) if value.stop is not None else "",
+        ]
         if value.step is not None:
             parts.append(literal(value.step))
         return ":".join(parts)
@@ -209,8 +236,11 @@ def _is_cell_list(block: Block) -> bool:
     leaves = [item for item in block.items if not isinstance(item, Block)]
     # layers of the list itself (leaf modules named by index) would lose their names
     layer_leaves = [m for m in leaves if module_path(m.node).rsplit(".", 1)[0] == block.path]
-    return len(numbered) >= 2 and not layer_leaves and all(
-        item.name.isdigit() for item in block.items if isinstance(item, Block))
+    return (
+        len(numbered) >= 2
+        and not layer_leaves
+        and all(item.name.isdigit() for item in block.items if isinstance(item, Block))
+    )
 
 
 def _with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
@@ -225,7 +255,9 @@ def _with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
 class ScriptRenderer:
     """Renders one model; create one per conversion."""
 
-    def __init__(self, graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict):
+    def __init__(
+        self, graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict
+    ):
         self.graph = graph
         self.mapped = mapped
         self.model_name = model_name
@@ -280,8 +312,11 @@ class ScriptRenderer:
             return f"({text})" if parent_prec > 5 else text
         if isinstance(value, Item):
             index = value.index
-            index_text = (", ".join(literal(i) for i in index) if isinstance(index, tuple) and index
-                          else literal(index))
+            index_text = (
+                ", ".join(literal(i) for i in index)
+                if isinstance(index, tuple) and index
+                else literal(index)
+            )
             return f"{self.expr(value.value, mapped, 9)}[{index_text}]"
         if isinstance(value, Cell):
             return self._cell(value, mapped)
@@ -350,11 +385,13 @@ class ScriptRenderer:
         path = _weight_hint(cell.weights) or _module_path_hint(mapped)
         block = self.prefix_path
         if block and path.startswith(block + "."):
-            return path[len(block) + 1:]
+            return path[len(block) + 1 :]
         return path.rsplit(".", 1)[-1] if block else path
 
     def _cell(self, cell: Cell, mapped: MappedNode) -> str:
-        fallback = cell.role or _ROLE_BY_OP.get(mapped.node.op_type, identifier(mapped.node.op_type))
+        fallback = cell.role or _ROLE_BY_OP.get(
+            mapped.node.op_type, identifier(mapped.node.op_type)
+        )
         attr = self._attribute_name(self._leaf_name(mapped, cell), fallback)
         self.cls.init_lines.append([f"self.{attr} = "] + self._cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
@@ -368,7 +405,9 @@ class ScriptRenderer:
         hint = ""
         if source and not source.startswith("onnx::"):
             block = self.prefix_path
-            relative = source[len(block) + 1:] if block and source.startswith(block + ".") else source
+            relative = (
+                source[len(block) + 1 :] if block and source.startswith(block + ".") else source
+            )
             hint = relative.replace(".", "_")
         attr = self._attribute_name(hint, param.role or "weight")
         array = param.weight.array
@@ -377,7 +416,9 @@ class ScriptRenderer:
         shape = literal(tuple(int(d) for d in array.shape))
         grad = "" if trainable else ", requires_grad=False"
         dtype = ms_dtype_name(array.dtype)
-        self.cls.init_lines.append([f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})"])
+        self.cls.init_lines.append(
+            [f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})"]
+        )
         self._add_entry(attr, param.weight)
         return f"self.{attr}"
 
@@ -399,8 +440,12 @@ class ScriptRenderer:
                 array=weight.array,
                 source=weight.source,
                 transform=weight.transform,
-                source_shape=tuple(source_init.shape) if source_init is not None else tuple(weight.array.shape),
-                source_dtype=str(source_init.dtype if source_init is not None else weight.array.dtype),
+                source_shape=tuple(source_init.shape)
+                if source_init is not None
+                else tuple(weight.array.shape),
+                source_dtype=str(
+                    source_init.dtype if source_init is not None else weight.array.dtype
+                ),
             )
         )
 
@@ -441,8 +486,10 @@ class ScriptRenderer:
                 self.remaining_uses[name] -= 1
 
     def _targets(self, mapped: MappedNode, count: int) -> str:
-        used = [i < len(mapped.node.outputs) and mapped.node.outputs[i] in self.remaining_uses_all
-                for i in range(count)]
+        used = [
+            i < len(mapped.node.outputs) and mapped.node.outputs[i] in self.remaining_uses_all
+            for i in range(count)
+        ]
         reuse = self._reusable_input(mapped) if sum(used) == 1 else None
         names = []
         for i in range(count):
@@ -479,8 +526,9 @@ class ScriptRenderer:
             self.var_of[mapped.node.outputs[0]] = self.var_of[mapped.node.inputs[result.index]]
             self._consume_inputs(mapped)
             source = mapped.node.inputs[result.index]
-            self.remaining_uses[source] = self.remaining_uses.get(source, 0) + self.remaining_uses.get(
-                mapped.node.outputs[0], 0)
+            self.remaining_uses[source] = self.remaining_uses.get(
+                source, 0
+            ) + self.remaining_uses.get(mapped.node.outputs[0], 0)
             return
         text = self.expr(result, mapped)
         self._consume_inputs(mapped)
@@ -495,10 +543,12 @@ class ScriptRenderer:
         in_shapes = tuple(self.graph.shapes.get(n) for n in node.inputs if n)
         out_shapes = tuple(self.graph.shapes.get(n) for n in node.outputs if n)
         self.uses.add("UnconvertedOperator")
-        self.cls.init_lines.append([
-            f"self.{attr} = UnconvertedOperator({node.op_type!r}, input_shapes={literal(in_shapes)}, "
-            f"output_shapes={literal(out_shapes)})"
-        ])
+        self.cls.init_lines.append(
+            [
+                f"self.{attr} = UnconvertedOperator({node.op_type!r}, input_shapes={literal(in_shapes)}, "
+                f"output_shapes={literal(out_shapes)})"
+            ]
+        )
         args = []
         for name in node.inputs:
             if not name:
@@ -513,7 +563,9 @@ class ScriptRenderer:
         targets = targets if targets.replace("_", "").replace(",", "").strip() else "_"
         call = f"self.{attr}({', '.join(args)})"
         self.cls.body.append(f"{targets} = {call}")
-        self.unconverted.append(UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr))
+        self.unconverted.append(
+            UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
+        )
 
     # --- whole script ------------------------------------------------------------------
     def render(self) -> RenderedModel:
@@ -529,8 +581,17 @@ class ScriptRenderer:
     # --- blocks ------------------------------------------------------------------------
     def _render_block(self, block: Block, prefix: str, is_root: bool = False) -> _Instance:
         """Render one block (the whole model for the root) with its own names and variables."""
-        saved = (self.cls, self.var_of, self.remaining_uses, self.remaining_uses_all, self.temps,
-                 self.prefix, self.prefix_path, self.protected, self.no_reuse)
+        saved = (
+            self.cls,
+            self.var_of,
+            self.remaining_uses,
+            self.remaining_uses_all,
+            self.temps,
+            self.prefix,
+            self.prefix_path,
+            self.protected,
+            self.no_reuse,
+        )
         self.cls, self.var_of, self.temps = _ClassBuilder(), {}, {}
         self.prefix, self.prefix_path = prefix, block.path
         inputs = self.graph.inputs if is_root else block.inputs
@@ -557,18 +618,33 @@ class ScriptRenderer:
                 self.statement(item)
             else:
                 self.placeholder(item)
-        returns = [self.var_of[name] if name in self.var_of else
-                   self.const(self.graph.constants[name], name, None) for name in outputs]
+        returns = [
+            self.var_of[name]
+            if name in self.var_of
+            else self.const(self.graph.constants[name], name, None)
+            for name in outputs
+        ]
         instance = _Instance(block, self.cls, args, returns)
-        (self.cls, self.var_of, self.remaining_uses, self.remaining_uses_all, self.temps,
-         self.prefix, self.prefix_path, self.protected, self.no_reuse) = saved
+        (
+            self.cls,
+            self.var_of,
+            self.remaining_uses,
+            self.remaining_uses_all,
+            self.temps,
+            self.prefix,
+            self.prefix_path,
+            self.protected,
+            self.no_reuse,
+        ) = saved
         return instance
 
     def _instantiate(self, child: Block, prefix: str, attribute: str) -> ClassRef:
         """Render a child block and refer to its class; its literals become this block's slots."""
         instance = self._render_block(child, prefix)
         self.instances.append(instance)
-        slots = tuple(self.cls.slot(label, attribute, text).index for label, _, text in instance.builder.slots)
+        slots = tuple(
+            self.cls.slot(label, attribute, text).index for label, _, text in instance.builder.slots
+        )
         return ClassRef(instance.key, slots)
 
     def _sequential(self, block: Block, prefix: str, attr: str) -> list:
@@ -615,8 +691,11 @@ class ScriptRenderer:
         """A ModuleList whose layers take several inputs: ``nn.CellList`` called as ``self.layer[i](...)``,
         with the container's own statements inlined here."""
         attr = self._attribute_name(container.name, "layers")
-        numbered = {int(item.name): item for item in container.items
-                    if isinstance(item, Block) and item.name.isdigit()}
+        numbered = {
+            int(item.name): item
+            for item in container.items
+            if isinstance(item, Block) and item.name.isdigit()
+        }
         elements: list = ["nn.CellList(["]
         for index in range(max(numbered) + 1):
             if index:
@@ -654,11 +733,16 @@ class ScriptRenderer:
             # keep a name only for the same kind of value (hidden states stay hidden states)
             result = child.outputs[used.index(True)]
             for source in child.inputs:
-                if (source not in self.no_reuse and source not in self.protected
-                        and self.remaining_uses.get(source, 0) == 0
-                        and self.graph.dtypes.get(source) == self.graph.dtypes.get(result)
-                        and (len(child.inputs) == 1
-                             or self.graph.shapes.get(source) == self.graph.shapes.get(result))):
+                if (
+                    source not in self.no_reuse
+                    and source not in self.protected
+                    and self.remaining_uses.get(source, 0) == 0
+                    and self.graph.dtypes.get(source) == self.graph.dtypes.get(result)
+                    and (
+                        len(child.inputs) == 1
+                        or self.graph.shapes.get(source) == self.graph.shapes.get(result)
+                    )
+                ):
                     reuse = self.var_of[source]
                     break
         targets = []
@@ -666,7 +750,9 @@ class ScriptRenderer:
             if not needed:
                 targets.append("_")
                 continue
-            var = reuse or self._new_variable("x" if "x" not in self.cls.variables.taken else identifier(attr, "out"))
+            var = reuse or self._new_variable(
+                "x" if "x" not in self.cls.variables.taken else identifier(attr, "out")
+            )
             reuse = None
             self.var_of[name] = var
             targets.append(var)
@@ -681,12 +767,18 @@ class ScriptRenderer:
         classes = {}
         for key, members in groups.items():
             first = members[0]
-            varying = [i for i in range(len(first.builder.slots))
-                       if len({m.builder.slots[i][2] for m in members}) > 1]
+            varying = [
+                i
+                for i in range(len(first.builder.slots))
+                if len({m.builder.slots[i][2] for m in members}) > 1
+            ]
             # slots that carry the same values in every instance share one argument
             vectors = {i: tuple(m.builder.slots[i][2] for m in members) for i in varying}
             distinct = list(dict.fromkeys(vectors.values()))
-            labels = [next(first.builder.slots[i][0] for i in varying if vectors[i] == v) for v in distinct]
+            labels = [
+                next(first.builder.slots[i][0] for i in varying if vectors[i] == v)
+                for v in distinct
+            ]
             params = Namer(set())
             by_vector = {}
             for vector, label in zip(distinct, labels):
@@ -696,12 +788,19 @@ class ScriptRenderer:
                 by_vector[vector] = params.claim(hint, "value")
             names = {i: by_vector[vectors[i]] for i in varying}
             block = first.block
-            hint = block.class_hint or (re.sub(r"\.\d+$", "", block.path).rsplit(".", 1)[-1] + "_block")
+            hint = block.class_hint or (
+                re.sub(r"\.\d+$", "", block.path).rsplit(".", 1)[-1] + "_block"
+            )
             classes[key] = {"name": namer.claim_class(hint), "params": names, "members": members}
         for info in classes.values():
             first = info["members"][0]
-            info["init"] = [self._join(line, first.builder, info["params"], classes) for line in first.builder.init_lines]
-            paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
+            info["init"] = [
+                self._join(line, first.builder, info["params"], classes)
+                for line in first.builder.init_lines
+            ]
+            paths = ", ".join(
+                re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4]
+            )
             more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
             info["doc"] = f"Recovered from {paths}{more}."
         return classes
@@ -718,15 +817,23 @@ class ScriptRenderer:
                 for i, name in info["params"].items():
                     if name not in seen:
                         seen.add(name)
-                        pairs.append(f"{name}={params.get(part.slots[i], builder.slots[part.slots[i]][2])}")
+                        pairs.append(
+                            f"{name}={params.get(part.slots[i], builder.slots[part.slots[i]][2])}"
+                        )
                 args = ", ".join(pairs)
                 text.append(f"{info['name']}({args})")
             else:
                 text.append(part)
         return "".join(text)
 
-    def _fill_template(self, input_vars: list[str], returns: list[str], classes: dict, init_lines: list[str],
-                       body: list[str]) -> str:
+    def _fill_template(
+        self,
+        input_vars: list[str],
+        returns: list[str],
+        classes: dict,
+        init_lines: list[str],
+        body: list[str],
+    ) -> str:
         env = jinja2.Environment(
             loader=jinja2.PackageLoader("mindconverter", "templates"),
             keep_trailing_newline=True,
@@ -739,14 +846,18 @@ class ScriptRenderer:
         for name, var in zip(self.graph.inputs, input_vars):
             dtype = self.graph.dtypes.get(name)
             shape = self.graph.shapes.get(name)
-            inputs_doc.append(f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-                              f"[{', '.join(map(str, shape)) if shape else '?'}]")
+            inputs_doc.append(
+                f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+                f"[{', '.join(map(str, shape)) if shape else '?'}]"
+            )
         outputs_doc = []
         for name, var in zip(self.graph.outputs, returns):
             dtype = self.graph.dtypes.get(name)
             shape = self.graph.shapes.get(name)
-            outputs_doc.append(f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-                               f"[{', '.join(map(str, shape)) if shape is not None else '?'}]")
+            outputs_doc.append(
+                f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+                f"[{', '.join(map(str, shape)) if shape is not None else '?'}]"
+            )
         return template.render(
             version=__version__,
             model_name=comment_text(self.model_name),
@@ -757,9 +868,18 @@ class ScriptRenderer:
             uses=self.uses,
             init_lines=init_lines,
             body=body,
-            classes=[dict(name=c["name"], doc=c["doc"], params=list(dict.fromkeys(c["params"].values())), init=c["init"],
-                          args=", ".join(["self"] + c["members"][0].args), body=c["members"][0].builder.body,
-                          returns=", ".join(c["members"][0].returns)) for c in classes.values()],
+            classes=[
+                dict(
+                    name=c["name"],
+                    doc=c["doc"],
+                    params=list(dict.fromkeys(c["params"].values())),
+                    init=c["init"],
+                    args=", ".join(["self"] + c["members"][0].args),
+                    body=c["members"][0].builder.body,
+                    returns=", ".join(c["members"][0].returns),
+                )
+                for c in classes.values()
+            ],
             args=", ".join(["self"] + input_vars),
             returns=", ".join(returns),
             unconverted=bool(self.unconverted),
@@ -794,6 +914,8 @@ def format_code(code: str) -> str:
     return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
 
 
-def render_script(graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict) -> RenderedModel:
+def render_script(
+    graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict
+) -> RenderedModel:
     """Render the MindSpore script for the mapped graph."""
     return ScriptRenderer(graph, mapped, model_name, input_shapes).render()

@@ -33,7 +33,10 @@ def op_counts(mapped: list[MappedNode]) -> list[OpCount]:
     """Per-operator node counts, most frequent first."""
     totals = Counter(_qualified(m.node.domain, m.node.op_type) for m in mapped)
     missing = Counter(_qualified(m.node.domain, m.node.op_type) for m in mapped if not m.converted)
-    return [OpCount(op, n, missing.get(op, 0)) for op, n in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [
+        OpCount(op, n, missing.get(op, 0))
+        for op, n in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def _qualified(domain: str, op_type: str) -> str:
@@ -109,4 +112,8 @@ def weight_map(rendered: RenderedModel, model_key: str) -> str:
         rows.append(row)
     lines = [f"    {json.dumps(row, ensure_ascii=True)}" for row in rows]
     body = ",\n".join(lines)
-    return f"{{\n  {json.dumps(model_key)}: [\n{body}\n  ]\n}}\n" if rows else json.dumps({model_key: []}) + "\n"
+    return (
+        f"{{\n  {json.dumps(model_key)}: [\n{body}\n  ]\n}}\n"
+        if rows
+        else json.dumps({model_key: []}) + "\n"
+    )

@@ -57,36 +57,101 @@ DEFAULT_ATOL = 1e-5
 
 TRAINING_OPS = {"Gradient", "Adagrad", "Adam", "Momentum"}
 SEQUENCE_OPS = {
-    "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
-    "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence",
-    "Optional", "OptionalGetElement", "OptionalHasElement",
+    "SequenceAt",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceErase",
+    "SequenceInsert",
+    "SequenceLength",
+    "SequenceMap",
+    "SplitToSequence",
+    "ConcatFromSequence",
+    "Optional",
+    "OptionalGetElement",
+    "OptionalHasElement",
 }
 STRING_OPS = {"StringNormalizer", "RegexFullMatch", "StringConcat", "StringSplit", "Tokenizer"}
-RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}
-QUANTIZATION_OPS = {
-    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
-    "MatMulInteger", "ConvInteger",
+RANDOM_OPS = {
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
+    "Bernoulli",
+    "Multinomial",
 }
-EXCLUDED_DOMAINS = {"ai.onnx.ml": "ML-domain operator", "ai.onnx.preview.training": "training operator"}
+QUANTIZATION_OPS = {
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulInteger",
+    "ConvInteger",
+}
+EXCLUDED_DOMAINS = {
+    "ai.onnx.ml": "ML-domain operator",
+    "ai.onnx.preview.training": "training operator",
+}
 
 # Formal input names (from the ONNX operator schemas) that carry configuration an exporter
 # writes as constants rather than data computed at run time.
 PARAMETER_INPUTS = {
-    "shape", "axes", "pads", "constant_value", "starts", "ends", "steps", "repeats", "K", "k",
-    "split", "sizes", "scales", "roi", "depth", "values", "axis", "min", "max", "ratio",
-    "training_mode", "output_shape", "image_shape", "block_shape", "max_output_boxes_per_class",
-    "iou_threshold", "score_threshold", "frame_step", "frame_length", "dft_length",
-    "size", "num_mel_bins", "sample_rate", "lower_edge_hertz", "upper_edge_hertz",
-    "start", "limit", "delta", "input", "target_type",
+    "shape",
+    "axes",
+    "pads",
+    "constant_value",
+    "starts",
+    "ends",
+    "steps",
+    "repeats",
+    "K",
+    "k",
+    "split",
+    "sizes",
+    "scales",
+    "roi",
+    "depth",
+    "values",
+    "axis",
+    "min",
+    "max",
+    "ratio",
+    "training_mode",
+    "output_shape",
+    "image_shape",
+    "block_shape",
+    "max_output_boxes_per_class",
+    "iou_threshold",
+    "score_threshold",
+    "frame_step",
+    "frame_length",
+    "dft_length",
+    "size",
+    "num_mel_bins",
+    "sample_rate",
+    "lower_edge_hertz",
+    "upper_edge_hertz",
+    "start",
+    "limit",
+    "delta",
+    "input",
+    "target_type",
 }
 # Formal inputs holding a layer's trained parameters: initializers in every exported model.
 WEIGHT_INPUTS = {
-    "Conv": {"W", "B"}, "ConvTranspose": {"W", "B"}, "DeformConv": {"W", "B"},
+    "Conv": {"W", "B"},
+    "ConvTranspose": {"W", "B"},
+    "DeformConv": {"W", "B"},
     "BatchNormalization": {"scale", "B", "input_mean", "input_var", "mean", "var"},
-    "InstanceNormalization": {"scale", "B"}, "LayerNormalization": {"Scale", "B"},
-    "GroupNormalization": {"scale", "bias"}, "RMSNormalization": {"scale"},
-    "GRU": {"W", "R", "B"}, "LSTM": {"W", "R", "B", "P"}, "RNN": {"W", "R", "B"},
-    "PRelu": {"slope"}, "Gemm": {"B", "C"},
+    "InstanceNormalization": {"scale", "B"},
+    "LayerNormalization": {"Scale", "B"},
+    "GroupNormalization": {"scale", "bias"},
+    "RMSNormalization": {"scale"},
+    "GRU": {"W", "R", "B"},
+    "LSTM": {"W", "R", "B", "P"},
+    "RNN": {"W", "R", "B"},
+    "PRelu": {"slope"},
+    "Gemm": {"B", "C"},
 }
 # "input" is only a configuration input for these operators (ConstantOfShape's shape).
 _INPUT_IS_PARAMETER = {"ConstantOfShape"}
@@ -157,7 +222,10 @@ def exclusion_reason(name: str, model: onnx.ModelProto) -> str | None:
             return f"{kind} values"
     for node in _all_nodes(model.graph):
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == onnx.TensorProto.STRING:
+            if (
+                attr.type == onnx.AttributeProto.TENSOR
+                and attr.t.data_type == onnx.TensorProto.STRING
+            ):
                 return "string values"
     return None
 
@@ -196,7 +264,11 @@ class NodeTest:
 
 
 def _write_value(path: Path, value, name: str) -> None:
-    tensor = value if isinstance(value, onnx.TensorProto) else numpy_helper.from_array(np.asarray(value), name)
+    tensor = (
+        value
+        if isinstance(value, onnx.TensorProto)
+        else numpy_helper.from_array(np.asarray(value), name)
+    )
     path.write_bytes(tensor.SerializeToString())
 
 
@@ -229,12 +301,21 @@ def write_test_data(target: Path) -> Path:
     for case in cases:
         excluded = exclusion_reason(case.name, case.model)
         graph = case.model.graph
-        opset = max((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-        manifest.append(NodeTest(
-            name=case.name, op_types=op_types(case.model), primary_op=primary[case.name],
-            excluded=excluded, rtol=float(case.rtol), atol=float(case.atol), opset=int(opset),
-            expanded=bool(_EXPANDED.search(case.name)),
-        ))
+        opset = max(
+            (o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), default=0
+        )
+        manifest.append(
+            NodeTest(
+                name=case.name,
+                op_types=op_types(case.model),
+                primary_op=primary[case.name],
+                excluded=excluded,
+                rtol=float(case.rtol),
+                atol=float(case.atol),
+                opset=int(opset),
+                expanded=bool(_EXPANDED.search(case.name)),
+            )
+        )
         folder = staging / case.name
         folder.mkdir()
         (folder / "model.onnx").write_bytes(case.model.SerializeToString())
@@ -247,8 +328,16 @@ def write_test_data(target: Path) -> Path:
                 _write_value(data / f"input_{j}.pb", value, graph.input[j].name)
             for j, value in enumerate(outputs):
                 _write_value(data / f"output_{j}.pb", value, graph.output[j].name)
-    (staging / "manifest.json").write_text(json.dumps(
-        {"onnx": onnx.__version__, "format": DATA_FORMAT, "tests": [asdict(t) for t in manifest]}, indent=1))
+    (staging / "manifest.json").write_text(
+        json.dumps(
+            {
+                "onnx": onnx.__version__,
+                "format": DATA_FORMAT,
+                "tests": [asdict(t) for t in manifest],
+            },
+            indent=1,
+        )
+    )
     try:
         staging.rename(target)
     except OSError:  # another process finished first
@@ -278,7 +367,9 @@ def in_scope_tests(data_dir: Path | None = None) -> list[NodeTest]:
 
 # -- documented failures ---------------------------------------------------------------------
 
-KNOWN_FAILURES_FILE = Path(__file__).resolve().parent.parent / "docs" / "node_suite_known_failures.json"
+KNOWN_FAILURES_FILE = (
+    Path(__file__).resolve().parent.parent / "docs" / "node_suite_known_failures.json"
+)
 
 
 @dataclass
@@ -309,7 +400,9 @@ def load_known_failures(path: Path | None = None) -> dict[str, KnownFailure]:
         if isinstance(entry, str):
             known[name] = KnownFailure(entry)
         else:
-            known[name] = KnownFailure(entry["reason"], list(entry.get("ops", [])), entry.get("status", ""))
+            known[name] = KnownFailure(
+                entry["reason"], list(entry.get("ops", [])), entry.get("status", "")
+            )
     return known
 
 
@@ -337,7 +430,9 @@ class Outcome:
         return self.status == "pass"
 
 
-def read_data_set(folder: Path, model: onnx.ModelProto) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def read_data_set(
+    folder: Path, model: onnx.ModelProto
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The inputs and reference outputs of ``test_data_set_0``."""
     data = folder / "test_data_set_0"
 
@@ -361,7 +456,9 @@ def _schema_input_name(node: onnx.NodeProto, index: int, opset: int) -> str | No
         return None
     if index >= len(formal):
         last = formal[-1]
-        return last.name if last.option == onnx.defs.OpSchema.FormalParameterOption.Variadic else None
+        return (
+            last.name if last.option == onnx.defs.OpSchema.FormalParameterOption.Variadic else None
+        )
     return formal[index].name
 
 
@@ -373,7 +470,9 @@ def parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[s
     for node in graph.node:
         for attr in node.attribute:
             if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                for sub in (
+                    [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+                ):
                     for inner in _all_nodes(sub):
                         referenced_below.update(inner.input)
     candidates = set()
@@ -389,9 +488,14 @@ def parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[s
             continue
         formals = [(node.op_type, _schema_input_name(node, index, opset)) for node, index in uses]
         small = np.ndim(array) <= 1 and np.size(array) <= MAX_FROZEN_ELEMENTS
-        if all(formal in WEIGHT_INPUTS.get(op, ()) for op, formal in formals) or small and all(
+        if (
+            all(formal in WEIGHT_INPUTS.get(op, ()) for op, formal in formals)
+            or small
+            and all(
                 formal in PARAMETER_INPUTS and (formal != "input" or op in _INPUT_IS_PARAMETER)
-                for op, formal in formals):
+                for op, formal in formals
+            )
+        ):
             candidates.add(name)
     # keep at least one runtime input on every consuming node
     frozen = set(candidates)
@@ -423,7 +527,9 @@ def freeze_parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]):
     return result, [values[value.name] for value in kept], frozen
 
 
-def compare(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> str | None:
+def compare(
+    actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float
+) -> str | None:
     """None when every output matches (same shape and dtype; values within tolerance, exact for
     integers and booleans, NaN where the reference has NaN); else what differs."""
     if len(actual) != len(expected):
@@ -432,7 +538,9 @@ def compare(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, a
         got, want = np.asarray(got), np.asarray(want)
         if got.shape != want.shape:
             return f"output {index}: shape {got.shape}, expected {want.shape}"
-        if got.dtype != want.dtype and got.dtype.name != want.dtype.name:  # MindSpore has its own bfloat16
+        if (
+            got.dtype != want.dtype and got.dtype.name != want.dtype.name
+        ):  # MindSpore has its own bfloat16
             return f"output {index}: dtype {got.dtype}, expected {want.dtype}"
         if want.dtype.kind in "biuU" or want.dtype == object:
             bad = got != want
@@ -446,8 +554,10 @@ def compare(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, a
                 diff = np.abs(g - w)
             finite = diff[np.isfinite(diff)]
             worst = float(finite.max()) if finite.size else float("nan")
-            return (f"output {index}: {int(bad.sum())} of {want.size} values differ "
-                    f"(max abs error {worst:.3g}, rtol={rtol:g}, atol={atol:g})")
+            return (
+                f"output {index}: {int(bad.sum())} of {want.size} values differ "
+                f"(max abs error {worst:.3g}, rtol={rtol:g}, atol={atol:g})"
+            )
     return None
 
 
@@ -465,8 +575,9 @@ def _ms_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {_one_line(text)}"
 
 
-def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path | None = None,
-                  registry=None) -> Outcome:
+def run_node_test(
+    test: NodeTest, data_dir: Path | None = None, work_dir: Path | None = None, registry=None
+) -> Outcome:
     """Convert one node test, run it in MindSpore and compare with the references."""
     from . import convert
     from .errors import MindConverterError
@@ -481,8 +592,14 @@ def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path |
     def done(status: str, reason: str = "", ops=(), frozen=()) -> Outcome:
         if own_dir:
             shutil.rmtree(work, ignore_errors=True)
-        return Outcome(test.name, status, reason, sorted(set(ops)), list(frozen),
-                       round(time.perf_counter() - started, 3))
+        return Outcome(
+            test.name,
+            status,
+            reason,
+            sorted(set(ops)),
+            list(frozen),
+            round(time.perf_counter() - started, 3),
+        )
 
     model = onnx.load(str(folder / "model.onnx"))
     inputs, expected = read_data_set(folder, model)
@@ -490,20 +607,28 @@ def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path |
     model_file = work / f"{test.name}.onnx"
     onnx.save(model, str(model_file))
     shapes = None
-    dynamic = any(not dim.HasField("dim_value") for value in model.graph.input
-                  for dim in value.type.tensor_type.shape.dim) or any(
-        not value.type.tensor_type.HasField("shape") for value in model.graph.input)
+    dynamic = any(
+        not dim.HasField("dim_value")
+        for value in model.graph.input
+        for dim in value.type.tensor_type.shape.dim
+    ) or any(not value.type.tensor_type.HasField("shape") for value in model.graph.input)
     if dynamic and all(np.ndim(a) > 0 and np.size(a) > 0 for a in inputs):
         shapes = [tuple(int(d) for d in np.shape(a)) for a in inputs]
     try:
-        result = convert(model_file, shape=shapes, output=work / "out", overwrite=True, registry=registry)
+        result = convert(
+            model_file, shape=shapes, output=work / "out", overwrite=True, registry=registry
+        )
     except MindConverterError as exc:
         return done("conversion_error", _one_line(str(exc)), frozen=frozen)
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return done("conversion_error", _one_line(
-            f"internal error {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})"),
-            frozen=frozen)
+        return done(
+            "conversion_error",
+            _one_line(
+                f"internal error {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})"
+            ),
+            frozen=frozen,
+        )
     if result.unconverted:
         sites = {}
         for site in result.unconverted:
@@ -516,7 +641,9 @@ def run_node_test(test: NodeTest, data_dir: Path | None = None, work_dir: Path |
             actual = run_mindspore(result.script_path, result.checkpoint_path, inputs)
     except Exception as exc:
         return done("runtime_error", _ms_error(exc), ops=blamed, frozen=frozen)
-    difference = compare(actual, expected, max(test.rtol, DEFAULT_RTOL), max(test.atol, DEFAULT_ATOL))
+    difference = compare(
+        actual, expected, max(test.rtol, DEFAULT_RTOL), max(test.atol, DEFAULT_ATOL)
+    )
     if difference:
         return done("mismatch", difference, ops=blamed, frozen=frozen)
     return done("pass", frozen=frozen)

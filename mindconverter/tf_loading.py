@@ -33,8 +33,19 @@ from .errors import make_error
 # The ONNX opset tf2onnx is asked for: its newest well-tested one that every mapper handles.
 TF_OPSET = 17
 # Node types that are never a model's output, even when nothing reads them.
-_NOT_OUTPUTS = {"Const", "NoOp", "Placeholder", "PlaceholderWithDefault", "Assert", "SaveV2", "RestoreV2",
-                "VarHandleOp", "VariableV2", "ReadVariableOp", "AssignVariableOp"}
+_NOT_OUTPUTS = {
+    "Const",
+    "NoOp",
+    "Placeholder",
+    "PlaceholderWithDefault",
+    "Assert",
+    "SaveV2",
+    "RestoreV2",
+    "VarHandleOp",
+    "VariableV2",
+    "ReadVariableOp",
+    "AssignVariableOp",
+}
 _INPUT_OPS = {"Placeholder", "PlaceholderWithDefault"}
 _NAME = re.compile(r"^(?P<node>[^:^]+?)(?::(?P<port>[0-9]+))?$")
 
@@ -47,13 +58,17 @@ def tf_stack_available() -> bool:
 def _import_tf():
     """Import TensorFlow and tf2onnx quietly, or raise TF_STACK_MISSING naming the extra."""
     if not tf_stack_available():
-        raise make_error("TF_STACK_MISSING", "Converting a TensorFlow .pb needs tensorflow and tf2onnx.")
+        raise make_error(
+            "TF_STACK_MISSING", "Converting a TensorFlow .pb needs tensorflow and tf2onnx."
+        )
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         import tensorflow as tf
         import tf2onnx
     except Exception as exc:  # noqa: BLE001 - a broken install raises anything
-        raise make_error("TF_STACK_MISSING", f"tensorflow or tf2onnx is installed but fails to import ({exc}).") from None
+        raise make_error(
+            "TF_STACK_MISSING", f"tensorflow or tf2onnx is installed but fails to import ({exc})."
+        ) from None
     return tf, tf2onnx
 
 
@@ -75,7 +90,9 @@ def normalise_tensor_name(name: str, option: str) -> str:
     """``x`` -> ``x:0``; ``x:1`` stays; anything else is a usage error."""
     match = _NAME.match(name.strip())
     if not match:
-        raise make_error("UNKNOWN_NODE", f"{option} '{name}' is not a TensorFlow tensor name like 'x:0'.")
+        raise make_error(
+            "UNKNOWN_NODE", f"{option} '{name}' is not a TensorFlow tensor name like 'x:0'."
+        )
     return f"{match['node']}:{int(match['port'] or 0)}"
 
 
@@ -87,7 +104,9 @@ def parse_graphdef(path: Path, tf):
     except OSError as exc:
         raise make_error("FILE_UNREADABLE", f"Cannot read '{path}': {exc.strerror}.") from None
     except Exception as exc:  # noqa: BLE001 - DecodeError and friends
-        raise make_error("NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef ({exc}).") from None
+        raise make_error(
+            "NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef ({exc})."
+        ) from None
     if not graph_def.node:
         raise make_error("NOT_A_GRAPHDEF", f"'{path.name}' holds an empty GraphDef.")
     if any(node.op in ("VarHandleOp", "VariableV2", "Variable") for node in graph_def.node):
@@ -106,7 +125,9 @@ def _output_counts(graph_def, tf) -> dict[str, int]:
             tf.graph_util.import_graph_def(graph_def, name="")
         except Exception as exc:  # noqa: BLE001 - unknown op, bad attr, dangling input...
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise make_error("TF_CONVERSION_FAILED", f"TensorFlow cannot import the GraphDef: {first}") from None
+            raise make_error(
+                "TF_CONVERSION_FAILED", f"TensorFlow cannot import the GraphDef: {first}"
+            ) from None
         return {op.name: len(op.outputs) for op in graph.get_operations()}
 
 
@@ -168,7 +189,9 @@ def _check_names(names: list[str], counts: dict[str, int], option: str, hint: st
         seen.add(name)
         node, _, port = name.rpartition(":")
         if node not in counts:
-            raise make_error("UNKNOWN_NODE", f"{option} '{name}': the graph has no node '{node}'. {hint}")
+            raise make_error(
+                "UNKNOWN_NODE", f"{option} '{name}': the graph has no node '{node}'. {hint}"
+            )
         if int(port) >= counts[node]:
             raise make_error(
                 "UNKNOWN_NODE",
@@ -208,8 +231,12 @@ def _fix_placeholder_shapes(graph_def, inputs: list[str], shapes: list[tuple[int
 # Ops that only pass a TF1 loop variable along (a TensorList travels through them unchanged).
 _LIST_PASSTHROUGH = {"Enter", "Merge", "Switch", "Exit", "NextIteration", "Identity"}
 # Where each TensorList op keeps its element_shape input.
-_ELEMENT_SHAPE_INPUT = {"TensorListReserve": 0, "TensorListFromTensor": 1, "TensorListGetItem": 2,
-                        "TensorListStack": 1}
+_ELEMENT_SHAPE_INPUT = {
+    "TensorListReserve": 0,
+    "TensorListFromTensor": 1,
+    "TensorListGetItem": 2,
+    "TensorListStack": 1,
+}
 
 
 def _run_shapes(graph_def, tf, feeds: dict[str, tuple[int, ...]], fetches: list[str]):
@@ -220,9 +247,13 @@ def _run_shapes(graph_def, tf, feeds: dict[str, tuple[int, ...]], fetches: list[
             arrays = {}
             for name, shape in feeds.items():
                 dtype = graph.get_tensor_by_name(name).dtype
-                arrays[name] = np.zeros(shape, dtype=object if dtype == tf.string else dtype.as_numpy_dtype)
+                arrays[name] = np.zeros(
+                    shape, dtype=object if dtype == tf.string else dtype.as_numpy_dtype
+                )
             with tf.compat.v1.Session(graph=graph) as session:
-                return [tuple(int(d) for d in value.shape) for value in session.run(fetches, arrays)]
+                return [
+                    tuple(int(d) for d in value.shape) for value in session.run(fetches, arrays)
+                ]
     except Exception:  # noqa: BLE001 - any failure: leave the lists to tf2onnx
         return None
 
@@ -259,7 +290,11 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
 
     def const_value(name):
         node = by_name.get(name.split(":")[0])
-        return tensor_util.MakeNdarray(node.attr["value"].tensor) if node is not None and node.op == "Const" else None
+        return (
+            tensor_util.MakeNdarray(node.attr["value"].tensor)
+            if node is not None and node.op == "Const"
+            else None
+        )
 
     plans, covered = [], set()
     for root in roots:
@@ -282,12 +317,17 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
                 break
         if root.op == "TensorListReserve":
             count = const_value(root.input[1])
-            shape = None if shape is None or count is None or count.size != 1 else [int(count)] + shape
+            shape = (
+                None if shape is None or count is None or count.size != 1 else [int(count)] + shape
+            )
         plans.append([root, group, users, shape])
         covered.update(node.name for node in group + users)
     unknown = [plan for plan in plans if plan[0].op == "TensorListReserve" and plan[3] is None]
     if unknown:  # e.g. traced with a dynamic batch: ask TensorFlow for the stacked lists' shapes
-        stacks = [next((user for user in plan[2] if user.op == "TensorListStack"), None) for plan in unknown]
+        stacks = [
+            next((user for user in plan[2] if user.op == "TensorListStack"), None)
+            for plan in unknown
+        ]
         if None in stacks or not feeds:
             return False
         shapes = _run_shapes(graph_def, tf, feeds, [f"{stack.name}:0" for stack in stacks])
@@ -330,24 +370,49 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
         for node in group[1:]:
             if node.op in _LIST_PASSTHROUGH:
                 node.attr["T"].type = dtype
-            elif root.op == "TensorListReserve" and shape[0] == 1:  # one-element list (an RNN keeping its
+            elif (
+                root.op == "TensorListReserve" and shape[0] == 1
+            ):  # one-element list (an RNN keeping its
                 # last output): writing row 0 replaces the whole list
                 item = node.input[2]
-                become(node, "ExpandDims", [item, add_const(node.name + "/dense_axis", np.array(0, np.int32), item)],
-                       {"T": dtype, "Tdim": int32})
+                become(
+                    node,
+                    "ExpandDims",
+                    [item, add_const(node.name + "/dense_axis", np.array(0, np.int32), item)],
+                    {"T": dtype, "Tdim": int32},
+                )
             else:  # TensorListSetItem(list, index, item): write one row
                 index, item = node.input[1], node.input[2]
                 rows, update = node.name + "/dense_index", node.name + "/dense_update"
-                add_op(rows, "Reshape", [index, add_const(rows + "_shape", np.array([1, 1], np.int32), index)],
-                       {"T": int32, "Tshape": int32})
-                add_op(update, "ExpandDims", [item, add_const(update + "_axis", np.array(0, np.int32), item)],
-                       {"T": dtype, "Tdim": int32})
-                become(node, "TensorScatterUpdate", [node.input[0], rows, update], {"T": dtype, "Tindices": int32})
+                add_op(
+                    rows,
+                    "Reshape",
+                    [index, add_const(rows + "_shape", np.array([1, 1], np.int32), index)],
+                    {"T": int32, "Tshape": int32},
+                )
+                add_op(
+                    update,
+                    "ExpandDims",
+                    [item, add_const(update + "_axis", np.array(0, np.int32), item)],
+                    {"T": dtype, "Tdim": int32},
+                )
+                become(
+                    node,
+                    "TensorScatterUpdate",
+                    [node.input[0], rows, update],
+                    {"T": dtype, "Tindices": int32},
+                )
         if root.op == "TensorListReserve":
             anchor = root.input[1]
-            become(root, "Fill", [add_const(root.name + "/dense_shape", np.array(shape, np.int32), anchor),
-                                  add_const(root.name + "/dense_zero", np.zeros((), np_dtype), anchor)],
-                   {"T": dtype, "index_type": int32})
+            become(
+                root,
+                "Fill",
+                [
+                    add_const(root.name + "/dense_shape", np.array(shape, np.int32), anchor),
+                    add_const(root.name + "/dense_zero", np.zeros((), np_dtype), anchor),
+                ],
+                {"T": dtype, "index_type": int32},
+            )
         else:
             become(root, "Identity", [root.input[0]], {"T": dtype})
         for node in users:
@@ -356,8 +421,12 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
             else:  # TensorListGetItem(list, index, element_shape)
                 index = node.input[1]
                 axis = add_const(node.name + "/dense_axis", np.array(0, np.int32), index)
-                become(node, "GatherV2", [node.input[0], index, axis],
-                       {"Tparams": dtype, "Tindices": int32, "Taxis": int32})
+                become(
+                    node,
+                    "GatherV2",
+                    [node.input[0], index, axis],
+                    {"Tparams": dtype, "Tindices": int32, "Taxis": int32},
+                )
                 node.attr["batch_dims"].i = 0
     return True
 
@@ -378,7 +447,11 @@ def load_graphdef(
         out_hint = f"Likely outputs: {_listing(outputs)}."
         if not input_nodes or not output_nodes:
             missing = " and ".join(
-                option for option, given in (("--input_nodes", input_nodes), ("--output_nodes", output_nodes))
+                option
+                for option, given in (
+                    ("--input_nodes", input_nodes),
+                    ("--output_nodes", output_nodes),
+                )
                 if not given
             )
             raise make_error(
@@ -398,7 +471,8 @@ def load_graphdef(
             )
         if len(shapes) != len(inputs):
             raise make_error(
-                "SHAPE_COUNT", f"{len(shapes)} --shape value(s) for {len(inputs)} input(s) ({', '.join(inputs)})."
+                "SHAPE_COUNT",
+                f"{len(shapes)} --shape value(s) for {len(inputs)} input(s) ({', '.join(inputs)}).",
             )
         shapes = [tuple(int(d) for d in shape) for shape in shapes]
         _fix_placeholder_shapes(graph_def, inputs, shapes)
@@ -414,9 +488,17 @@ def load_graphdef(
             )
         except Exception as exc:  # noqa: BLE001 - tf2onnx raises whatever its handlers raise
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise make_error("TF_CONVERSION_FAILED", f"tf2onnx could not convert '{path.name}': {text}") from None
+            raise make_error(
+                "TF_CONVERSION_FAILED", f"tf2onnx could not convert '{path.name}': {text}"
+            ) from None
     return model
 
 
-__all__ = ["TF_OPSET", "candidate_inputs", "candidate_outputs", "densify_tensor_lists", "load_graphdef",
-           "tf_stack_available"]
+__all__ = [
+    "TF_OPSET",
+    "candidate_inputs",
+    "candidate_outputs",
+    "densify_tensor_lists",
+    "load_graphdef",
+    "tf_stack_available",
+]

@@ -32,7 +32,6 @@ MAX_ITERATIONS = 4096
 MAX_UNROLLED_NODES = 200_000
 
 
-
 def _claim(taken: set[str], wanted: str) -> str:
     """``wanted``, or ``wanted_2``, ``wanted_3``... whichever is free; marks it taken."""
     name, count = wanted, 1
@@ -41,6 +40,7 @@ def _claim(taken: set[str], wanted: str) -> str:
         name = f"{wanted}_{count}"
     taken.add(name)
     return name
+
 
 class _Graph:
     """What unrolling needs from the main graph: constants, static shapes, fresh names."""
@@ -85,7 +85,9 @@ class _Graph:
 def unroll_loops(model: onnx.ModelProto) -> bool:
     """Replace every main-graph Loop/Scan with a known iteration count by its unrolled body."""
     graph = model.graph
-    if not any(node.op_type in ("Loop", "Scan") and node.domain in ("", "ai.onnx") for node in graph.node):
+    if not any(
+        node.op_type in ("Loop", "Scan") and node.domain in ("", "ai.onnx") for node in graph.node
+    ):
         return False
     state = _Graph(model)
     nodes, changed = [], False
@@ -129,10 +131,14 @@ class _Copier:
         self.prefix = node.name or node.op_type.lower()
         self.nodes: list[onnx.NodeProto] = []
         # body initializers never change: one main-graph copy serves every iteration
-        self.body_inits = {init.name: state.add_const(f"{self.prefix}/{init.name}", numpy_helper.to_array(init))
-                           for init in body.initializer}
+        self.body_inits = {
+            init.name: state.add_const(f"{self.prefix}/{init.name}", numpy_helper.to_array(init))
+            for init in body.initializer
+        }
 
-    def copy(self, iteration: int, bindings: dict[str, str], wanted: set[str] = frozenset()) -> dict[str, str]:
+    def copy(
+        self, iteration: int, bindings: dict[str, str], wanted: set[str] = frozenset()
+    ) -> dict[str, str]:
         """Copy the body once; ``bindings`` maps body inputs to main-graph names. Returns the
         full renaming (body value -> main-graph name). Values in ``wanted`` are evaluated when
         their inputs are constants (for the loop condition)."""
@@ -141,7 +147,9 @@ class _Copier:
         for body_node in self.body.node:
             new = onnx.NodeProto()
             new.CopyFrom(body_node)
-            new.name = self.state.fresh_node(f"{self.prefix}/iter{iteration}/{body_node.name or body_node.op_type}")
+            new.name = self.state.fresh_node(
+                f"{self.prefix}/iter{iteration}/{body_node.name or body_node.op_type}"
+            )
             del new.input[:]
             new.input.extend(rename.get(name, name) if name else "" for name in body_node.input)
             del new.output[:]
@@ -150,7 +158,9 @@ class _Copier:
                     rename[out] = self.state.fresh(f"{self.prefix}/iter{iteration}/{out}")
                 new.output.append(rename[out] if out else "")
             for attr in new.attribute:
-                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                for sub in (
+                    [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+                ):
                     _rename_references(sub, rename)
             self.nodes.append(new)
             if wanted & set(body_node.output):
@@ -160,7 +170,11 @@ class _Copier:
     def _evaluate(self, node: onnx.NodeProto) -> None:
         from .preprocess import NOT_FOLDABLE, _evaluate_node, _has_subgraph
 
-        if node.op_type in NOT_FOLDABLE or _has_subgraph(node) or node.domain not in ("", "ai.onnx"):
+        if (
+            node.op_type in NOT_FOLDABLE
+            or _has_subgraph(node)
+            or node.domain not in ("", "ai.onnx")
+        ):
             return
         inputs = [self.state.const(name) if name else None for name in node.input]
         if any(value is None for name, value in zip(node.input, inputs) if name):
@@ -172,8 +186,15 @@ class _Copier:
                     self.state.values[name] = value
 
     def emit(self, op_type: str, inputs: list[str], output: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op_type, inputs, [output],
-                                           name=self.state.fresh_node(f"{self.prefix}/{op_type}"), **attrs))
+        self.nodes.append(
+            helper.make_node(
+                op_type,
+                inputs,
+                [output],
+                name=self.state.fresh_node(f"{self.prefix}/{op_type}"),
+                **attrs,
+            )
+        )
         return output
 
     def unsqueeze(self, name: str, axis: int) -> str:
@@ -207,7 +228,7 @@ def _rename_references(graph: onnx.GraphProto, rename: dict[str, str]) -> None:
 def _condition_cone(body: onnx.GraphProto, carried: int) -> set[str]:
     """Body values the condition output depends on, through loop-carried values too."""
     producer = {out: node for node in body.node for out in node.output if out}
-    state_in = {inp.name: index for index, inp in enumerate(body.input[2:2 + carried])}
+    state_in = {inp.name: index for index, inp in enumerate(body.input[2 : 2 + carried])}
     wanted, stack = set(), [body.output[0].name]
     while stack:
         name = stack.pop()
@@ -237,7 +258,9 @@ def _unroll_loop(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | 
         return None  # data-dependent start, or an endless loop
     count = int(trip) if trip is not None else MAX_ITERATIONS + 1
     budget = min(count, MAX_ITERATIONS + 1)
-    if not has_cond and (count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES):
+    if not has_cond and (
+        count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES
+    ):
         return None  # (with a condition, the real count is found while unrolling)
     copier = _Copier(node, body, state)
     wanted = _condition_cone(body, carried) if has_cond else set()
@@ -248,13 +271,17 @@ def _unroll_loop(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | 
         if iteration >= MAX_ITERATIONS or len(copier.nodes) > MAX_UNROLLED_NODES:
             return None
         bindings = {
-            body.input[0].name: state.add_const(f"{copier.prefix}/iter{iteration}/i", np.array(iteration, np.int64)),
-            body.input[1].name: state.add_const(f"{copier.prefix}/iter{iteration}/cond", np.array(bool(cond))),
+            body.input[0].name: state.add_const(
+                f"{copier.prefix}/iter{iteration}/i", np.array(iteration, np.int64)
+            ),
+            body.input[1].name: state.add_const(
+                f"{copier.prefix}/iter{iteration}/cond", np.array(bool(cond))
+            ),
         }
         bindings.update({inp.name: value for inp, value in zip(body.input[2:], values)})
         rename = copier.copy(iteration, bindings, wanted)
-        values = [rename.get(out.name, out.name) for out in body.output[1:1 + carried]]
-        for scan, out in zip(scans, body.output[1 + carried:]):
+        values = [rename.get(out.name, out.name) for out in body.output[1 : 1 + carried]]
+        for scan, out in zip(scans, body.output[1 + carried :]):
             scan.append(rename.get(out.name, out.name))
         if has_cond:
             cond = _scalar(state.const(rename.get(body.output[0].name, body.output[0].name)))
@@ -302,12 +329,20 @@ def _unroll_scan(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | 
     scans = [[] for _ in range(scan_outputs)]
     for step in range(count):
         bindings = {inp.name: value for inp, value in zip(body.input[:carried], values)}
-        for inp, name, axis, direction in zip(body.input[carried:], node.input[carried:], in_axes, in_dirs):
+        for inp, name, axis, direction in zip(
+            body.input[carried:], node.input[carried:], in_axes, in_dirs
+        ):
             index = count - 1 - step if direction else step
-            position = state.add_const(f"{copier.prefix}/iter{step}/index", np.array(index, np.int64))
+            position = state.add_const(
+                f"{copier.prefix}/iter{step}/index", np.array(index, np.int64)
+            )
             rank = len(state.shapes[name])
-            bindings[inp.name] = copier.emit("Gather", [name, position],
-                                             state.fresh(f"{copier.prefix}/iter{step}/{inp.name}"), axis=axis % rank)
+            bindings[inp.name] = copier.emit(
+                "Gather",
+                [name, position],
+                state.fresh(f"{copier.prefix}/iter{step}/{inp.name}"),
+                axis=axis % rank,
+            )
         rename = copier.copy(step, bindings)
         values = [rename.get(out.name, out.name) for out in body.output[:carried]]
         for scan, out in zip(scans, body.output[carried:]):
@@ -316,11 +351,16 @@ def _unroll_scan(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | 
     for value, out in zip(values, outputs[:carried]):
         if out:
             copier.emit("Identity", [value], out)
-    for scan, out, axis, direction, body_out in zip(scans, outputs[carried:], out_axes, out_dirs,
-                                                    body.output[carried:]):
+    for scan, out, axis, direction, body_out in zip(
+        scans, outputs[carried:], out_axes, out_dirs, body.output[carried:]
+    ):
         if not out:
             continue
-        rank = len(body_out.type.tensor_type.shape.dim) if body_out.type.tensor_type.HasField("shape") else None
+        rank = (
+            len(body_out.type.tensor_type.shape.dim)
+            if body_out.type.tensor_type.HasField("shape")
+            else None
+        )
         if axis < 0:
             if rank is None:
                 return None

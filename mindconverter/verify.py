@@ -64,21 +64,29 @@ def random_inputs(graph: IRGraph, seed: int = 0) -> list[np.ndarray]:
         elif dtype.kind == "b":
             arrays.append(rng.integers(0, 2, size=shape).astype(bool))
         else:
-            raise make_error("VERIFY_FAILED", f"Cannot make random values for input '{name}' of dtype {dtype}.")
+            raise make_error(
+                "VERIFY_FAILED", f"Cannot make random values for input '{name}' of dtype {dtype}."
+            )
     return arrays
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+def run_onnxruntime(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: list[str]
+) -> list[np.ndarray]:
     """Run the reference model in onnxruntime from memory."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
         return session.run(outputs, feeds)
     except Exception as exc:  # onnxruntime raises its own exception types
-        raise make_error("VERIFY_FAILED", f"onnxruntime could not run the source model: {exc}") from None
+        raise make_error(
+            "VERIFY_FAILED", f"onnxruntime could not run the source model: {exc}"
+        ) from None
 
 
 def load_generated_module(script: Path):
@@ -115,7 +123,9 @@ def build_network(script: Path, checkpoint: Path):
     return net
 
 
-def run_mindspore(script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool = False) -> list[np.ndarray]:
+def run_mindspore(
+    script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool = False
+) -> list[np.ndarray]:
     """Run the converted network on numpy inputs; returns numpy outputs."""
     import mindspore as ms
 
@@ -129,8 +139,12 @@ def run_mindspore(script: Path, checkpoint: Path, inputs: list[np.ndarray], grap
     return [r.asnumpy() if hasattr(r, "asnumpy") else np.asarray(r) for r in results]
 
 
-def compare_outputs(names: list[str], actual: list[np.ndarray], expected: list[np.ndarray],
-                    tolerance: float = DEFAULT_TOLERANCE) -> list[OutputComparison]:
+def compare_outputs(
+    names: list[str],
+    actual: list[np.ndarray],
+    expected: list[np.ndarray],
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> list[OutputComparison]:
     """Max absolute error and error relative to the reference's scale, per output."""
     rows = []
     for name, got, want in zip(names, actual, expected):
@@ -155,7 +169,9 @@ def compare_outputs(names: list[str], actual: list[np.ndarray], expected: list[n
         if np.isnan(diff).any():
             max_abs = float("inf")
         relative = max_abs / scale
-        rows.append(OutputComparison(name, max_abs, relative, relative <= tolerance or max_abs <= 1e-6))
+        rows.append(
+            OutputComparison(name, max_abs, relative, relative <= tolerance or max_abs <= 1e-6)
+        )
     return rows
 
 
@@ -181,7 +197,9 @@ def verify_conversion(
             if hasattr(exc, "error_code"):
                 raise
             message = " ".join(str(exc).split())[:300]
-            raise make_error("VERIFY_FAILED", f"MindSpore failed to run the converted model: {message}") from None
+            raise make_error(
+                "VERIFY_FAILED", f"MindSpore failed to run the converted model: {message}"
+            ) from None
         for row in compare_outputs(graph.outputs, actual, expected, tolerance):
             if row.name not in worst or row.relative_error > worst[row.name].relative_error:
                 worst[row.name] = row
@@ -199,6 +217,9 @@ def describe(summary: dict | None) -> str:
     """One line for the console."""
     if not summary:
         return ""
-    parts = [f"{row.name}: rel {row.relative_error:.2e} (abs {row.max_abs_error:.2e})" for row in summary["outputs"]]
+    parts = [
+        f"{row.name}: rel {row.relative_error:.2e} (abs {row.max_abs_error:.2e})"
+        for row in summary["outputs"]
+    ]
     verdict = "MATCH" if summary["ok"] else "MISMATCH"
     return f"Verification {verdict} vs onnxruntime: " + "; ".join(parts)

@@ -26,7 +26,9 @@ def make_model(
     """A model from nodes; inputs/outputs as (name, numpy dtype, shape or None)."""
 
     def info(name, dtype, shape):
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
+        return helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape
+        )
 
     graph = helper.make_graph(
         list(nodes),
@@ -42,9 +44,16 @@ def make_model(
     return model
 
 
-def single_op_model(op_type: str, input_shapes: dict[str, Sequence[int]], output_count: int = 1,
-                    initializers: dict[str, np.ndarray] | None = None, opset: int = 17,
-                    dtype=np.float32, input_names: list[str] | None = None, **attrs) -> onnx.ModelProto:
+def single_op_model(
+    op_type: str,
+    input_shapes: dict[str, Sequence[int]],
+    output_count: int = 1,
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 17,
+    dtype=np.float32,
+    input_names: list[str] | None = None,
+    **attrs,
+) -> onnx.ModelProto:
     """One node reading the given inputs (graph inputs then initializers) with float outputs."""
     initializers = initializers or {}
     names = input_names or list(input_shapes) + list(initializers)
@@ -77,8 +86,13 @@ def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]
     return feeds
 
 
-def convert_and_run(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None,
-                    graph_mode: bool = False, **convert_kwargs):
+def convert_and_run(
+    model: onnx.ModelProto,
+    tmp_path: Path,
+    feeds: dict | None = None,
+    graph_mode: bool = False,
+    **convert_kwargs,
+):
     """Save, convert and run a model; returns (result, mindspore outputs, onnxruntime outputs)."""
     tmp_path = Path(tmp_path)
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -87,17 +101,27 @@ def convert_and_run(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None =
     feeds = feeds if feeds is not None else random_feeds(model)
     result = convert(model_file, output=tmp_path / "out", **convert_kwargs)
     names = [inp.name for inp in model.graph.input if inp.name in feeds]
-    ms_outputs = run_mindspore(result.script_path, result.checkpoint_path, [feeds[n] for n in names],
-                               graph_mode=graph_mode)
+    ms_outputs = run_mindspore(
+        result.script_path, result.checkpoint_path, [feeds[n] for n in names], graph_mode=graph_mode
+    )
     output_names = [out.name for out in model.graph.output]
     ort_outputs = run_onnxruntime(model, feeds, output_names)
     return result, ms_outputs, ort_outputs
 
 
-def assert_matches(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = None,
-                   rtol: float = 1e-4, atol: float = 1e-5, graph_mode: bool = False, **convert_kwargs):
+def assert_matches(
+    model: onnx.ModelProto,
+    tmp_path: Path,
+    feeds: dict | None = None,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    graph_mode: bool = False,
+    **convert_kwargs,
+):
     """Convert ``model`` and check every output of MindSpore equals onnxruntime's; returns the result."""
-    result, ms_outputs, ort_outputs = convert_and_run(model, tmp_path, feeds, graph_mode, **convert_kwargs)
+    result, ms_outputs, ort_outputs = convert_and_run(
+        model, tmp_path, feeds, graph_mode, **convert_kwargs
+    )
     assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
     assert len(ms_outputs) == len(ort_outputs)
     for got, want in zip(ms_outputs, ort_outputs):
@@ -109,4 +133,11 @@ def assert_matches(model: onnx.ModelProto, tmp_path: Path, feeds: dict | None = 
     return result
 
 
-__all__ = ["TensorProto", "assert_matches", "convert_and_run", "make_model", "random_feeds", "single_op_model"]
+__all__ = [
+    "TensorProto",
+    "assert_matches",
+    "convert_and_run",
+    "make_model",
+    "random_feeds",
+    "single_op_model",
+]

@@ -14,7 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_cli_doc_is_current():
-    run = subprocess.run([sys.executable, "tools/gen_cli_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "tools/gen_cli_docs.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
 
 
@@ -47,6 +52,8 @@ def test_user_mapper_overrides_builtin_and_adds_custom_domain(tmp_path):
 
     nodes = [helper.make_node("Relu", ["x"], ["r"])]
     model = make_model(nodes, [("x", np.float32, (2, 3))], [("r", np.float32, None)])
-    result = assert_matches(model, tmp_path / "a", feeds={"x": np.full((2, 3), 0.5, np.float32)}, registry=registry)
+    result = assert_matches(
+        model, tmp_path / "a", feeds={"x": np.full((2, 3), 0.5, np.float32)}, registry=registry
+    )
     assert "ops.relu6" in result.script_path.read_text()
     assert default_registry().lookup("Relu", 13).__name__ != "relu_as_relu6"  # no global state

@@ -48,12 +48,15 @@ def test_node(node_test: suite.NodeTest, tmp_path):
         faulthandler.cancel_dump_traceback_later()
     known = _KNOWN.get(node_test.name)
     if outcome.passed:
-        assert known is None, (f"{node_test.name} passes now: remove it from "
-                               "docs/node_suite_known_failures.json")
+        assert known is None, (
+            f"{node_test.name} passes now: remove it from docs/node_suite_known_failures.json"
+        )
         return
     if known is not None and not known.explains(outcome):
-        pytest.fail(f"documented as failing with {known.status!r}, but now {outcome.status}: {outcome.reason}",
-                    pytrace=False)
+        pytest.fail(
+            f"documented as failing with {known.status!r}, but now {outcome.status}: {outcome.reason}",
+            pytrace=False,
+        )
     if known is not None:
         pytest.xfail(f"{known.reason} [{outcome.status}: {outcome.reason}]")
     pytest.fail(f"{outcome.status}: {outcome.reason}", pytrace=False)
@@ -63,7 +66,10 @@ def test_scope_rules():
     """Out-of-scope categories are excluded, expanded function bodies are kept."""
     tests = {t.name: t for t in suite.load_manifest()}
     assert tests["test_adam"].excluded and tests["test_bernoulli"].excluded
-    assert tests["test_quantizelinear"].excluded and tests["test_strnormalizer_nostopwords_nochangecase"].excluded
+    assert (
+        tests["test_quantizelinear"].excluded
+        and tests["test_strnormalizer_nostopwords_nochangecase"].excluded
+    )
     assert tests["test_training_dropout"].excluded
     assert not tests["test_softmax_axis_0_expanded"].excluded
     assert tests["test_softmax_axis_0_expanded"].primary_op == "Softmax"
@@ -86,4 +92,6 @@ def test_freeze_rules():
     assert frozen("test_slice") == ["starts", "ends", "axes", "steps"]
     assert frozen("test_conv_with_strides_padding") == ["W"]
     assert frozen("test_add") == [] and frozen("test_gather_0") == []
-    assert frozen("test_range_float_type_positive_delta") == []  # would leave Range no runtime input
+    assert (
+        frozen("test_range_float_type_positive_delta") == []
+    )  # would leave Range no runtime input

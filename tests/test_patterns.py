@@ -20,37 +20,62 @@ F32 = np.float32
 
 
 def _c(name, value, dtype=F32):
-    return helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(np.asarray(value, dtype), name))
+    return helper.make_node(
+        "Constant", [], [name], value=onnx.numpy_helper.from_array(np.asarray(value, dtype), name)
+    )
 
 
-def layer_norm_nodes(x, out, prefix, opset, gamma="gamma", beta="beta", eps=1e-5, use_pow=True, reciprocal=False):
+def layer_norm_nodes(
+    x, out, prefix, opset, gamma="gamma", beta="beta", eps=1e-5, use_pow=True, reciprocal=False
+):
     """nn.LayerNorm(C) as the TorchScript exporter spells it below opset 17."""
     p = prefix
     if opset >= 18:
-        nodes = [_c(f"{p}axes", [-1], np.int64),
-                 helper.make_node("ReduceMean", [x, f"{p}axes"], [f"{p}mean"], name=f"{p}/ReduceMean")]
-        second = helper.make_node("ReduceMean", [f"{p}sq", f"{p}axes"], [f"{p}var"], name=f"{p}/ReduceMean_1")
+        nodes = [
+            _c(f"{p}axes", [-1], np.int64),
+            helper.make_node("ReduceMean", [x, f"{p}axes"], [f"{p}mean"], name=f"{p}/ReduceMean"),
+        ]
+        second = helper.make_node(
+            "ReduceMean", [f"{p}sq", f"{p}axes"], [f"{p}var"], name=f"{p}/ReduceMean_1"
+        )
     else:
-        nodes = [helper.make_node("ReduceMean", [x], [f"{p}mean"], axes=[-1], name=f"{p}/ReduceMean")]
-        second = helper.make_node("ReduceMean", [f"{p}sq"], [f"{p}var"], axes=[-1], name=f"{p}/ReduceMean_1")
+        nodes = [
+            helper.make_node("ReduceMean", [x], [f"{p}mean"], axes=[-1], name=f"{p}/ReduceMean")
+        ]
+        second = helper.make_node(
+            "ReduceMean", [f"{p}sq"], [f"{p}var"], axes=[-1], name=f"{p}/ReduceMean_1"
+        )
     nodes.append(helper.make_node("Sub", [x, f"{p}mean"], [f"{p}d"], name=f"{p}/Sub"))
     if use_pow:
-        nodes += [_c(f"{p}two", 2.0), helper.make_node("Pow", [f"{p}d", f"{p}two"], [f"{p}sq"], name=f"{p}/Pow")]
+        nodes += [
+            _c(f"{p}two", 2.0),
+            helper.make_node("Pow", [f"{p}d", f"{p}two"], [f"{p}sq"], name=f"{p}/Pow"),
+        ]
     else:
         nodes.append(helper.make_node("Mul", [f"{p}d", f"{p}d"], [f"{p}sq"], name=f"{p}/Mul_sq"))
-    nodes += [second, _c(f"{p}eps", eps), helper.make_node("Add", [f"{p}var", f"{p}eps"], [f"{p}ve"], name=f"{p}/Add"),
-              helper.make_node("Sqrt", [f"{p}ve"], [f"{p}std"], name=f"{p}/Sqrt")]
+    nodes += [
+        second,
+        _c(f"{p}eps", eps),
+        helper.make_node("Add", [f"{p}var", f"{p}eps"], [f"{p}ve"], name=f"{p}/Add"),
+        helper.make_node("Sqrt", [f"{p}ve"], [f"{p}std"], name=f"{p}/Sqrt"),
+    ]
     if reciprocal:
-        nodes += [helper.make_node("Reciprocal", [f"{p}std"], [f"{p}inv"], name=f"{p}/Reciprocal"),
-                  helper.make_node("Mul", [f"{p}inv", f"{p}d"], [f"{p}n"], name=f"{p}/Mul_n")]
+        nodes += [
+            helper.make_node("Reciprocal", [f"{p}std"], [f"{p}inv"], name=f"{p}/Reciprocal"),
+            helper.make_node("Mul", [f"{p}inv", f"{p}d"], [f"{p}n"], name=f"{p}/Mul_n"),
+        ]
     else:
         nodes.append(helper.make_node("Div", [f"{p}d", f"{p}std"], [f"{p}n"], name=f"{p}/Div"))
     last = f"{p}n"
     if gamma:
-        nodes.append(helper.make_node("Mul", [last, gamma], [f"{p}g" if beta else out], name=f"{p}/Mul"))
+        nodes.append(
+            helper.make_node("Mul", [last, gamma], [f"{p}g" if beta else out], name=f"{p}/Mul")
+        )
         last = f"{p}g"
     if beta:
-        nodes.append(helper.make_node("Add", [last if gamma else f"{p}n", beta], [out], name=f"{p}/Add_1"))
+        nodes.append(
+            helper.make_node("Add", [last if gamma else f"{p}n", beta], [out], name=f"{p}/Add_1")
+        )
     if not gamma and not beta:
         nodes[-1].output[0] = out
     return nodes
@@ -59,16 +84,26 @@ def layer_norm_nodes(x, out, prefix, opset, gamma="gamma", beta="beta", eps=1e-5
 def erf_gelu_nodes(x, out, p, style="torch"):
     """GELU(x) as nn.GELU (torch) or HF's ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (hf) export it."""
     if style == "torch":
-        return [_c(f"{p}s2", math.sqrt(2.0)), helper.make_node("Div", [x, f"{p}s2"], [f"{p}a"]),
-                helper.make_node("Erf", [f"{p}a"], [f"{p}e"]), _c(f"{p}one", 1.0),
-                helper.make_node("Add", [f"{p}e", f"{p}one"], [f"{p}t"]),
-                helper.make_node("Mul", [x, f"{p}t"], [f"{p}m"]), _c(f"{p}half", 0.5),
-                helper.make_node("Mul", [f"{p}m", f"{p}half"], [out])]
-    return [_c(f"{p}half", 0.5), helper.make_node("Mul", [x, f"{p}half"], [f"{p}h"]),
-            _c(f"{p}r2", 1 / math.sqrt(2.0)), helper.make_node("Mul", [x, f"{p}r2"], [f"{p}a"]),
-            helper.make_node("Erf", [f"{p}a"], [f"{p}e"]), _c(f"{p}one", 1.0),
-            helper.make_node("Add", [f"{p}one", f"{p}e"], [f"{p}t"]),
-            helper.make_node("Mul", [f"{p}h", f"{p}t"], [out])]
+        return [
+            _c(f"{p}s2", math.sqrt(2.0)),
+            helper.make_node("Div", [x, f"{p}s2"], [f"{p}a"]),
+            helper.make_node("Erf", [f"{p}a"], [f"{p}e"]),
+            _c(f"{p}one", 1.0),
+            helper.make_node("Add", [f"{p}e", f"{p}one"], [f"{p}t"]),
+            helper.make_node("Mul", [x, f"{p}t"], [f"{p}m"]),
+            _c(f"{p}half", 0.5),
+            helper.make_node("Mul", [f"{p}m", f"{p}half"], [out]),
+        ]
+    return [
+        _c(f"{p}half", 0.5),
+        helper.make_node("Mul", [x, f"{p}half"], [f"{p}h"]),
+        _c(f"{p}r2", 1 / math.sqrt(2.0)),
+        helper.make_node("Mul", [x, f"{p}r2"], [f"{p}a"]),
+        helper.make_node("Erf", [f"{p}a"], [f"{p}e"]),
+        _c(f"{p}one", 1.0),
+        helper.make_node("Add", [f"{p}one", f"{p}e"], [f"{p}t"]),
+        helper.make_node("Mul", [f"{p}h", f"{p}t"], [out]),
+    ]
 
 
 def tanh_gelu_nodes(x, out, p, cube="pow"):
@@ -77,13 +112,21 @@ def tanh_gelu_nodes(x, out, p, cube="pow"):
     if cube == "pow":
         nodes += [_c(f"{p}three", 3.0), helper.make_node("Pow", [x, f"{p}three"], [f"{p}x3"])]
     else:
-        nodes += [helper.make_node("Mul", [x, x], [f"{p}x2"]), helper.make_node("Mul", [f"{p}x2", x], [f"{p}x3"])]
-    nodes += [_c(f"{p}k", 0.044715), helper.make_node("Mul", [f"{p}k", f"{p}x3"], [f"{p}kx3"]),
-              helper.make_node("Add", [x, f"{p}kx3"], [f"{p}in"]), _c(f"{p}c", math.sqrt(2.0 / math.pi)),
-              helper.make_node("Mul", [f"{p}in", f"{p}c"], [f"{p}arg"]),
-              helper.make_node("Tanh", [f"{p}arg"], [f"{p}th"]), _c(f"{p}one", 1.0),
-              helper.make_node("Add", [f"{p}th", f"{p}one"], [f"{p}t"]),
-              helper.make_node("Mul", [f"{p}h", f"{p}t"], [out])]
+        nodes += [
+            helper.make_node("Mul", [x, x], [f"{p}x2"]),
+            helper.make_node("Mul", [f"{p}x2", x], [f"{p}x3"]),
+        ]
+    nodes += [
+        _c(f"{p}k", 0.044715),
+        helper.make_node("Mul", [f"{p}k", f"{p}x3"], [f"{p}kx3"]),
+        helper.make_node("Add", [x, f"{p}kx3"], [f"{p}in"]),
+        _c(f"{p}c", math.sqrt(2.0 / math.pi)),
+        helper.make_node("Mul", [f"{p}in", f"{p}c"], [f"{p}arg"]),
+        helper.make_node("Tanh", [f"{p}arg"], [f"{p}th"]),
+        _c(f"{p}one", 1.0),
+        helper.make_node("Add", [f"{p}th", f"{p}one"], [f"{p}t"]),
+        helper.make_node("Mul", [f"{p}h", f"{p}t"], [out]),
+    ]
     return nodes
 
 
@@ -97,12 +140,21 @@ def _script(result):
     return result.script_path.read_text()
 
 
-@pytest.mark.parametrize("opset,use_pow,reciprocal", [(13, True, False), (18, False, True), (17, True, True)])
+@pytest.mark.parametrize(
+    "opset,use_pow,reciprocal", [(13, True, False), (18, False, True), (17, True, True)]
+)
 def test_layer_norm_chain_becomes_nn_layernorm(tmp_path, opset, use_pow, reciprocal):
     gamma, beta = RNG.standard_normal(16).astype(F32), RNG.standard_normal(16).astype(F32)
-    nodes = layer_norm_nodes("x", "y", "ln", opset, use_pow=use_pow, reciprocal=reciprocal, eps=1e-6)
-    model = make_model(nodes, [("x", F32, [2, 5, 16])], [("y", F32, None)], {"gamma": gamma, "beta": beta},
-                       opset=opset)
+    nodes = layer_norm_nodes(
+        "x", "y", "ln", opset, use_pow=use_pow, reciprocal=reciprocal, eps=1e-6
+    )
+    model = make_model(
+        nodes,
+        [("x", F32, [2, 5, 16])],
+        [("y", F32, None)],
+        {"gamma": gamma, "beta": beta},
+        opset=opset,
+    )
     counts, simplified = _lifted(model)
     assert counts == {"LayerNorm": 1}
     assert [n.op_type for n in simplified.graph.node] == ["LayerNorm"]
@@ -116,12 +168,17 @@ def test_layer_norm_chain_becomes_nn_layernorm(tmp_path, opset, use_pow, recipro
 
 
 def test_layer_norm_without_affine_and_over_two_axes(tmp_path):
-    nodes = [helper.make_node("ReduceMean", ["x"], ["mean"], axes=[2, 3]),
-             helper.make_node("Sub", ["x", "mean"], ["d"]), _c("two", 2.0),
-             helper.make_node("Pow", ["d", "two"], ["sq"]),
-             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-2, -1]), _c("eps", 1e-5),
-             helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["std"]),
-             helper.make_node("Div", ["d", "std"], ["y"])]
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[2, 3]),
+        helper.make_node("Sub", ["x", "mean"], ["d"]),
+        _c("two", 2.0),
+        helper.make_node("Pow", ["d", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-2, -1]),
+        _c("eps", 1e-5),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["std"]),
+        helper.make_node("Div", ["d", "std"], ["y"]),
+    ]
     model = make_model(nodes, [("x", F32, [2, 3, 4, 5])], [("y", F32, None)], opset=13)
     assert _lifted(model)[0] == {"LayerNorm": 1}
     result = assert_matches(model, tmp_path)
@@ -130,12 +187,17 @@ def test_layer_norm_without_affine_and_over_two_axes(tmp_path):
 
 def test_near_miss_is_not_lifted(tmp_path):
     """Variance over other axes than the mean is no layer norm: left as the primitive ops."""
-    nodes = [helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]),
-             helper.make_node("Sub", ["x", "mean"], ["d"]), _c("two", 2.0),
-             helper.make_node("Pow", ["d", "two"], ["sq"]),
-             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[1]), _c("eps", 1e-5),
-             helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["std"]),
-             helper.make_node("Div", ["d", "std"], ["y"])]
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+        helper.make_node("Sub", ["x", "mean"], ["d"]),
+        _c("two", 2.0),
+        helper.make_node("Pow", ["d", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[1]),
+        _c("eps", 1e-5),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["std"]),
+        helper.make_node("Div", ["d", "std"], ["y"]),
+    ]
     model = make_model(nodes, [("x", F32, [2, 3, 4])], [("y", F32, None)], opset=13)
     assert _lifted(model)[0] == {}
     result = assert_matches(model, tmp_path)
@@ -144,20 +206,33 @@ def test_near_miss_is_not_lifted(tmp_path):
 
 def test_t5_rms_norm_is_not_a_layer_norm(tmp_path):
     """T5's RMSNorm (no mean subtraction) must keep its own formula."""
-    nodes = [_c("two", 2.0), helper.make_node("Pow", ["x", "two"], ["sq"]),
-             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]), _c("eps", 1e-6),
-             helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["std"]),
-             helper.make_node("Reciprocal", ["std"], ["inv"]), helper.make_node("Mul", ["x", "inv"], ["n"]),
-             helper.make_node("Mul", ["w", "n"], ["y"])]
-    model = make_model(nodes, [("x", F32, [2, 3, 8])], [("y", F32, None)], {"w": RNG.random(8).astype(F32)},
-                       opset=13)
+    nodes = [
+        _c("two", 2.0),
+        helper.make_node("Pow", ["x", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+        _c("eps", 1e-6),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["std"]),
+        helper.make_node("Reciprocal", ["std"], ["inv"]),
+        helper.make_node("Mul", ["x", "inv"], ["n"]),
+        helper.make_node("Mul", ["w", "n"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F32, [2, 3, 8])],
+        [("y", F32, None)],
+        {"w": RNG.random(8).astype(F32)},
+        opset=13,
+    )
     assert _lifted(model)[0] == {}
     assert_matches(model, tmp_path)
 
 
 @pytest.mark.parametrize("style", ["torch", "hf"])
 def test_erf_gelu_becomes_nn_gelu(tmp_path, style):
-    model = make_model(erf_gelu_nodes("x", "y", "g", style), [("x", F32, [2, 3, 8])], [("y", F32, None)], opset=13)
+    model = make_model(
+        erf_gelu_nodes("x", "y", "g", style), [("x", F32, [2, 3, 8])], [("y", F32, None)], opset=13
+    )
     counts, simplified = _lifted(model)
     assert counts == {"Gelu": 1}
     assert [(n.domain, n.op_type) for n in simplified.graph.node] == [(DOMAIN, "Gelu")]
@@ -168,7 +243,9 @@ def test_erf_gelu_becomes_nn_gelu(tmp_path, style):
 
 @pytest.mark.parametrize("cube", ["pow", "mul"])
 def test_tanh_gelu_becomes_approximate_gelu(tmp_path, cube):
-    model = make_model(tanh_gelu_nodes("x", "y", "g", cube), [("x", F32, [2, 8])], [("y", F32, None)], opset=13)
+    model = make_model(
+        tanh_gelu_nodes("x", "y", "g", cube), [("x", F32, [2, 8])], [("y", F32, None)], opset=13
+    )
     assert _lifted(model)[0] == {"Gelu": 1}
     feeds = {"x": (RNG.standard_normal((2, 8)) * 3).astype(F32)}
     result = assert_matches(model, tmp_path, feeds=feeds)
@@ -194,9 +271,13 @@ def test_gelu_with_shared_intermediate_is_not_lifted():
 def test_matmul_add_becomes_dense_with_bias(tmp_path, bias_first):
     w, b = RNG.standard_normal((8, 6)).astype(F32), RNG.standard_normal(6).astype(F32)
     add_inputs = ["b", "mm"] if bias_first else ["mm", "b"]
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="/encoder/fc/MatMul"),
-             helper.make_node("Add", add_inputs, ["y"], name="/encoder/fc/Add")]
-    model = make_model(nodes, [("x", F32, [2, 3, 8])], [("y", F32, None)], {"w": w, "b": b}, opset=13)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"], name="/encoder/fc/MatMul"),
+        helper.make_node("Add", add_inputs, ["y"], name="/encoder/fc/Add"),
+    ]
+    model = make_model(
+        nodes, [("x", F32, [2, 3, 8])], [("y", F32, None)], {"w": w, "b": b}, opset=13
+    )
     assert _lifted(model)[0] == {"Linear": 1}
     result = assert_matches(model, tmp_path)
     script = _script(result)
@@ -209,10 +290,18 @@ def test_matmul_add_becomes_dense_with_bias(tmp_path, bias_first):
 
 def test_matmul_with_shared_output_keeps_its_add(tmp_path):
     w, b = RNG.standard_normal((4, 4)).astype(F32), RNG.standard_normal(4).astype(F32)
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["y"]),
-             helper.make_node("Relu", ["mm"], ["z"])]
-    model = make_model(nodes, [("x", F32, [3, 4])], [("y", F32, None), ("z", F32, None)], {"w": w, "b": b},
-                       opset=13)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["y"]),
+        helper.make_node("Relu", ["mm"], ["z"]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F32, [3, 4])],
+        [("y", F32, None), ("z", F32, None)],
+        {"w": w, "b": b},
+        opset=13,
+    )
     assert _lifted(model)[0] == {}
     assert_matches(model, tmp_path)
 
@@ -220,15 +309,24 @@ def test_matmul_with_shared_output_keeps_its_add(tmp_path):
 def test_transformer_block_lifts_every_layer(tmp_path):
     """Dense -> GELU -> Dense -> residual -> LayerNorm, as BERT's feed-forward block exports."""
     hidden, inner = 8, 16
-    inits = {"w1": RNG.standard_normal((hidden, inner)).astype(F32) * 0.3, "b1": RNG.standard_normal(inner).astype(F32),
-             "w2": RNG.standard_normal((inner, hidden)).astype(F32) * 0.3, "b2": RNG.standard_normal(hidden).astype(F32),
-             "gamma": RNG.standard_normal(hidden).astype(F32), "beta": RNG.standard_normal(hidden).astype(F32)}
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="/layer/intermediate/dense/MatMul"),
-             helper.make_node("Add", ["b1", "h0"], ["h1"], name="/layer/intermediate/dense/Add")]
+    inits = {
+        "w1": RNG.standard_normal((hidden, inner)).astype(F32) * 0.3,
+        "b1": RNG.standard_normal(inner).astype(F32),
+        "w2": RNG.standard_normal((inner, hidden)).astype(F32) * 0.3,
+        "b2": RNG.standard_normal(hidden).astype(F32),
+        "gamma": RNG.standard_normal(hidden).astype(F32),
+        "beta": RNG.standard_normal(hidden).astype(F32),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h0"], name="/layer/intermediate/dense/MatMul"),
+        helper.make_node("Add", ["b1", "h0"], ["h1"], name="/layer/intermediate/dense/Add"),
+    ]
     nodes += erf_gelu_nodes("h1", "h2", "gelu", "torch")
-    nodes += [helper.make_node("MatMul", ["h2", "w2"], ["h3"], name="/layer/output/dense/MatMul"),
-              helper.make_node("Add", ["b2", "h3"], ["h4"], name="/layer/output/dense/Add"),
-              helper.make_node("Add", ["h4", "x"], ["h5"], name="/layer/output/Add")]
+    nodes += [
+        helper.make_node("MatMul", ["h2", "w2"], ["h3"], name="/layer/output/dense/MatMul"),
+        helper.make_node("Add", ["b2", "h3"], ["h4"], name="/layer/output/dense/Add"),
+        helper.make_node("Add", ["h4", "x"], ["h5"], name="/layer/output/Add"),
+    ]
     nodes += layer_norm_nodes("h5", "y", "/layer/output/LayerNorm", 13, eps=1e-12)
     model = make_model(nodes, [("x", F32, [1, 4, hidden])], [("y", F32, None)], inits, opset=13)
     assert _lifted(model)[0] == {"Gelu": 1, "LayerNorm": 1, "Linear": 2}

@@ -44,19 +44,29 @@ def render() -> str:
     sys.path.insert(0, str(ROOT))
     from mindconverter.errors import ERROR_CODES, make_error
 
-    lines = [HEADER, "## All codes", "", "| Code | Key | Class | Exit | Cause | Fix |", "|---|---|---|---|---|---|"]
+    lines = [
+        HEADER,
+        "## All codes",
+        "",
+        "| Code | Key | Class | Exit | Cause | Fix |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, entry in sorted(ERROR_CODES.items(), key=lambda item: item[1].number):
         exit_code = make_error(key).exit_code
         cause = entry.cause.replace("|", "\\|")
         fix = entry.fix.replace("|", "\\|")
-        lines.append(f"| {entry.number} | `{key}` | {entry.category} | {exit_code} | {cause} | {fix} |")
+        lines.append(
+            f"| {entry.number} | `{key}` | {entry.category} | {exit_code} | {cause} | {fix} |"
+        )
     lines.append("")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/errors.md is out of date")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if docs/errors.md is out of date"
+    )
     args = parser.parse_args(argv)
     text = render()
     if args.check:

@@ -28,7 +28,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(planes)
         self.downsample = None
         if stride != 1 or inplanes != planes:
-            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+            )
 
     def forward(self, x):
         identity = x
@@ -49,8 +51,12 @@ class TinyResNet(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         self.layer1 = nn.Sequential(BasicBlock(width, width), BasicBlock(width, width))
-        self.layer2 = nn.Sequential(BasicBlock(width, width * 2, 2), BasicBlock(width * 2, width * 2))
-        self.layer3 = nn.Sequential(BasicBlock(width * 2, width * 4, 2), BasicBlock(width * 4, width * 4))
+        self.layer2 = nn.Sequential(
+            BasicBlock(width, width * 2, 2), BasicBlock(width * 2, width * 2)
+        )
+        self.layer3 = nn.Sequential(
+            BasicBlock(width * 2, width * 4, 2), BasicBlock(width * 4, width * 4)
+        )
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = nn.Linear(width * 4, num_classes)
 
@@ -78,8 +84,14 @@ class InvertedResidual(nn.Module):
         super().__init__()
         hidden = inp * expand
         self.use_res = stride == 1 and inp == out
-        layers = [nn.Conv2d(inp, hidden, 1, bias=False), nn.BatchNorm2d(hidden), act(),
-                  nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden), act()]
+        layers = [
+            nn.Conv2d(inp, hidden, 1, bias=False),
+            nn.BatchNorm2d(hidden),
+            act(),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            act(),
+        ]
         if use_se:
             layers.append(SqueezeExcite(hidden, max(hidden // 4, 8)))
         layers += [nn.Conv2d(hidden, out, 1, bias=False), nn.BatchNorm2d(out)]
@@ -96,14 +108,18 @@ class TinyMobileNet(nn.Module):
     def __init__(self, num_classes: int = 10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.Hardswish()),
+            nn.Sequential(
+                nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.Hardswish()
+            ),
             InvertedResidual(16, 16, 1, 1, False, nn.ReLU6),
             InvertedResidual(16, 24, 2, 4, False, nn.ReLU6),
             InvertedResidual(24, 24, 1, 3, True, nn.Hardswish),
             InvertedResidual(24, 32, 2, 3, True, nn.Hardswish),
         )
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(32, 64), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(64, num_classes))
+        self.classifier = nn.Sequential(
+            nn.Linear(32, 64), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(64, num_classes)
+        )
 
     def forward(self, x):
         x = self.pool(self.features(x)).flatten(1)
@@ -116,7 +132,9 @@ def randomize_batchnorm(model: nn.Module, seed: int) -> None:
     for module in model.modules():
         if isinstance(module, nn.BatchNorm2d):
             with torch.no_grad():
-                module.running_mean.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
+                module.running_mean.copy_(
+                    torch.randn(module.num_features, generator=generator) * 0.1
+                )
                 module.running_var.copy_(torch.rand(module.num_features, generator=generator) + 0.5)
                 module.weight.copy_(torch.rand(module.num_features, generator=generator) + 0.5)
                 module.bias.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
@@ -127,10 +145,25 @@ def export(model: nn.Module, name: str) -> None:
     model.eval()
     example = torch.randn(1, 3, 32, 32)
     batch = {"input": {0: "batch"}, "logits": {0: "batch"}}
-    torch.onnx.export(model, (example,), FIXTURES / f"{name}_torchscript.onnx", dynamo=False, opset_version=13,
-                      input_names=["input"], output_names=["logits"], dynamic_axes=batch)
-    program = torch.onnx.export(model, (example,), dynamo=True, opset_version=18, input_names=["input"],
-                                output_names=["logits"], dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.onnx.export(
+        model,
+        (example,),
+        FIXTURES / f"{name}_torchscript.onnx",
+        dynamo=False,
+        opset_version=13,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes=batch,
+    )
+    program = torch.onnx.export(
+        model,
+        (example,),
+        dynamo=True,
+        opset_version=18,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_shapes=({0: torch.export.Dim("batch")},),
+    )
     program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
 
 
@@ -145,7 +178,9 @@ def _stub_torchvision_ops() -> None:
     library = torch.library.Library("torchvision", "DEF")
     for name in ("nms", "qnms"):
         library.define(f"{name}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        library.impl(name, lambda dets, scores, threshold: torch.argsort(scores, descending=True), "CPU")
+        library.impl(
+            name, lambda dets, scores, threshold: torch.argsort(scores, descending=True), "CPU"
+        )
     _stub_torchvision_ops.library = library  # keep the registration alive
 
 
@@ -154,8 +189,15 @@ def export_tiny_bert() -> None:
     _stub_torchvision_ops()
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
+
     class Encoder(nn.Module):
         """BERT called with keyword inputs, returning plain tensors (exporters want tuples)."""
 
@@ -168,21 +210,37 @@ def export_tiny_bert() -> None:
             return out.last_hidden_state, out.pooler_output
 
     model = Encoder().eval()
-    with torch.no_grad():  # distinct values everywhere: exporters merge identical tensors (zero biases)
+    with (
+        torch.no_grad()
+    ):  # distinct values everywhere: exporters merge identical tensors (zero biases)
         for parameter in model.parameters():
-            parameter.copy_(torch.randn_like(parameter) * 0.05 + (1.0 if parameter.dim() == 1 else 0.0) * 0.1)
+            parameter.copy_(
+                torch.randn_like(parameter) * 0.05 + (1.0 if parameter.dim() == 1 else 0.0) * 0.1
+            )
     ids = torch.randint(0, 100, (2, 8))
     mask = torch.ones(2, 8, dtype=torch.int64)
     mask[1, 5:] = 0  # a padded second sequence makes the mask matter
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
-    torch.onnx.export(model, (ids, mask), FIXTURES / "tiny_bert_torchscript.onnx", dynamo=False, opset_version=14,
-                      input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state", "pooler_output"],
-                      dynamic_axes=axes)
+    torch.onnx.export(
+        model,
+        (ids, mask),
+        FIXTURES / "tiny_bert_torchscript.onnx",
+        dynamo=False,
+        opset_version=14,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["last_hidden_state", "pooler_output"],
+        dynamic_axes=axes,
+    )
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=32)
-    program = torch.onnx.export(model, (ids, mask), dynamo=True, opset_version=18,
-                                input_names=["input_ids", "attention_mask"],
-                                output_names=["last_hidden_state", "pooler_output"],
-                                dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence}))
+    program = torch.onnx.export(
+        model,
+        (ids, mask),
+        dynamo=True,
+        opset_version=18,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["last_hidden_state", "pooler_output"],
+        dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence}),
+    )
     program.save(str(FIXTURES / "tiny_bert_dynamo.onnx"), external_data=False)
 
 

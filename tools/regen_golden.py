@@ -1,4 +1,4 @@
-"""Regenerate the golden scripts under tests/golden/ from the cases in tests/golden/cases.py.
+"""Regenerate the golden scripts under tests/golden/ from the cases in tests.codegen.golden_cases.py.
 
     python tools/regen_golden.py            # rewrite every golden file
     python tools/regen_golden.py --check    # exit 1 if any would change
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.golden.cases import CASES, available, generate  # noqa: E402
+from tests.codegen.golden_cases import CASES, available, generate  # noqa: E402
 
 
 def main() -> int:

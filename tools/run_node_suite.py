@@ -56,7 +56,9 @@ def _worker(conn, data_dir: str) -> None:
         try:
             outcome = suite.run_node_test(test, Path(data_dir), work)
         except Exception as exc:
-            outcome = suite.Outcome(test.name, "conversion_error", f"harness error: {type(exc).__name__}: {exc}")
+            outcome = suite.Outcome(
+                test.name, "conversion_error", f"harness error: {type(exc).__name__}: {exc}"
+            )
         conn.send(asdict(outcome))
         _remove_tree(work)
 
@@ -79,7 +81,9 @@ class _Slot:
 
     def spawn(self) -> None:
         parent, child = self.ctx.Pipe()
-        self.process = self.ctx.Process(target=_worker, args=(child, str(self.data_dir)), daemon=True)
+        self.process = self.ctx.Process(
+            target=_worker, args=(child, str(self.data_dir)), daemon=True
+        )
         self.process.start()
         child.close()
         self.conn, self.served, self.test = parent, 0, None
@@ -104,8 +108,13 @@ class _Slot:
             self.kill()
 
 
-def run_tests(tests: list[suite.NodeTest], data_dir: Path, workers: int = 2, timeout: float = 120.0,
-              progress: bool = True) -> dict[str, suite.Outcome]:
+def run_tests(
+    tests: list[suite.NodeTest],
+    data_dir: Path,
+    workers: int = 2,
+    timeout: float = 120.0,
+    progress: bool = True,
+) -> dict[str, suite.Outcome]:
     """Run ``tests`` in ``workers`` processes; returns outcome by test name."""
     ctx = multiprocessing.get_context("spawn")
     pending = list(reversed(tests))
@@ -117,7 +126,9 @@ def run_tests(tests: list[suite.NodeTest], data_dir: Path, workers: int = 2, tim
         outcomes[outcome.name] = outcome
         if progress:
             mark = "." if outcome.passed else outcome.status[0].upper()
-            print(mark, end="" if len(outcomes) % 100 else f" {len(outcomes)}/{total}\n", flush=True)
+            print(
+                mark, end="" if len(outcomes) % 100 else f" {len(outcomes)}/{total}\n", flush=True
+            )
 
     try:
         for slot in slots:
@@ -131,14 +142,25 @@ def run_tests(tests: list[suite.NodeTest], data_dir: Path, workers: int = 2, tim
                     try:
                         record(suite.Outcome(**slot.conn.recv()))
                     except (EOFError, OSError):
-                        record(suite.Outcome(slot.test.name, "crash",
-                                             f"the worker process died (exit code {slot.process.exitcode})"))
+                        record(
+                            suite.Outcome(
+                                slot.test.name,
+                                "crash",
+                                f"the worker process died (exit code {slot.process.exitcode})",
+                            )
+                        )
                         slot.kill()
                         slot.spawn()
                     slot.test = None
                 elif time.monotonic() - slot.started > timeout:
-                    record(suite.Outcome(slot.test.name, "timeout", f"no result within {timeout:g} s",
-                                         seconds=timeout))
+                    record(
+                        suite.Outcome(
+                            slot.test.name,
+                            "timeout",
+                            f"no result within {timeout:g} s",
+                            seconds=timeout,
+                        )
+                    )
                     slot.kill()
                     slot.spawn()
                 if slot.test is None and pending:
@@ -184,8 +206,9 @@ def results_document(tests: list[suite.NodeTest], outcomes: dict[str, suite.Outc
     }
 
 
-def merge_results(previous: dict | None, tests: list[suite.NodeTest],
-                  outcomes: dict[str, suite.Outcome]) -> dict:
+def merge_results(
+    previous: dict | None, tests: list[suite.NodeTest], outcomes: dict[str, suite.Outcome]
+) -> dict:
     """Results for all in-scope tests: this run's outcomes over the previous file's (for ``-k``)."""
     merged = {}
     old = (previous or {}).get("tests", {})
@@ -194,8 +217,13 @@ def merge_results(previous: dict | None, tests: list[suite.NodeTest],
             merged[test.name] = outcomes[test.name]
         elif test.name in old:
             entry = old[test.name]
-            merged[test.name] = suite.Outcome(test.name, entry["status"], entry.get("reason", ""),
-                                              entry.get("blamed_ops", []), entry.get("frozen_inputs", []))
+            merged[test.name] = suite.Outcome(
+                test.name,
+                entry["status"],
+                entry.get("reason", ""),
+                entry.get("blamed_ops", []),
+                entry.get("frozen_inputs", []),
+            )
         else:
             merged[test.name] = suite.Outcome(test.name, "not_run", "not run yet")
     return merged
@@ -212,7 +240,9 @@ def _ranges(specs) -> str:
             merged[-1][1] = max(merged[-1][1], until)
         else:
             merged.append([since, until])
-    return ", ".join(f"{a}+" if b >= 10_000 else (f"{a}" if a == b else f"{a}-{b}") for a, b in merged)
+    return ", ".join(
+        f"{a}+" if b >= 10_000 else (f"{a}" if a == b else f"{a}-{b}") for a, b in merged
+    )
 
 
 def _api(specs) -> str:
@@ -228,8 +258,12 @@ def _api(specs) -> str:
     return "; ".join(lines) or "?"
 
 
-def operator_rows(registry, tests: list[suite.NodeTest], outcomes: dict[str, suite.Outcome],
-                  known: dict[str, suite.KnownFailure]) -> list[dict]:
+def operator_rows(
+    registry,
+    tests: list[suite.NodeTest],
+    outcomes: dict[str, suite.Outcome],
+    known: dict[str, suite.KnownFailure],
+) -> list[dict]:
     """One row per operator: registry information, suite tally and status."""
     specs = defaultdict(list)
     for spec in registry.specs():
@@ -271,22 +305,29 @@ def operator_rows(registry, tests: list[suite.NodeTest], outcomes: dict[str, sui
             status = "supported (no suite test)"
         else:
             status = "supported"
-        rows.append({
-            "op": op,
-            "opsets": _ranges(specs[op]) if op in specs else "",
-            "api": _api(specs[op]) if op in specs else "",
-            "passed": passed,
-            "total": len(mine),
-            "used_in": len({t.name for t in using.get(op, [])} - {t.name for t in mine}),
-            "failing": against,
-            "status": status,
-            "claimed": status.startswith("supported"),
-        })
+        rows.append(
+            {
+                "op": op,
+                "opsets": _ranges(specs[op]) if op in specs else "",
+                "api": _api(specs[op]) if op in specs else "",
+                "passed": passed,
+                "total": len(mine),
+                "used_in": len({t.name for t in using.get(op, [])} - {t.name for t in mine}),
+                "failing": against,
+                "status": status,
+                "claimed": status.startswith("supported"),
+            }
+        )
     return rows
 
 
-def render_operators(rows: list[dict], tests: list[suite.NodeTest], outcomes: dict[str, suite.Outcome],
-                     known: dict[str, suite.KnownFailure], results: dict) -> str:
+def render_operators(
+    rows: list[dict],
+    tests: list[suite.NodeTest],
+    outcomes: dict[str, suite.Outcome],
+    known: dict[str, suite.KnownFailure],
+    results: dict,
+) -> str:
     claimed = [row for row in rows if row["claimed"]]
     lines = [
         "# Supported ONNX operators",
@@ -295,14 +336,18 @@ def render_operators(rows: list[dict], tests: list[suite.NodeTest], outcomes: di
         "     backend node test suite run; do not edit by hand. -->",
         "",
         f"Measured with onnx {results['onnx']} node tests and MindSpore {results['mindspore']} (CPU):",
-        (f"**{results['passed']} of {results['in_scope']} in-scope tests pass ({results['pass_rate']}%)**; "
-        f"**{len(claimed)} operator types supported**."),
+        (
+            f"**{results['passed']} of {results['in_scope']} in-scope tests pass ({results['pass_rate']}%)**; "
+            f"**{len(claimed)} operator types supported**."
+        ),
         "",
         "How a test runs: the test's model is converted with `mindconverter.convert` (the CLI's code path),",
         "the generated script runs in MindSpore (PyNative) with the generated checkpoint on the suite's",
         "inputs, and each output must match the suite's reference: same shape and dtype, integers and",
-        (f"booleans exactly, floats within rtol={suite.DEFAULT_RTOL:g}, atol={suite.DEFAULT_ATOL:g} "
-        "(or the test's own looser tolerance)."),
+        (
+            f"booleans exactly, floats within rtol={suite.DEFAULT_RTOL:g}, atol={suite.DEFAULT_ATOL:g} "
+            "(or the test's own looser tolerance)."
+        ),
         "Out of scope: training, sequence/optional, string, random, `ai.onnx.ml` and quantization",
         "operators (`mindconverter.suite.exclusion_reason`). Graph inputs that an exporter would store as",
         "constants (shapes, axes, pads, layer weights...) are frozen into initializers first",
@@ -318,13 +363,21 @@ def render_operators(rows: list[dict], tests: list[suite.NodeTest], outcomes: di
     ]
     for row in rows:
         tally = f"{row['passed']}/{row['total']}" if row["total"] else "-"
-        lines.append(f"| {row['op']} | {row['opsets'] or '-'} | {row['api'] or '-'} | {tally} | "
-                     f"{row['used_in'] or '-'} | {row['status']} |")
+        lines.append(
+            f"| {row['op']} | {row['opsets'] or '-'} | {row['api'] or '-'} | {tally} | "
+            f"{row['used_in'] or '-'} | {row['status']} |"
+        )
     failing = [t for t in tests if not outcomes[t.name].passed]
-    lines += ["", f"## Failing tests ({len(failing)})", "",
-              "Documented reason from `docs/node_suite_known_failures.json`; *(undocumented)* marks a",
-              "failure nobody has explained yet, with the harness's classification.", "",
-              "| Test | Operator | Outcome | Reason |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Failing tests ({len(failing)})",
+        "",
+        "Documented reason from `docs/node_suite_known_failures.json`; *(undocumented)* marks a",
+        "failure nobody has explained yet, with the harness's classification.",
+        "",
+        "| Test | Operator | Outcome | Reason |",
+        "|---|---|---|---|",
+    ]
     for test in failing:
         outcome = outcomes[test.name]
         entry = known.get(test.name)
@@ -337,19 +390,31 @@ def render_operators(rows: list[dict], tests: list[suite.NodeTest], outcomes: di
 
 def summary_lines(tests, outcomes, rows, known) -> list[str]:
     passed = sum(1 for t in tests if outcomes[t.name].passed)
-    lines = [f"in scope: {len(tests)}  passed: {passed}  ({100.0 * passed / max(len(tests), 1):.1f}%)",
-             "by outcome: " + ", ".join(f"{k} {v}" for k, v in
-                                       Counter(outcomes[t.name].status for t in tests).most_common()),
-             f"operators claimed: {sum(1 for r in rows if r['claimed'])}"]
+    lines = [
+        f"in scope: {len(tests)}  passed: {passed}  ({100.0 * passed / max(len(tests), 1):.1f}%)",
+        "by outcome: "
+        + ", ".join(
+            f"{k} {v}" for k, v in Counter(outcomes[t.name].status for t in tests).most_common()
+        ),
+        f"operators claimed: {sum(1 for r in rows if r['claimed'])}",
+    ]
     failing_ops = Counter()
     for test in tests:
         if not outcomes[test.name].passed:
             failing_ops[test.primary_op or "(multi-op)"] += 1
-    lines.append("most failing operators: " + ", ".join(f"{op} {n}" for op, n in failing_ops.most_common(25)))
-    undocumented = [t.name for t in tests if not outcomes[t.name].passed
-                    and not (t.name in known and known[t.name].explains(outcomes[t.name]))]
+    lines.append(
+        "most failing operators: " + ", ".join(f"{op} {n}" for op, n in failing_ops.most_common(25))
+    )
+    undocumented = [
+        t.name
+        for t in tests
+        if not outcomes[t.name].passed
+        and not (t.name in known and known[t.name].explains(outcomes[t.name]))
+    ]
     stale = [t.name for t in tests if outcomes[t.name].passed and t.name in known]
-    lines.append(f"undocumented failures: {len(undocumented)}; known failures that now pass: {len(stale)}")
+    lines.append(
+        f"undocumented failures: {len(undocumented)}; known failures that now pass: {len(stale)}"
+    )
     return lines
 
 
@@ -359,9 +424,14 @@ def record_unconverted(path: Path, tests, outcomes, known) -> dict[str, suite.Kn
     added = 0
     for test in tests:
         outcome = outcomes[test.name]
-        if outcome.status == "unconverted" and not (test.name in known and known[test.name].explains(outcome)):
-            raw[test.name] = {"reason": f"not converted: {outcome.reason}", "ops": outcome.ops,
-                              "status": "unconverted"}
+        if outcome.status == "unconverted" and not (
+            test.name in known and known[test.name].explains(outcome)
+        ):
+            raw[test.name] = {
+                "reason": f"not converted: {outcome.reason}",
+                "ops": outcome.ops,
+                "status": "unconverted",
+            }
             added += 1
     raw = dict(sorted(raw.items()))
     path.write_text(json.dumps(raw, indent=1) + "\n")
@@ -371,17 +441,31 @@ def record_unconverted(path: Path, tests, outcomes, known) -> dict[str, suite.Kn
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-k", nargs="+", metavar="WORD", help="only tests whose name contains a word")
+    parser.add_argument(
+        "-k", nargs="+", metavar="WORD", help="only tests whose name contains a word"
+    )
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test (default 120)")
-    parser.add_argument("--data-dir", type=Path, help="node test data folder (default: a cache folder)")
-    parser.add_argument("--from-results", action="store_true", help="do not run; rebuild docs from the results file")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 on undocumented failures, stale known failures or stale docs")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds per test (default 120)"
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, help="node test data folder (default: a cache folder)"
+    )
+    parser.add_argument(
+        "--from-results", action="store_true", help="do not run; rebuild docs from the results file"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 on undocumented failures, stale known failures or stale docs",
+    )
     parser.add_argument("--known-failures", type=Path, default=suite.KNOWN_FAILURES_FILE)
-    parser.add_argument("--record-unconverted", action="store_true",
-                        help="add every undocumented 'unconverted' failure to the known failures, with the "
-                        "reason the mapper (or the missing mapper) gave; other failures need a human reason")
+    parser.add_argument(
+        "--record-unconverted",
+        action="store_true",
+        help="add every undocumented 'unconverted' failure to the known failures, with the "
+        "reason the mapper (or the missing mapper) gave; other failures need a human reason",
+    )
     args = parser.parse_args(argv)
 
     from mindconverter.mappers.registry import default_registry
@@ -396,7 +480,9 @@ def main(argv=None) -> int:
             parser.error(f"{RESULTS_FILE} does not exist; run without --from-results first")
         outcomes = {}
     else:
-        selected = [t for t in tests if not args.k or any(w.lower() in t.name.lower() for w in args.k)]
+        selected = [
+            t for t in tests if not args.k or any(w.lower() in t.name.lower() for w in args.k)
+        ]
         print(f"running {len(selected)} node tests with {args.workers} worker(s)", flush=True)
         outcomes = run_tests(selected, data_dir, args.workers, args.timeout)
     elapsed = time.perf_counter() - started
@@ -413,8 +499,12 @@ def main(argv=None) -> int:
     print(f"runtime: {elapsed:.0f} s")
     if args.check:
         problems = []
-        undocumented = [t.name for t in tests if not outcomes[t.name].passed
-                        and not (t.name in known and known[t.name].explains(outcomes[t.name]))]
+        undocumented = [
+            t.name
+            for t in tests
+            if not outcomes[t.name].passed
+            and not (t.name in known and known[t.name].explains(outcomes[t.name]))
+        ]
         stale = [t.name for t in tests if outcomes[t.name].passed and t.name in known]
         if undocumented:
             problems.append(f"undocumented failures: {', '.join(undocumented[:20])}")

@@ -52,16 +52,73 @@ HELPERS_FILE = Path(__file__).with_name("helpers_src.py")
 # Method names that plain Python objects also have: kept unchanged and not reported, since the
 # receiver is most likely not a tensor.
 GENERIC_METHODS = {
-    "add", "split", "sort", "count", "index", "copy", "pop", "items", "keys", "values", "update",
-    "append", "extend", "insert", "remove", "join", "format", "replace", "strip", "all", "any",
-    "item", "tolist", "max", "min", "sum", "mean", "round", "abs", "flip", "log", "exp", "sqrt",
-    "apply", "type", "float", "int", "bool", "sub", "mul", "div", "eq", "ne", "lt", "t", "dim",
-    "register_buffer", "pow", "norm", "numel", "prod", "expand",
+    "add",
+    "split",
+    "sort",
+    "count",
+    "index",
+    "copy",
+    "pop",
+    "items",
+    "keys",
+    "values",
+    "update",
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "join",
+    "format",
+    "replace",
+    "strip",
+    "all",
+    "any",
+    "item",
+    "tolist",
+    "max",
+    "min",
+    "sum",
+    "mean",
+    "round",
+    "abs",
+    "flip",
+    "log",
+    "exp",
+    "sqrt",
+    "apply",
+    "type",
+    "float",
+    "int",
+    "bool",
+    "sub",
+    "mul",
+    "div",
+    "eq",
+    "ne",
+    "lt",
+    "t",
+    "dim",
+    "register_buffer",
+    "pow",
+    "norm",
+    "numel",
+    "prod",
+    "expand",
 }
 
 MS_DTYPES = {
-    "float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool_",
-    "complex64", "complex128",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool_",
+    "complex64",
+    "complex128",
 }
 
 
@@ -133,11 +190,11 @@ class ScriptConversionResult:
 def torch_display(key: str) -> str:
     """The familiar spelling of a PyTorch API in reports ('nn.Linear', 'F.relu', 'torch.cat')."""
     if key.startswith("torch.nn.functional."):
-        return "F." + key[len("torch.nn.functional."):]
+        return "F." + key[len("torch.nn.functional.") :]
     if key.startswith("torch.nn.") and not key.startswith("torch.nn.init."):
-        return key[len("torch."):]
+        return key[len("torch.") :]
     if key.startswith("torch.nn.init."):
-        return "nn.init." + key[len("torch.nn.init."):]
+        return "nn.init." + key[len("torch.nn.init.") :]
     return key
 
 
@@ -165,7 +222,11 @@ def helper_definitions() -> dict:
     for order, node in enumerate(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             defs[node.name] = (order, node)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             defs[node.targets[0].id] = (order, node)
     return defs
 
@@ -181,7 +242,12 @@ def helper_closure(names: set) -> list:
             continue
         wanted.add(name)
         for sub in ast.walk(defs[name][1]):
-            if isinstance(sub, ast.Name) and sub.id in defs and sub.id not in wanted and sub.id != name:
+            if (
+                isinstance(sub, ast.Name)
+                and sub.id in defs
+                and sub.id not in wanted
+                and sub.id != name
+            ):
                 todo.append(sub.id)
     return [copy.deepcopy(defs[n][1]) for n in sorted(wanted, key=lambda n: defs[n][0])]
 
@@ -271,15 +337,27 @@ class _Converter(ast.NodeTransformer):
                 names.append((node.id, "assign"))
             elif isinstance(node, ast.arg):
                 names.append((node.arg, "arg"))
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in self.removed_imports:
+            elif (
+                isinstance(node, (ast.Import, ast.ImportFrom))
+                and id(node) not in self.removed_imports
+            ):
                 for alias in node.names:
                     local = alias.asname or alias.name.split(".")[0]
-                    mod = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+                    mod = (
+                        alias.name
+                        if isinstance(node, ast.Import)
+                        else f"{node.module}.{alias.name}"
+                    )
                     names.append((local, "import:" + mod))
             for name, how in names:
                 bound.setdefault(name, set()).add(how)
         mapping = {}
-        natural = {"np": "import:numpy", "math": "import:math", "contextlib": "import:contextlib", "typing": "import:typing"}
+        natural = {
+            "np": "import:numpy",
+            "math": "import:math",
+            "contextlib": "import:contextlib",
+            "typing": "import:typing",
+        }
         for root in ROOT_IMPORTS:
             uses = bound.get(root, set())
             if not uses or uses == {natural.get(root)}:
@@ -293,7 +371,14 @@ class _Converter(ast.NodeTransformer):
 
     def _collect_classes(self, tree):
         classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
-        helper_cells = {"Conv2dNormActivation", "ConvNormActivation", "SqueezeExcitation", "StochasticDepth", "Permute", "MLP"}
+        helper_cells = {
+            "Conv2dNormActivation",
+            "ConvNormActivation",
+            "SqueezeExcitation",
+            "StochasticDepth",
+            "Permute",
+            "MLP",
+        }
         changed = True
         while changed:
             changed = False
@@ -303,10 +388,18 @@ class _Converter(ast.NodeTransformer):
                 for base in cls.bases:
                     key = self.resolve(base)
                     is_cell = (
-                        (key is not None and key.startswith("torch.nn.") and key.count(".") == 2 and key.split(".")[-1][:1].isupper())
+                        (
+                            key is not None
+                            and key.startswith("torch.nn.")
+                            and key.count(".") == 2
+                            and key.split(".")[-1][:1].isupper()
+                        )
                         or (isinstance(base, ast.Name) and base.id in self.cell_classes)
-                        or (isinstance(base, ast.Name) and base.id in self.externals
-                            and self.externals[base.id][1].get("helper") in helper_cells)
+                        or (
+                            isinstance(base, ast.Name)
+                            and base.id in self.externals
+                            and self.externals[base.id][1].get("helper") in helper_cells
+                        )
                     )
                     if is_cell:
                         self.cell_classes.add(cls.name)
@@ -320,7 +413,8 @@ class _Converter(ast.NodeTransformer):
                     continue
                 for base in cls.bases:
                     if self.resolve(base) == "torch.nn.Sequential" or (
-                            isinstance(base, ast.Name) and base.id in self.sequential_classes):
+                        isinstance(base, ast.Name) and base.id in self.sequential_classes
+                    ):
                         self.sequential_classes.add(cls.name)
                         changed = True
                         break
@@ -332,7 +426,11 @@ class _Converter(ast.NodeTransformer):
                     if key is None or key not in self.table.param_renames:
                         continue
                     for target in node.targets:
-                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                        if (
+                            isinstance(target, ast.Attribute)
+                            and isinstance(target.value, ast.Name)
+                            and target.value.id == "self"
+                        ):
                             types[target.attr] = key
             self.class_attr_types[cls.name] = types
 
@@ -367,12 +465,23 @@ class _Converter(ast.NodeTransformer):
 
     def event(self, node, converted, torch_name, ms_name="", note="", suggest="", src=None):
         src = src if src is not None else node
-        self.events.append(Event(
-            node=node, converted=converted, torch_name=torch_name, ms_name=ms_name, note=note, suggest=suggest,
-            src_line=getattr(src, "lineno", 0), src_col=getattr(src, "col_offset", 0)))
+        self.events.append(
+            Event(
+                node=node,
+                converted=converted,
+                torch_name=torch_name,
+                ms_name=ms_name,
+                note=note,
+                suggest=suggest,
+                src_line=getattr(src, "lineno", 0),
+                src_col=getattr(src, "col_offset", 0),
+            )
+        )
 
     def unconverted(self, node, key, note="", src=None):
-        self.event(node, False, torch_display(key), note=note, suggest=self.table.suggestion(key), src=src)
+        self.event(
+            node, False, torch_display(key), note=note, suggest=self.table.suggestion(key), src=src
+        )
 
     def render_context(self, statement=False) -> RenderContext:
         ctx = RenderContext(
@@ -389,19 +498,34 @@ class _Converter(ast.NodeTransformer):
     def param_expr(self, node):
         if isinstance(node, ast.Attribute) and node.attr == "data":
             node = node.value
-        if (isinstance(node, ast.Attribute) and node.attr in TORCH_PARAM_NAMES and not getattr(node, "_mc_typed", False)
-                and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in TORCH_PARAM_NAMES
+            and not getattr(node, "_mc_typed", False)
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ):
             self.need_helper("_torch_param")
-            return ast.Call(func=ast.Name(id="_torch_param", ctx=ast.Load()), args=[node.value, ast.Constant(node.attr)], keywords=[])
+            return ast.Call(
+                func=ast.Name(id="_torch_param", ctx=ast.Load()),
+                args=[node.value, ast.Constant(node.attr)],
+                keywords=[],
+            )
         return node
 
     def is_param_like(self, node) -> bool:
         return isinstance(node, ast.Attribute) and (
-            node.attr == "data" or node.attr in PARAM_LIKE_ATTRS or getattr(node, "_mc_typed", False))
+            node.attr == "data"
+            or node.attr in PARAM_LIKE_ATTRS
+            or getattr(node, "_mc_typed", False)
+        )
 
     def is_dtype(self, node) -> bool:
-        return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == self.root_alias_map.get("mindspore", "mindspore") and node.attr in MS_DTYPES)
+        return (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self.root_alias_map.get("mindspore", "mindspore")
+            and node.attr in MS_DTYPES
+        )
 
     def type_renames(self, value) -> dict | None:
         if isinstance(value, ast.Name) and value.id == "self":
@@ -413,8 +537,12 @@ class _Converter(ast.NodeTransformer):
                 if value.id in scope:
                     return scope[value.id]
             return None
-        if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self"
-                and self.class_stack):
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+            and self.class_stack
+        ):
             key = self.class_attr_types.get(self.class_stack[-1].name, {}).get(value.attr)
             if key is not None:
                 return self.table.param_renames.get(key, {})
@@ -422,7 +550,7 @@ class _Converter(ast.NodeTransformer):
 
     # ---- adapters (PyTorch signature known only at run time)
     def adapter_for(self, api: Api, method: bool) -> str | None:
-        name = "_torch_" + api.key[len("torch."):].replace(".", "_")
+        name = "_torch_" + api.key[len("torch.") :].replace(".", "_")
         if name in self.adapters:
             return name
         variant = next((v for v in reversed(api.variants) if not v.conds), None)
@@ -450,38 +578,62 @@ class _Converter(ast.NodeTransformer):
         safe = False
         positional, kwonly, defaults, required = sig_params(api.sig)
         if "inplace" not in positional + kwonly and api.sig.vararg is None:
-            binding = Binding(supplied={p: ast.Name(id=p, ctx=ast.Load()) for p in required}, defaults=defaults,
-                              vararg=None, kwarg=api.sig.kwarg.arg if api.sig.kwarg else None)
+            binding = Binding(
+                supplied={p: ast.Name(id=p, ctx=ast.Load()) for p in required},
+                defaults=defaults,
+                vararg=None,
+                kwarg=api.sig.kwarg.arg if api.sig.kwarg else None,
+            )
             variant = next((v for v in api.variants if conditions_hold(v.conds, binding)), None)
             try:
-                result = Renderer(binding, None, self.render_context()).render(variant.template) if variant and variant.template else None
+                result = (
+                    Renderer(binding, None, self.render_context()).render(variant.template)
+                    if variant and variant.template
+                    else None
+                )
             except (BindError, DynamicArgs, ValueError):
                 result = None
-            safe = (isinstance(result, ast.Call) and not result.keywords
-                    and [getattr(a, "id", None) for a in result.args] == required)
+            safe = (
+                isinstance(result, ast.Call)
+                and not result.keywords
+                and [getattr(a, "id", None) for a in result.args] == required
+            )
         self._safe_cache[api.key] = safe
         return safe
 
     def class_adapter_for(self, api: Api, ref: str) -> str | None:
         """A subclass of the MindSpore class whose constructor takes PyTorch's arguments."""
-        name = "_torch_" + api.key[len("torch."):].replace(".", "_")
+        name = "_torch_" + api.key[len("torch.") :].replace(".", "_")
         if name in self.adapters:
             return name
         variant = next((v for v in reversed(api.variants) if not v.conds), None)
         if variant is None or variant.template is None:
             return None
         try:
-            body = Renderer(runtime_binding(api), None, self.render_context()).render(variant.template)
+            body = Renderer(runtime_binding(api), None, self.render_context()).render(
+                variant.template
+            )
         except (BindError, DynamicArgs, ValueError):
             return None
-        if not (isinstance(body, ast.Call) and dotted(body.func) == ref.replace(ref.split(".")[0], self.root_alias(ref.split(".")[0]), 1)):
+        if not (
+            isinstance(body, ast.Call)
+            and dotted(body.func)
+            == ref.replace(ref.split(".")[0], self.root_alias(ref.split(".")[0]), 1)
+        ):
             return self.adapter_for(api, method=False)
         cls = ast.parse(
             f"class {name}({ast.unparse(body.func)}):\n"
             f"    def __init__(self, {api.sig_text}):\n"
-            f"        super().__init__()\n").body[0]
-        cls.body.insert(0, ast.Expr(value=ast.Constant(
-            f"{ref} taking PyTorch's {torch_display(api.key)} constructor arguments.")))
+            f"        super().__init__()\n"
+        ).body[0]
+        cls.body.insert(
+            0,
+            ast.Expr(
+                value=ast.Constant(
+                    f"{ref} taking PyTorch's {torch_display(api.key)} constructor arguments."
+                )
+            ),
+        )
         init = cls.body[1]
         init.body[0].value.args = body.args
         init.body[0].value.keywords = body.keywords
@@ -512,8 +664,13 @@ class _Converter(ast.NodeTransformer):
         if api.name_only is not None:
             node.func = self.build_name(api.name_only)
             if api.stub:
-                self.event(node, False, display, note=f"replaced by the stand-in '{api.name_only}', which raises if called",
-                           suggest=api.suggest)
+                self.event(
+                    node,
+                    False,
+                    display,
+                    note=f"replaced by the stand-in '{api.name_only}', which raises if called",
+                    suggest=api.suggest,
+                )
             else:
                 self.event(node, True, display, api.name_only)
             return node
@@ -531,7 +688,9 @@ class _Converter(ast.NodeTransformer):
                 # a method call that does not fit the tensor method is most likely not on a tensor
                 node.func.value = receiver
                 return node
-            self.unconverted(node, key, note=f"its arguments do not match PyTorch's signature ({exc})")
+            self.unconverted(
+                node, key, note=f"its arguments do not match PyTorch's signature ({exc})"
+            )
             return node
         variant = next((v for v in api.variants if conditions_hold(v.conds, binding)), None)
         if variant is None or variant.template is None:
@@ -552,8 +711,17 @@ class _Converter(ast.NodeTransformer):
         notes = list(ctx.notes)
         dropped = unused_supplied(api, binding, variant.template)
         if dropped:
-            notes.append(f"argument(s) {', '.join(repr(d) for d in dropped)} have no MindSpore counterpart and were dropped")
-        self.event(result, True, display, describe_template(variant.template), note="; ".join(notes), src=node)
+            notes.append(
+                f"argument(s) {', '.join(repr(d) for d in dropped)} have no MindSpore counterpart and were dropped"
+            )
+        self.event(
+            result,
+            True,
+            display,
+            describe_template(variant.template),
+            note="; ".join(notes),
+            src=node,
+        )
         return result
 
     def call_through_adapter(self, node, api, receiver, display):
@@ -565,18 +733,42 @@ class _Converter(ast.NodeTransformer):
             return node
         args = ([receiver] if receiver is not None else []) + node.args
         new = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=node.keywords)
-        self.event(new, True, display, name, note="arguments are resolved at run time by a generated adapter", src=node)
+        self.event(
+            new,
+            True,
+            display,
+            name,
+            note="arguments are resolved at run time by a generated adapter",
+            src=node,
+        )
         return new
 
     def method_api(self, func: ast.Attribute) -> Api | None:
         receiver = func.value
-        if isinstance(receiver, (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
-                                 ast.DictComp, ast.SetComp)):
+        if isinstance(
+            receiver,
+            (
+                ast.Constant,
+                ast.JoinedStr,
+                ast.List,
+                ast.Dict,
+                ast.Set,
+                ast.Tuple,
+                ast.ListComp,
+                ast.DictComp,
+                ast.SetComp,
+            ),
+        ):
             return None
-        if isinstance(receiver, ast.Name) and (receiver.id in self.externals or receiver.id in self.unknown_imports):
+        if isinstance(receiver, ast.Name) and (
+            receiver.id in self.externals or receiver.id in self.unknown_imports
+        ):
             return None
         is_self = (isinstance(receiver, ast.Name) and receiver.id == "self") or (
-            isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
+            isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "super"
+        )
         prefixes = ("torch.nn.Module.",) if is_self else ("torch.nn.Module.", "torch.Tensor.")
         for prefix in prefixes:
             api = self.table.get(prefix + func.attr)
@@ -588,26 +780,50 @@ class _Converter(ast.NodeTransformer):
         statement = getattr(node, "_mc_stmt", False)
         func = node.func
         # functools.partial(torch_api, ...) -> partial(adapter, ...)
-        if (isinstance(func, (ast.Name, ast.Attribute)) and (dotted(func) or "").split(".")[-1] == "partial"
-                and node.args and self.resolve(node.args[0]) is not None):
+        if (
+            isinstance(func, (ast.Name, ast.Attribute))
+            and (dotted(func) or "").split(".")[-1] == "partial"
+            and node.args
+            and self.resolve(node.args[0]) is not None
+        ):
             key = self.resolve(node.args[0])
             api = self.table.get(key)
-            if api is not None and api.sig is not None and not key.startswith(("torch.Tensor.", "torch.nn.Module.")):
+            if (
+                api is not None
+                and api.sig is not None
+                and not key.startswith(("torch.Tensor.", "torch.nn.Module."))
+            ):
                 name = self.adapter_for(api, method=False)
                 if name is not None:
                     src = node.args[0]
                     node.args[0] = ast.Name(id=name, ctx=ast.Load())
-                    self.event(node.args[0], True, torch_display(key), name,
-                               note="used through functools.partial, so a PyTorch-signature adapter is generated", src=src)
+                    self.event(
+                        node.args[0],
+                        True,
+                        torch_display(key),
+                        name,
+                        note="used through functools.partial, so a PyTorch-signature adapter is generated",
+                        src=src,
+                    )
                     node.args[1:] = [self.visit(a) for a in node.args[1:]]
                     node.keywords = [self.visit(k) for k in node.keywords]
                     return node
         # super().__init__(...) of a class derived from a PyTorch layer with its own signature
-        if (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
-                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and self.class_stack
-                and self.class_stack[-1].base_key):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "__init__"
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+            and self.class_stack
+            and self.class_stack[-1].base_key
+        ):
             return self.convert_super_init(node)
-        if isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+        ):
             node.args[0] = self.visit(node.args[0])
             self.ref_context += 1
             node.args[1] = self.visit(node.args[1])
@@ -641,12 +857,19 @@ class _Converter(ast.NodeTransformer):
                 raise BindError("no variant")
             result = Renderer(binding, None, self.render_context()).render(variant.template)
         except (BindError, DynamicArgs, ValueError):
-            self.unconverted(node, key, note="the arguments passed to the base class could not be mapped")
+            self.unconverted(
+                node, key, note="the arguments passed to the base class could not be mapped"
+            )
             return node
         if not isinstance(result, ast.Call):
             return node
         node.args, node.keywords = result.args, result.keywords
-        self.event(node, True, torch_display(key) + ".__init__", describe_template(variant.template) + ".__init__")
+        self.event(
+            node,
+            True,
+            torch_display(key) + ".__init__",
+            describe_template(variant.template) + ".__init__",
+        )
         return node
 
     # ---- names and attributes
@@ -655,18 +878,35 @@ class _Converter(ast.NodeTransformer):
         display = torch_display(key)
         if api is not None and not api.attribute:
             ref = api.reference()
-            if ref is not None and not self.ref_context and api.sig is not None and not self.reference_is_safe(api):
+            if (
+                ref is not None
+                and not self.ref_context
+                and api.sig is not None
+                and not self.reference_is_safe(api)
+            ):
                 name = self.class_adapter_for(api, ref)
                 if name is not None:
                     new = ast.Name(id=name, ctx=ast.Load())
-                    self.event(new, True, display, name,
-                               note=f"used as a value; this subclass of {ref} takes PyTorch's constructor arguments", src=node)
+                    self.event(
+                        new,
+                        True,
+                        display,
+                        name,
+                        note=f"used as a value; this subclass of {ref} takes PyTorch's constructor arguments",
+                        src=node,
+                    )
                     return new
             if ref is not None:
                 new = self.build_name(ref)
                 if api.stub:
-                    self.event(new, False, display, note=f"replaced by the stand-in '{ref}', which raises if called",
-                               suggest=api.suggest, src=node)
+                    self.event(
+                        new,
+                        False,
+                        display,
+                        note=f"replaced by the stand-in '{ref}', which raises if called",
+                        suggest=api.suggest,
+                        src=node,
+                    )
                 else:
                     self.event(new, True, display, ref, src=node)
                 return new
@@ -674,8 +914,14 @@ class _Converter(ast.NodeTransformer):
                 name = self.adapter_for(api, method=False)
                 if name is not None:
                     new = ast.Name(id=name, ctx=ast.Load())
-                    self.event(new, True, display, name, note="used as a value, so a PyTorch-signature adapter is generated",
-                               src=node)
+                    self.event(
+                        new,
+                        True,
+                        display,
+                        name,
+                        note="used as a value, so a PyTorch-signature adapter is generated",
+                        src=node,
+                    )
                     return new
         prefix, _, last = key.rpartition(".")
         papi = self.table.get(prefix)
@@ -698,15 +944,25 @@ class _Converter(ast.NodeTransformer):
             self.need_helper(helper)
             shown = qualified.lstrip(".")
             if entry.get("stub"):
-                self.event(node, False, shown, note=f"replaced by the stand-in '{helper}', which raises if called",
-                           suggest=entry.get("suggest", ""))
+                self.event(
+                    node,
+                    False,
+                    shown,
+                    note=f"replaced by the stand-in '{helper}', which raises if called",
+                    suggest=entry.get("suggest", ""),
+                )
             else:
                 self.event(node, True, shown, f"{helper} (MindSpore helper in this script)")
         elif node.id in self.unknown_imports:
             qualified = self.unknown_imports[node.id]
             self.need_helper("_UnconvertedAPI")
-            self.event(node, False, qualified, note="it comes from a module that cannot be converted; a stand-in raises if it is used",
-                       suggest="Copy the definition into this script and convert it too.")
+            self.event(
+                node,
+                False,
+                qualified,
+                note="it comes from a module that cannot be converted; a stand-in raises if it is used",
+                suggest="Copy the definition into this script and convert it too.",
+            )
         return node
 
     def visit_Attribute(self, node: ast.Attribute):
@@ -722,36 +978,58 @@ class _Converter(ast.NodeTransformer):
         if node.attr == "forward" and self.class_stack and self.class_stack[-1].is_cell:
             value = node.value
             if (isinstance(value, ast.Name) and value.id == "self") or (
-                    isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"):
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "super"
+            ):
                 node.attr = "construct"
                 return node
         api = self.table.get("torch.Tensor." + node.attr)
         if api is not None and api.attribute and isinstance(node.ctx, ast.Load):
             variant = api.variants[0]
-            result = Renderer(runtime_binding(api) if api.sig else _empty_binding(), node.value,
-                              self.render_context()).render(variant.template)
-            self.event(result, True, torch_display(api.key), describe_template(variant.template), src=node)
+            result = Renderer(
+                runtime_binding(api) if api.sig else _empty_binding(),
+                node.value,
+                self.render_context(),
+            ).render(variant.template)
+            self.event(
+                result, True, torch_display(api.key), describe_template(variant.template), src=node
+            )
             return result
         renames = self.type_renames(node.value)
         if renames is not None and node.attr in renames:
             node._mc_typed = True
             new = renames[node.attr]
             if new != node.attr:
-                self.event(node, True, f".{node.attr}", f".{new}", note="MindSpore names this attribute differently")
+                self.event(
+                    node,
+                    True,
+                    f".{node.attr}",
+                    f".{new}",
+                    note="MindSpore names this attribute differently",
+                )
                 node.attr = new
         return node
 
     def visit_Compare(self, node: ast.Compare):
         node = self.generic_visit(node)
         left = node.left
-        if (len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot))
-                and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None
-                and isinstance(left, ast.Attribute) and left.attr in TORCH_PARAM_NAMES
-                and not getattr(left, "_mc_typed", False)
-                and not (isinstance(left.value, ast.Name) and left.value.id == "self")):
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is None
+            and isinstance(left, ast.Attribute)
+            and left.attr in TORCH_PARAM_NAMES
+            and not getattr(left, "_mc_typed", False)
+            and not (isinstance(left.value, ast.Name) and left.value.id == "self")
+        ):
             self.need_helper("_torch_param")
-            node.left = ast.Call(func=ast.Name(id="_torch_param", ctx=ast.Load()),
-                                 args=[left.value, ast.Constant(left.attr)], keywords=[])
+            node.left = ast.Call(
+                func=ast.Name(id="_torch_param", ctx=ast.Load()),
+                args=[left.value, ast.Constant(left.attr)],
+                keywords=[],
+            )
         return node
 
     # ---- statements
@@ -773,7 +1051,9 @@ class _Converter(ast.NodeTransformer):
         if target is not None:
             del value._mc_assign_to
             _set_store(target)
-            return ast.Assign(targets=[target], value=value, lineno=node.lineno, col_offset=node.col_offset)
+            return ast.Assign(
+                targets=[target], value=value, lineno=node.lineno, col_offset=node.col_offset
+            )
         node.value = value
         return node
 
@@ -796,11 +1076,18 @@ class _Converter(ast.NodeTransformer):
         return out
 
     def narrowing(self, test) -> dict:
-        tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        tests = (
+            test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        )
         scope = {}
         for item in tests:
-            if not (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "isinstance"
-                    and len(item.args) == 2 and isinstance(item.args[0], ast.Name)):
+            if not (
+                isinstance(item, ast.Call)
+                and isinstance(item.func, ast.Name)
+                and item.func.id == "isinstance"
+                and len(item.args) == 2
+                and isinstance(item.args[0], ast.Name)
+            ):
                 continue
             classes = item.args[1].elts if isinstance(item.args[1], ast.Tuple) else [item.args[1]]
             keys = [self.resolve(c) for c in classes]
@@ -823,7 +1110,9 @@ class _Converter(ast.NodeTransformer):
             key = self.resolve(target)
             api = self.table.get(key) if key else None
             if api is not None and api.decorator == "remove":
-                self.pending_events.setdefault(id(node), []).append((torch_display(key), "(decorator removed)"))
+                self.pending_events.setdefault(id(node), []).append(
+                    (torch_display(key), "(decorator removed)")
+                )
                 continue
             if api is not None and api.decorator == "drop_def":
                 return False
@@ -842,7 +1131,11 @@ class _Converter(ast.NodeTransformer):
                     continue
                 if stmt.name in dropped:
                     self.pending_events.setdefault(id(stmt), []).append(
-                        ("torch.jit._overload_method", f"(removed {dropped.pop(stmt.name)} overload stub(s))"))
+                        (
+                            "torch.jit._overload_method",
+                            f"(removed {dropped.pop(stmt.name)} overload stub(s))",
+                        )
+                    )
             out.append(stmt)
         return out
 
@@ -899,9 +1192,15 @@ class _Converter(ast.NodeTransformer):
         node.keywords = [self.visit(k) for k in node.keywords]
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         if is_cell:
-            names = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            names = {
+                s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
             for stmt in node.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward" and "construct" not in names:
+                if (
+                    isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and stmt.name == "forward"
+                    and "construct" not in names
+                ):
                     stmt.name = "construct"
                     self.event(stmt, True, "nn.Module.forward", "nn.Cell.construct")
         self.class_stack.append(_ClassInfo(node.name, is_cell, base_key))
@@ -918,8 +1217,14 @@ class _Converter(ast.NodeTransformer):
         api = self.table.get(key) if key else None
         if api is not None and api.base:
             new = self.build_name(api.base)
-            self.event(new, True, torch_display(key), api.base,
-                       note="as a base class it keeps PyTorch's constructor arguments", src=base)
+            self.event(
+                new,
+                True,
+                torch_display(key),
+                api.base,
+                note="as a base class it keeps PyTorch's constructor arguments",
+                src=base,
+            )
             return new
         self.ref_context += 1
         try:
@@ -932,15 +1237,30 @@ class _Converter(ast.NodeTransformer):
         for stmt in node.body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
                 sets_attributes = any(
-                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                    for sub in ast.walk(stmt) if isinstance(sub, ast.Assign) for t in sub.targets)
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    for sub in ast.walk(stmt)
+                    if isinstance(sub, ast.Assign)
+                    for t in sub.targets
+                )
                 if sets_attributes:
                     self.need_helper("_ms_sync_sequential")
-                    call = ast.Expr(value=ast.Call(func=ast.Name(id="_ms_sync_sequential", ctx=ast.Load()),
-                                                   args=[ast.Name(id="self", ctx=ast.Load())], keywords=[]))
+                    call = ast.Expr(
+                        value=ast.Call(
+                            func=ast.Name(id="_ms_sync_sequential", ctx=ast.Load()),
+                            args=[ast.Name(id="self", ctx=ast.Load())],
+                            keywords=[],
+                        )
+                    )
                     stmt.body.append(call)
-                    self.event(call.value, True, "nn.Sequential (children set as attributes)",
-                               "_ms_sync_sequential", src=stmt)
+                    self.event(
+                        call.value,
+                        True,
+                        "nn.Sequential (children set as attributes)",
+                        "_ms_sync_sequential",
+                        src=stmt,
+                    )
 
 
 def _empty_binding():
@@ -1032,9 +1352,18 @@ def _insert_header(tree: ast.Module, header: list):
     leading imports."""
     index = 0
     body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         index = 1
-    while index < len(body) and isinstance(body[index], ast.ImportFrom) and body[index].module == "__future__":
+    while (
+        index < len(body)
+        and isinstance(body[index], ast.ImportFrom)
+        and body[index].module == "__future__"
+    ):
         index += 1
     imports = [n for n in header if isinstance(n, (ast.Import, ast.ImportFrom))]
     rest = [n for n in header if not isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -1072,8 +1401,21 @@ def _format(code: str) -> str:
         return code
     try:
         proc = subprocess.run(
-            [binary, "format", "--isolated", "--line-length", "100", "--stdin-filename", "converted.py", "-"],
-            input=code, capture_output=True, text=True, timeout=60, check=False,
+            [
+                binary,
+                "format",
+                "--isolated",
+                "--line-length",
+                "100",
+                "--stdin-filename",
+                "converted.py",
+                "-",
+            ],
+            input=code,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return code
@@ -1093,8 +1435,13 @@ def _positions(tree: ast.AST, code: str) -> dict:
     positions = {}
 
     def nodes(root):
-        return (n for n in ast.walk(root) if not isinstance(n, (ast.expr_context, ast.operator, ast.unaryop,
-                                                                ast.boolop, ast.cmpop)))
+        return (
+            n
+            for n in ast.walk(root)
+            if not isinstance(
+                n, (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+            )
+        )
 
     for old, new in zip(nodes(tree), nodes(reparsed)):
         if type(old) is not type(new):
@@ -1151,7 +1498,11 @@ def _add_marks(code: str, events: list) -> str:
     for line, names in marks.items():
         if line > len(lines):
             continue
-        text = "# [UnConvert] " + ", ".join(f"'{n}'" for n in names) + " didn't convert (see the report)"
+        text = (
+            "# [UnConvert] "
+            + ", ".join(f"'{n}'" for n in names)
+            + " didn't convert (see the report)"
+        )
         if line not in unsafe:
             lines[line - 1] = lines[line - 1] + "  " + text
             continue
@@ -1186,14 +1537,18 @@ def _report(events: list, name: str, fallback_reason: str, helpers: list) -> str
     lines.append(f"Script: {name}")
     lines.append(f"Converted: {converted}  Unconverted: {unconverted}")
     if fallback_reason:
-        lines.append(f"The script could not be rewritten ({fallback_reason}); the output is the original code "
-                     "with every PyTorch use marked.")
+        lines.append(
+            f"The script could not be rewritten ({fallback_reason}); the output is the original code "
+            "with every PyTorch use marked."
+        )
     missing: dict = {}
     for event in events:
         if not event.converted:
             missing[event.torch_name] = missing.get(event.torch_name, 0) + 1
     if missing:
-        lines.append("Not converted: " + ", ".join(f"{k} ({v})" for k, v in sorted(missing.items())))
+        lines.append(
+            "Not converted: " + ", ".join(f"{k} ({v})" for k, v in sorted(missing.items()))
+        )
     if helpers:
         lines.append("Helpers added to the script: " + ", ".join(helpers))
     lines.append("Line:column positions point into the converted script (columns count from 0).")
@@ -1257,8 +1612,16 @@ def _fallback(source: str, name: str, reason: str) -> SourceConversion:
                     seen.add(id(sub))
                 if isinstance(node, ast.Name) and key in conv.table.torch_family:
                     continue
-                events.append(Event(node=None, converted=False, torch_name=torch_display(key),
-                                    suggest=conv.table.suggestion(key), line=node.lineno, col=node.col_offset))
+                events.append(
+                    Event(
+                        node=None,
+                        converted=False,
+                        torch_name=torch_display(key),
+                        suggest=conv.table.suggestion(key),
+                        line=node.lineno,
+                        col=node.col_offset,
+                    )
+                )
     except Exception:
         events = []
     _sort_events(events)
@@ -1269,7 +1632,9 @@ def _fallback(source: str, name: str, reason: str) -> SourceConversion:
         code = marked
     except Exception:
         pass
-    return SourceConversion(code=code, report=_report(events, name, reason, []), events=events, fallback_reason=reason)
+    return SourceConversion(
+        code=code, report=_report(events, name, reason, []), events=events, fallback_reason=reason
+    )
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -1287,12 +1652,16 @@ def _read_script(path: Path) -> str:
     if not data.strip():
         raise make_error("FILE_EMPTY", f"The script '{path}' is empty.")
     if b"\x00" in data:
-        raise make_error("SCRIPT_UNREADABLE", f"'{path}' contains NUL bytes; it is not a Python script.")
+        raise make_error(
+            "SCRIPT_UNREADABLE", f"'{path}' contains NUL bytes; it is not a Python script."
+        )
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        raise make_error("SCRIPT_UNREADABLE", f"'{path}' is not a text file Python can decode ({exc}).") from None
+        raise make_error(
+            "SCRIPT_UNREADABLE", f"'{path}' is not a text file Python can decode ({exc})."
+        ) from None
     text = text.removeprefix("\ufeff")
     return text
 
@@ -1311,7 +1680,9 @@ def convert_script(
     try:
         compile(text, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
-        raise make_error("SCRIPT_UNREADABLE", f"'{path}' is not valid Python: {exc.msg} (line {exc.lineno}).") from None
+        raise make_error(
+            "SCRIPT_UNREADABLE", f"'{path}' is not valid Python: {exc.msg} (line {exc.lineno})."
+        ) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise make_error("SCRIPT_UNREADABLE", f"'{path}' cannot be parsed: {exc}.") from None
     output_dir = Path(output_dir)
@@ -1323,7 +1694,10 @@ def convert_script(
     except OSError:
         same = False
     if same:
-        raise make_error("BAD_ARGUMENT", f"The converted script would replace the input '{path}'; choose another --output folder.")
+        raise make_error(
+            "BAD_ARGUMENT",
+            f"The converted script would replace the input '{path}'; choose another --output folder.",
+        )
     prepare_folder(output_dir)
     prepare_folder(report_dir)
     check_targets([script_path, report_path], overwrite)

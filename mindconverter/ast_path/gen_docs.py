@@ -1,7 +1,7 @@
 """Generate docs/ast_path.md (user guide + mapping table) from the mapping data files.
 
-    python -m mindconverter.ast_path.gen_docs            # writes docs/ast_path.md
-    python -m mindconverter.ast_path.gen_docs --check    # exit 1 if the file is out of date
+python -m mindconverter.ast_path.gen_docs            # writes docs/ast_path.md
+python -m mindconverter.ast_path.gen_docs --check    # exit 1 if the file is out of date
 """
 
 from __future__ import annotations
@@ -171,7 +171,11 @@ def render() -> str:
                 texts = []
                 for variant in api.variants:
                     cond = f" when {', '.join(variant.conds)}" if variant.conds else ""
-                    texts.append(f"`{_escape(variant.text)}`{cond}" if variant.text else f"not converted{cond}")
+                    texts.append(
+                        f"`{_escape(variant.text)}`{cond}"
+                        if variant.text
+                        else f"not converted{cond}"
+                    )
                 target = "<br>".join(texts)
             notes = []
             if api.sig_text is not None:
@@ -184,14 +188,18 @@ def render() -> str:
                 notes.append("suggestion: " + _escape(api.suggest))
             parts.append(f"| `{_escape(torch_display(key))}` | {target} | {'; '.join(notes)} |\n")
     if table.unsupported:
-        parts.append("\n### Known unconverted APIs and their suggestions\n\n| PyTorch | Suggestion |\n| --- | --- |\n")
+        parts.append(
+            "\n### Known unconverted APIs and their suggestions\n\n| PyTorch | Suggestion |\n| --- | --- |\n"
+        )
         for key, hint in sorted(table.unsupported.items()):
             parts.append(f"| `{key}` | {_escape(hint)} |\n")
     return "".join(parts)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="fail if the document is out of date")
     parser.add_argument("--output", type=Path, default=DOC_PATH)
     args = parser.parse_args(argv)
@@ -199,7 +207,10 @@ def main(argv=None) -> int:
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
-            print(f"{args.output} is out of date; run python -m mindconverter.ast_path.gen_docs", file=sys.stderr)
+            print(
+                f"{args.output} is out of date; run python -m mindconverter.ast_path.gen_docs",
+                file=sys.stderr,
+            )
             return 1
         return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)

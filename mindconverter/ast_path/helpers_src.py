@@ -9,6 +9,7 @@ this file; the converter renames ``nn``/``ops``/``mindspore`` when the user's sc
 binds those names. Names starting with ``_ms_`` or ``_torch`` are private to converted scripts;
 the others stand in for torchvision helpers that model-zoo scripts import.
 """
+
 # ruff: noqa
 import math
 
@@ -58,10 +59,16 @@ def _ms_interpolate(input, size=None, scale_factor=None, mode="nearest", align_c
     """ops.interpolate, computing `size` from `scale_factor` where MindSpore needs it."""
     if size is None and scale_factor is not None and mode in ("nearest", "area"):
         spatial = input.shape[2:]
-        factors = scale_factor if isinstance(scale_factor, (tuple, list)) else [scale_factor] * len(spatial)
+        factors = (
+            scale_factor
+            if isinstance(scale_factor, (tuple, list))
+            else [scale_factor] * len(spatial)
+        )
         size = tuple(int(math.floor(dim * factor)) for dim, factor in zip(spatial, factors))
         scale_factor = None
-    return ops.interpolate(input, size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners)
+    return ops.interpolate(
+        input, size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners
+    )
 
 
 def _torch_param(cell, name):
@@ -119,7 +126,9 @@ def _ms_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         weight = ops.ones(shape, input.dtype)
     if bias is None:
         bias = ops.zeros(shape, input.dtype)
-    output, _, _ = ops.LayerNorm(begin_norm_axis=axis, begin_params_axis=axis, epsilon=eps)(input, weight, bias)
+    output, _, _ = ops.LayerNorm(begin_norm_axis=axis, begin_params_axis=axis, epsilon=eps)(
+        input, weight, bias
+    )
     return output
 
 
@@ -220,7 +229,9 @@ def _ovewrite_named_param(kwargs, param, new_value):
     """Set kwargs[param] to new_value, refusing a conflicting value the caller gave."""
     if param in kwargs:
         if kwargs[param] != new_value:
-            raise ValueError(f"The parameter '{param}' expected value {new_value} but got {kwargs[param]} instead.")
+            raise ValueError(
+                f"The parameter '{param}' expected value {new_value} but got {kwargs[param]} instead."
+            )
     else:
         kwargs[param] = new_value
 
@@ -238,9 +249,20 @@ def _make_divisible(v, divisor, min_value=None):
 class Conv2dNormActivation(nn.SequentialCell):
     """Conv2d -> normalization -> activation (MindSpore version of torchvision's block)."""
 
-    def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, padding=None, groups=1,
-                 norm_layer=nn.BatchNorm2d, activation_layer=nn.ReLU, dilation=1, inplace=True,
-                 bias=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size=3,
+        stride=1,
+        padding=None,
+        groups=1,
+        norm_layer=nn.BatchNorm2d,
+        activation_layer=nn.ReLU,
+        dilation=1,
+        inplace=True,
+        bias=None,
+    ):
         if padding is None:
             if isinstance(kernel_size, int) and isinstance(dilation, int):
                 padding = (kernel_size - 1) // 2 * dilation
@@ -250,9 +272,19 @@ class Conv2dNormActivation(nn.SequentialCell):
                 padding = tuple((k - 1) // 2 * d for k, d in zip(ks, dl))
         if bias is None:
             bias = norm_layer is None
-        layers = [nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, pad_mode="pad",
-                            padding=_ms_conv_padding(padding, 2), dilation=dilation, group=groups,
-                            has_bias=bias)]
+        layers = [
+            nn.Conv2d(
+                in_channels,
+                out_channels,
+                kernel_size,
+                stride=stride,
+                pad_mode="pad",
+                padding=_ms_conv_padding(padding, 2),
+                dilation=dilation,
+                group=groups,
+                has_bias=bias,
+            )
+        ]
         if norm_layer is not None:
             layers.append(norm_layer(out_channels))
         if activation_layer is not None:
@@ -267,7 +299,9 @@ ConvNormActivation = Conv2dNormActivation
 class SqueezeExcitation(nn.Cell):
     """Squeeze-and-excitation block (MindSpore version of torchvision's)."""
 
-    def __init__(self, input_channels, squeeze_channels, activation=nn.ReLU, scale_activation=nn.Sigmoid):
+    def __init__(
+        self, input_channels, squeeze_channels, activation=nn.ReLU, scale_activation=nn.Sigmoid
+    ):
         super().__init__()
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc1 = nn.Conv2d(input_channels, squeeze_channels, 1, pad_mode="valid", has_bias=True)
@@ -324,8 +358,16 @@ def _ms_assert(condition, message):
 
 def _ms_calculate_gain(nonlinearity, param=None):
     """The recommended init gain for a nonlinearity (same values as PyTorch's table)."""
-    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                        "conv_transpose3d", "sigmoid"):
+    if nonlinearity in (
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    ):
         return 1.0
     if nonlinearity == "tanh":
         return 5.0 / 3
@@ -333,7 +375,7 @@ def _ms_calculate_gain(nonlinearity, param=None):
         return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
-        return math.sqrt(2.0 / (1 + slope ** 2))
+        return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
@@ -367,8 +409,16 @@ class MLP(nn.SequentialCell):
     """Dense -> (norm) -> activation -> dropout blocks, last Dense then dropout
     (MindSpore version of torchvision's MLP)."""
 
-    def __init__(self, in_channels, hidden_channels, norm_layer=None, activation_layer=nn.ReLU, inplace=None,
-                 bias=True, dropout=0.0):
+    def __init__(
+        self,
+        in_channels,
+        hidden_channels,
+        norm_layer=None,
+        activation_layer=nn.ReLU,
+        inplace=None,
+        bias=True,
+        dropout=0.0,
+    ):
         layers = []
         in_dim = in_channels
         for hidden_dim in hidden_channels[:-1]:
@@ -387,9 +437,20 @@ class _MSMultiheadAttention(nn.MultiheadAttention):
     """nn.MultiheadAttention that always returns (output, weights) like PyTorch's
     (weights is None when need_weights=False)."""
 
-    def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                  average_attn_weights=True, is_causal=False):
-        out = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights)
+    def construct(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
+        out = super().construct(
+            query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights
+        )
         if isinstance(out, (tuple, list)):
             return (out[0], out[1] if len(out) > 1 else None)
         return out, None

@@ -60,7 +60,13 @@ ROOT_IMPORTS = {
 }
 
 TORCH_PARAM_NAMES = ("weight", "bias", "running_mean", "running_var")
-PARAM_LIKE_ATTRS = TORCH_PARAM_NAMES + ("gamma", "beta", "embedding_table", "moving_mean", "moving_variance")
+PARAM_LIKE_ATTRS = TORCH_PARAM_NAMES + (
+    "gamma",
+    "beta",
+    "embedding_table",
+    "moving_mean",
+    "moving_variance",
+)
 
 
 class BindError(Exception):
@@ -104,7 +110,9 @@ class Api:
         """Short MindSpore name for reports and docs."""
         if self.same:
             method = self.key.rsplit(".", 1)[1]
-            return ("mindspore.Tensor." if self.key.startswith("torch.Tensor.") else "nn.Cell.") + method
+            return (
+                "mindspore.Tensor." if self.key.startswith("torch.Tensor.") else "nn.Cell."
+            ) + method
         if self.name_only is not None:
             return self.name_only
         for variant in self.variants:
@@ -116,12 +124,19 @@ class Api:
         """What a bare (uncalled) reference to the API becomes, if it has a simple answer."""
         if self.name_only is not None:
             return self.name_only
-        if self.same or not self.variants or self.key.startswith(("torch.Tensor.", "torch.nn.Module.")):
+        if (
+            self.same
+            or not self.variants
+            or self.key.startswith(("torch.Tensor.", "torch.nn.Module."))
+        ):
             return None
         template = self.variants[-1].template
         if isinstance(template, ast.Call):
             name = dotted(template.func)
-            if name and (name.split(".")[0] in ROOT_IMPORTS or name in ("_MSLayerNorm", "_MSMultiheadAttention")):
+            if name and (
+                name.split(".")[0] in ROOT_IMPORTS
+                or name in ("_MSLayerNorm", "_MSMultiheadAttention")
+            ):
                 return name
         return None
 
@@ -141,7 +156,11 @@ def dotted(node: ast.AST) -> str | None:
 def describe_template(node: ast.expr) -> str:
     """A readable name for what a template produces ('nn.Conv2d', 'ops.flatten', ...)."""
     target = node
-    while isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id.isupper():
+    while (
+        isinstance(target, ast.Call)
+        and isinstance(target.func, ast.Name)
+        and target.func.id.isupper()
+    ):
         # INPLACE(self, expr) / INIT(tensor, init) / SET(...): describe the interesting argument
         target = target.args[-1] if target.args else target
         if target is node:
@@ -202,7 +221,9 @@ class MappingTable:
 
     def count(self) -> int:
         """Number of PyTorch APIs mapped (module aliases like 'torch.nn' excluded)."""
-        return sum(1 for key in self.apis if key not in ("torch", "torch.nn", "torch.nn.functional"))
+        return sum(
+            1 for key in self.apis if key not in ("torch", "torch.nn", "torch.nn.functional")
+        )
 
 
 def _load_api(key: str, entry: dict, group: str) -> Api:
@@ -231,7 +252,11 @@ def _load_api(key: str, entry: dict, group: str) -> Api:
     for variant in variants:
         text = variant.get("ms")
         api.variants.append(
-            Variant(conds=list(variant.get("when", [])), template=parse_template(text) if text else None, text=text)
+            Variant(
+                conds=list(variant.get("when", [])),
+                template=parse_template(text) if text else None,
+                text=text,
+            )
         )
     return api
 
@@ -253,7 +278,9 @@ def load_table() -> MappingTable:
         unsupported.update(data.get("unsupported", {}))
         groups.append((name, data.get("title", name), data.get("description", ""), keys))
     ext = json.loads((MAPPING_DIR / "externals.json").read_text(encoding="utf-8"))
-    groups.append(("externals.json", ext.get("title", ""), ext.get("description", ""), list(ext["names"])))
+    groups.append(
+        ("externals.json", ext.get("title", ""), ext.get("description", ""), list(ext["names"]))
+    )
     return MappingTable(
         apis=apis,
         unsupported=unsupported,
@@ -283,7 +310,7 @@ class Binding:
 
 def sig_params(sig: ast.arguments):
     positional = [a.arg for a in sig.posonlyargs + sig.args]
-    pos_defaults = dict(zip(positional[len(positional) - len(sig.defaults):], sig.defaults))
+    pos_defaults = dict(zip(positional[len(positional) - len(sig.defaults) :], sig.defaults))
     kwonly = [a.arg for a in sig.kwonlyargs]
     kw_defaults = {a.arg: d for a, d in zip(sig.kwonlyargs, sig.kw_defaults) if d is not None}
     defaults = {**pos_defaults, **kw_defaults}
@@ -342,7 +369,11 @@ def runtime_binding(api: Api) -> Binding:
 
 
 def _is_int(node) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    )
 
 
 def conditions_hold(conds: list, binding: Binding) -> bool:
@@ -370,9 +401,15 @@ class RenderContext:
     """What the renderer needs from the converter: module-root renaming, helper bookkeeping,
     statement context for in-place methods and a place for notes."""
 
-    def __init__(self, root_alias: Callable[[str], str], need_helper: Callable[[str], None],
-                 helper_names: set, param_expr: Callable[[ast.expr], ast.expr],
-                 is_param_like: Callable[[ast.expr], bool], dtype_attr: Callable[[ast.expr], bool]):
+    def __init__(
+        self,
+        root_alias: Callable[[str], str],
+        need_helper: Callable[[str], None],
+        helper_names: set,
+        param_expr: Callable[[ast.expr], ast.expr],
+        is_param_like: Callable[[ast.expr], bool],
+        dtype_attr: Callable[[ast.expr], bool],
+    ):
         self.root_alias = root_alias
         self.need_helper = need_helper
         self.helper_names = helper_names
@@ -405,10 +442,14 @@ class Renderer:
         if name in b.supplied:
             value = b.supplied[name]
             if isinstance(value, list):
-                return ast.Tuple(elts=[self._fresh((name, i), v) for i, v in enumerate(value)], ctx=ast.Load())
+                return ast.Tuple(
+                    elts=[self._fresh((name, i), v) for i, v in enumerate(value)], ctx=ast.Load()
+                )
             if isinstance(value, dict):
-                return ast.Dict(keys=[ast.Constant(k) for k in value],
-                                values=[self._fresh((name, k), v) for k, v in value.items()])
+                return ast.Dict(
+                    keys=[ast.Constant(k) for k in value],
+                    values=[self._fresh((name, k), v) for k, v in value.items()],
+                )
             return self._fresh(name, value)
         if b.runtime and name in (b.vararg, b.kwarg):
             return ast.Name(id=name, ctx=ast.Load())
@@ -439,7 +480,11 @@ class Renderer:
                 self.ctx.need_helper(node.id)
             return ast.Name(id=node.id, ctx=type(node.ctx)())
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id.isupper() and node.func.id in MACROS:
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id.isupper()
+                and node.func.id in MACROS
+            ):
                 return MACROS[node.func.id](self, node.args)
             return self._render_call(node)
         if isinstance(node, ast.AST):
@@ -468,13 +513,21 @@ class Renderer:
         args = []
         omitted = False
         for arg in node.args:
-            if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arg.value.id == self.binding.vararg:
+            if (
+                isinstance(arg, ast.Starred)
+                and isinstance(arg.value, ast.Name)
+                and arg.value.id == self.binding.vararg
+            ):
                 name = arg.value.id
                 if self.binding.runtime or name not in self.binding.supplied:
                     if self.binding.runtime:
-                        args.append(ast.Starred(value=ast.Name(id=name, ctx=ast.Load()), ctx=ast.Load()))
+                        args.append(
+                            ast.Starred(value=ast.Name(id=name, ctx=ast.Load()), ctx=ast.Load())
+                        )
                     continue
-                args.extend(self._fresh((name, i), v) for i, v in enumerate(self.binding.supplied[name]))
+                args.extend(
+                    self._fresh((name, i), v) for i, v in enumerate(self.binding.supplied[name])
+                )
                 continue
             value = self.render(arg)
             if value is OMIT:
@@ -485,7 +538,11 @@ class Renderer:
             args.append(value)
         keywords = []
         for kw in node.keywords:
-            if kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == self.binding.kwarg:
+            if (
+                kw.arg is None
+                and isinstance(kw.value, ast.Name)
+                and kw.value.id == self.binding.kwarg
+            ):
                 name = kw.value.id
                 if self.binding.runtime:
                     keywords.append(ast.keyword(arg=None, value=ast.Name(id=name, ctx=ast.Load())))
@@ -521,8 +578,13 @@ def _m_default(r: Renderer, args):
     if r.binding.runtime:
         value = r.value_of(name)
         other = r.render(args[1])
-        return ast.IfExp(test=ast.Compare(left=copy.deepcopy(value), ops=[ast.IsNot()], comparators=[ast.Constant(None)]),
-                         body=value, orelse=other)
+        return ast.IfExp(
+            test=ast.Compare(
+                left=copy.deepcopy(value), ops=[ast.IsNot()], comparators=[ast.Constant(None)]
+            ),
+            body=value,
+            orelse=other,
+        )
     if r.binding.given(name):
         value = r.binding.supplied[name]
         if not (isinstance(value, ast.Constant) and value.value is None):
@@ -534,13 +596,21 @@ def _m_float(r: Renderer, args):
     value = r.render(args[0])
     if value is OMIT:
         return OMIT
-    if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and not isinstance(value.value, bool):
+    if (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, (int, float))
+        and not isinstance(value.value, bool)
+    ):
         return ast.Constant(float(value.value))
     return ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[value], keywords=[])
 
 
 def _number(node):
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _number(node.operand)
@@ -554,7 +624,9 @@ def _m_momentum(r: Renderer, args):
         return OMIT
     value = r.value_of(name)
     if isinstance(value, ast.Constant) and value.value is None:
-        r.ctx.notes.append("momentum=None (cumulative average) has no MindSpore equivalent; the default is used")
+        r.ctx.notes.append(
+            "momentum=None (cumulative average) has no MindSpore equivalent; the default is used"
+        )
         return OMIT
     number = _number(value)
     if number is not None:
@@ -576,7 +648,9 @@ def _m_pad_mode(r: Renderer, args):
     name = _param_name(args[0])
     if r.binding.runtime:
         r.ctx.need_helper("_ms_pad_mode")
-        return ast.Call(func=ast.Name(id="_ms_pad_mode", ctx=ast.Load()), args=[r.value_of(name)], keywords=[])
+        return ast.Call(
+            func=ast.Name(id="_ms_pad_mode", ctx=ast.Load()), args=[r.value_of(name)], keywords=[]
+        )
     if not r.binding.given(name):
         return ast.Constant("valid")
     value = r.binding.supplied[name]
@@ -600,12 +674,18 @@ def _m_conv_pad(r: Renderer, args):
         if len(items) == dims:
             if dims == 1:
                 return ast.Constant(items[0])
-            return ast.Tuple(elts=[ast.Constant(v) for v in items for _ in range(2)], ctx=ast.Load())
+            return ast.Tuple(
+                elts=[ast.Constant(v) for v in items for _ in range(2)], ctx=ast.Load()
+            )
         if len(items) == 2 * dims:
             return ast.Tuple(elts=[ast.Constant(v) for v in items], ctx=ast.Load())
         raise BindError(f"padding {ast.unparse(value)} does not fit a {dims}-d layer")
     r.ctx.need_helper("_ms_conv_padding")
-    return ast.Call(func=ast.Name(id="_ms_conv_padding", ctx=ast.Load()), args=[value, ast.Constant(dims)], keywords=[])
+    return ast.Call(
+        func=ast.Name(id="_ms_conv_padding", ctx=ast.Load()),
+        args=[value, ast.Constant(dims)],
+        keywords=[],
+    )
 
 
 def _m_pad_value(r: Renderer, args):
@@ -617,9 +697,14 @@ def _m_pad_value(r: Renderer, args):
         return OMIT
     if r.binding.runtime:
         return ast.IfExp(
-            test=ast.Call(func=ast.Name(id="isinstance", ctx=ast.Load()),
-                          args=[copy.deepcopy(value), ast.Name(id="str", ctx=ast.Load())], keywords=[]),
-            body=ast.Constant(0), orelse=value)
+            test=ast.Call(
+                func=ast.Name(id="isinstance", ctx=ast.Load()),
+                args=[copy.deepcopy(value), ast.Name(id="str", ctx=ast.Load())],
+                keywords=[],
+            ),
+            body=ast.Constant(0),
+            orelse=value,
+        )
     return value
 
 
@@ -643,13 +728,19 @@ def _m_shape(r: Renderer, args):
     name = _param_name(args[0])
     if r.binding.runtime:
         r.ctx.need_helper("_ms_size")
-        return ast.Call(func=ast.Name(id="_ms_size", ctx=ast.Load()), args=[ast.Name(id=name, ctx=ast.Load())], keywords=[])
+        return ast.Call(
+            func=ast.Name(id="_ms_size", ctx=ast.Load()),
+            args=[ast.Name(id=name, ctx=ast.Load())],
+            keywords=[],
+        )
     items = r.binding.supplied.get(name, [])
     items = [r._fresh((name, i), v) for i, v in enumerate(items)]
     if len(items) == 1:
         item = items[0]
         if isinstance(item, ast.Starred):
-            return ast.Call(func=ast.Name(id="tuple", ctx=ast.Load()), args=[item.value], keywords=[])
+            return ast.Call(
+                func=ast.Name(id="tuple", ctx=ast.Load()), args=[item.value], keywords=[]
+            )
         return item
     return ast.Tuple(elts=items, ctx=ast.Load())
 
@@ -662,8 +753,11 @@ def _m_inplace(r: Renderer, args):
         r.used_once.discard("self")
         r.used_once.add("self")
         value = r.render(args[1])
-        return ast.Call(func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()),
-                        args=[value], keywords=[])
+        return ast.Call(
+            func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()),
+            args=[value],
+            keywords=[],
+        )
     value = r.render(args[1])
     if r.ctx.statement and isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
         value._mc_assign_to = copy.deepcopy(target)
@@ -682,20 +776,36 @@ def _m_init(r: Renderer, args):
     init = r.render(args[1])
     if isinstance(param, ast.Call):  # looked up at run time: keep it to one lookup
         r.ctx.need_helper("_ms_initialize")
-        return ast.Call(func=ast.Name(id="_ms_initialize", ctx=ast.Load()), args=[param, init], keywords=[])
+        return ast.Call(
+            func=ast.Name(id="_ms_initialize", ctx=ast.Load()), args=[param, init], keywords=[]
+        )
     ms_init = r.ctx.root_alias("ms_init")
     call = ast.Call(
-        func=ast.Attribute(value=ast.Name(id=ms_init, ctx=ast.Load()), attr="initializer", ctx=ast.Load()),
-        args=[init, ast.Attribute(value=copy.deepcopy(param), attr="shape", ctx=ast.Load()),
-              ast.Attribute(value=copy.deepcopy(param), attr="dtype", ctx=ast.Load())],
-        keywords=[])
-    return ast.Call(func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()), args=[call], keywords=[])
+        func=ast.Attribute(
+            value=ast.Name(id=ms_init, ctx=ast.Load()), attr="initializer", ctx=ast.Load()
+        ),
+        args=[
+            init,
+            ast.Attribute(value=copy.deepcopy(param), attr="shape", ctx=ast.Load()),
+            ast.Attribute(value=copy.deepcopy(param), attr="dtype", ctx=ast.Load()),
+        ],
+        keywords=[],
+    )
+    return ast.Call(
+        func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()),
+        args=[call],
+        keywords=[],
+    )
 
 
 def _m_set(r: Renderer, args):
     param = _init_param(r, args[0])
     value = r.render(args[1])
-    return ast.Call(func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()), args=[value], keywords=[])
+    return ast.Call(
+        func=ast.Attribute(value=copy.deepcopy(param), attr="set_data", ctx=ast.Load()),
+        args=[value],
+        keywords=[],
+    )
 
 
 def _m_to(r: Renderer, args):
@@ -712,7 +822,9 @@ def _m_to(r: Renderer, args):
                 break
     if dtype is None:
         return receiver
-    return ast.Call(func=ast.Attribute(value=receiver, attr="astype", ctx=ast.Load()), args=[dtype], keywords=[])
+    return ast.Call(
+        func=ast.Attribute(value=receiver, attr="astype", ctx=ast.Load()), args=[dtype], keywords=[]
+    )
 
 
 def _m_ddof(r: Renderer, args):
@@ -754,7 +866,11 @@ def unused_supplied(api: Api, binding: Binding, template: ast.expr) -> list:
         if name in names or name in api.ignore or name == "out" and _is_none(value):
             continue
         default = binding.defaults.get(name)
-        if default is not None and isinstance(value, ast.AST) and ast.dump(value) == ast.dump(default):
+        if (
+            default is not None
+            and isinstance(value, ast.AST)
+            and ast.dump(value) == ast.dump(default)
+        ):
             continue
         dropped.append(name)
     return dropped

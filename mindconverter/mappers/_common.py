@@ -16,8 +16,13 @@ def compact(values: Sequence[int]):
     return values[0] if values and all(v == values[0] for v in values) else values
 
 
-def spatial_pads(ctx: NodeContext, spatial_in: Sequence[int], kernel: Sequence[int],
-                 strides: Sequence[int], dilations: Sequence[int]) -> tuple[list[int], list[int]]:
+def spatial_pads(
+    ctx: NodeContext,
+    spatial_in: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[list[int], list[int]]:
     """ONNX pads (begin, end per spatial axis) honouring ``auto_pad``."""
     rank = len(kernel)
     auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"

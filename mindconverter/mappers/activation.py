@@ -44,9 +44,13 @@ def prelu(ctx: NodeContext):
         # nn.PReLU holds one slope, or one per channel (axis 1) broadcast over the rest.
         per_channel = squeezed.size == channels and slope.ndim >= 1 and slope.shape[0] == channels
         if squeezed.size == 1 or per_channel:
-            return Cell("nn.PReLU", {"channel": int(squeezed.size), "w": 0.25}, [Input(0)],
-                        weights={"w": ctx.weight(1, squeezed.astype(np.float32), "reshape to (channels,)")},
-                        role="prelu")
+            return Cell(
+                "nn.PReLU",
+                {"channel": int(squeezed.size), "w": 0.25},
+                [Input(0)],
+                weights={"w": ctx.weight(1, squeezed.astype(np.float32), "reshape to (channels,)")},
+                role="prelu",
+            )
     slope_expr = ctx.operand(1)
     positive = Call("ops.relu", [Input(0)])
     negative = BinOp("*", slope_expr, Call("ops.minimum", [Input(0), Lit(0.0)]))
@@ -128,7 +132,11 @@ def _may_hold_negative_infinity(ctx: NodeContext, limit: int = 64) -> bool:
         if node is not None:
             pending.extend(n for n in node.inputs if n)
             for attr in node.attrs.values():
-                if isinstance(attr, np.ndarray) and attr.dtype.kind == "f" and np.isneginf(attr).any():
+                if (
+                    isinstance(attr, np.ndarray)
+                    and attr.dtype.kind == "f"
+                    and np.isneginf(attr).any()
+                ):
                     return True
     return False
 
@@ -147,12 +155,20 @@ def _softmax(ctx: NodeContext, func: str):
     if _may_hold_negative_infinity(ctx):
         # MindSpore's CPU softmax zeroes every row after a row that is all -inf (a fully masked
         # attention row); the explicit form keeps the other rows and gives NaN there, as ONNX does.
-        shifted = Temp(BinOp("-", Input(0), Call("ops.amax", [Input(0)], {"axis": Lit(axis), "keepdims": Lit(True)})),
-                       "shifted")
+        shifted = Temp(
+            BinOp(
+                "-",
+                Input(0),
+                Call("ops.amax", [Input(0)], {"axis": Lit(axis), "keepdims": Lit(True)}),
+            ),
+            "shifted",
+        )
         if func == "ops.softmax":
             exp = Temp(Call("ops.exp", [shifted]), "exp")
             return BinOp("/", exp, Call("ops.sum", [exp], {"dim": Lit(axis), "keepdim": Lit(True)}))
-        total = Call("ops.sum", [Call("ops.exp", [shifted])], {"dim": Lit(axis), "keepdim": Lit(True)})
+        total = Call(
+            "ops.sum", [Call("ops.exp", [shifted])], {"dim": Lit(axis), "keepdim": Lit(True)}
+        )
         return BinOp("-", shifted, Call("ops.log", [total]))
     return Call(func, [Input(0)], {"axis": Lit(axis)})
 
@@ -167,4 +183,3 @@ def softmax(ctx: NodeContext):
 def log_softmax(ctx: NodeContext):
     """LogSoftmax -> ops.log_softmax (opsets < 13 flatten at the axis first)."""
     return _softmax(ctx, "ops.log_softmax")
-

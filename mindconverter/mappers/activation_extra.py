@@ -113,7 +113,10 @@ def shrink(ctx: NodeContext):
         x = Call("ops.cast", [x, DType("float32")])
     bias_lit = Lit(int(bias)) if not is_float and integral_bias else Lit(bias)
     lambd_lit = Lit(lambd)
-    inner = Call("ops.where", [BinOp(">", x, lambd_lit), BinOp("-", x, bias_lit), Call("ops.zeros_like", [x])])
+    inner = Call(
+        "ops.where",
+        [BinOp(">", x, lambd_lit), BinOp("-", x, bias_lit), Call("ops.zeros_like", [x])],
+    )
     result = Call("ops.where", [BinOp("<", x, Lit(-lambd)), BinOp("+", x, bias_lit), inner])
     if not is_float and not integral_bias:
         result = Call("ops.cast", [result, DType(np.dtype(dtype).name)])
@@ -154,7 +157,9 @@ def hardmax(ctx: NodeContext):
     shape, axis, on, off, finish = _hardmax_axis(ctx, int(ctx.attr("axis", -1)))
     out_axis = -1 if axis == len(shape) - 1 else axis
     index = Call("ops.argmax", [Input(0)], {"dim": Lit(out_axis)})
-    return finish(Call("ops.one_hot", [index, Lit(int(shape[axis])), on, off], {"axis": Lit(out_axis)}))
+    return finish(
+        Call("ops.one_hot", [index, Lit(int(shape[axis])), on, off], {"axis": Lit(out_axis)})
+    )
 
 
 @mapper("Swish", since=24)

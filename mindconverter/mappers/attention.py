@@ -59,7 +59,11 @@ def attention(ctx: NodeContext):
     """Attention -> softmax(q·kᵀ·scale [softcap] + mask) · v with reshapes for heads and caches."""
     q_shape, k_shape, v_shape = ctx.require_shape(0), ctx.require_shape(1), ctx.require_shape(2)
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
-    if dtype.kind != "f" or dtype.itemsize < 2 or dtype.name not in ("float16", "float32", "float64"):
+    if (
+        dtype.kind != "f"
+        or dtype.itemsize < 2
+        or dtype.name not in ("float16", "float32", "float64")
+    ):
         raise Unsupported(f"Attention on {dtype.name} inputs")
     rank = len(q_shape)
     q, k, v = Input(0), Input(1), Input(2)
@@ -71,7 +75,12 @@ def attention(ctx: NodeContext):
         q = _heads_first(q, q_shape, int(q_heads))
         k = _heads_first(k, k_shape, int(kv_heads))
         v = _heads_first(v, v_shape, int(kv_heads))
-        batch, q_heads, q_len, head = q_shape[0], int(q_heads), q_shape[1], q_shape[2] // int(q_heads)
+        batch, q_heads, q_len, head = (
+            q_shape[0],
+            int(q_heads),
+            q_shape[1],
+            q_shape[2] // int(q_heads),
+        )
         kv_heads, kv_len = int(kv_heads), k_shape[1]
     elif rank == 4:
         batch, q_heads, q_len, head = q_shape
@@ -125,7 +134,9 @@ def attention(ctx: NodeContext):
     cols = np.arange(total_len).reshape(1, -1)
     if nonpad:
         # per-batch offset nonpad_kv_seqlen[b] - q_len; diff = i + offset - j
-        offset = Temp(BinOp("-", Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]), Lit(q_len)), "offset")
+        offset = Temp(
+            BinOp("-", Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]), Lit(q_len)), "offset"
+        )
         diff = Temp(BinOp("+", Const((rows - cols).astype(np.int64)), offset), "diff")
         allowed = None
         if causal:
@@ -138,8 +149,11 @@ def attention(ctx: NodeContext):
             allowed = part if allowed is None else Call("ops.logical_and", [allowed, part])
         if allowed is not None:
             bias = _add(bias, _bias_from_allowed(allowed, dtype))
-        keep = BinOp("<", Const(np.arange(total_len, dtype=np.int64).reshape(1, 1, 1, -1)),
-                     Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]))
+        keep = BinOp(
+            "<",
+            Const(np.arange(total_len, dtype=np.int64).reshape(1, 1, 1, -1)),
+            Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]),
+        )
         bias = _add(bias, _bias_from_allowed(keep, dtype))
         runtime_mask = True
     else:
@@ -169,8 +183,13 @@ def attention(ctx: NodeContext):
     scale = ctx.attr("scale")
     scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
     root = math.sqrt(scale)
-    scores = Call("ops.matmul", [BinOp("*", q, Lit(root)),
-                                 Call("ops.transpose", [BinOp("*", k_used, Lit(root)), Lit((0, 1, 3, 2))])])
+    scores = Call(
+        "ops.matmul",
+        [
+            BinOp("*", q, Lit(root)),
+            Call("ops.transpose", [BinOp("*", k_used, Lit(root)), Lit((0, 1, 3, 2))]),
+        ],
+    )
     softcap = ctx.attr("softcap")
     if softcap is not None and float(softcap) > 0:
         cap = float(softcap)
@@ -192,8 +211,10 @@ def attention(ctx: NodeContext):
         # Rows whose every key is masked attend nothing (ONNX defines their output as 0). They
         # are zeroed before the softmax too: MindSpore's softmax turns a whole tensor to 0 when
         # one row is all -inf.
-        masked_rows = Temp(BinOp("==", Call("ops.amax", [bias, Lit(-1)], {"keepdims": Lit(True)}), Lit(NEG_INF)),
-                           "masked_rows")
+        masked_rows = Temp(
+            BinOp("==", Call("ops.amax", [bias, Lit(-1)], {"keepdims": Lit(True)}), Lit(NEG_INF)),
+            "masked_rows",
+        )
         logits = Call("ops.where", [masked_rows, Lit(0.0), logits])
         probs = Call("ops.where", [masked_rows, Lit(0.0), Call("ops.softmax", [logits, Lit(-1)])])
     else:
@@ -201,7 +222,10 @@ def attention(ctx: NodeContext):
     probs = Temp(Call("ops.cast", [probs, DType(dtype.name)]), "probs")
     out = Call("ops.matmul", [probs, v_used])
     if rank == 3:
-        out = Call("ops.reshape", [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, q_len, -1))])
+        out = Call(
+            "ops.reshape",
+            [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, q_len, -1))],
+        )
 
     qk_out = None
     if want_qk:
@@ -209,13 +233,18 @@ def attention(ctx: NodeContext):
         if qk_out is None:
             raise Unsupported(f"qk_matmul_output_mode {mode}")
         if mode != 3:
-            qk_out = Call("ops.cast", [qk_out, DType(dtype.name)]) if bias is not None and mode == 2 else qk_out
-    exprs = [out,
-             present_k if ctx.output_used(1) else None,
-             present_v if ctx.output_used(2) else None,
-             qk_out]
+            qk_out = (
+                Call("ops.cast", [qk_out, DType(dtype.name)])
+                if bias is not None and mode == 2
+                else qk_out
+            )
+    exprs = [
+        out,
+        present_k if ctx.output_used(1) else None,
+        present_v if ctx.output_used(2) else None,
+        qk_out,
+    ]
     return Outputs(exprs[: max(ctx.num_outputs, 1)])
-
 
 
 @mapper("RotaryEmbedding", since=23)
@@ -229,7 +258,9 @@ def rotary_embedding(ctx: NodeContext):
         heads = int(ctx.attr("num_heads", 0))
         if heads <= 0:
             raise Unsupported("3-D RotaryEmbedding needs num_heads")
-        x = Temp(Call("ops.reshape", [x, Lit((shape[0], shape[1], heads, shape[2] // heads))]), "heads")
+        x = Temp(
+            Call("ops.reshape", [x, Lit((shape[0], shape[1], heads, shape[2] // heads))]), "heads"
+        )
         head, head_axis = shape[2] // heads, 2  # (B, S, H, D): caches broadcast over axis 2
     elif rank == 4:
         head, head_axis = shape[3], 1  # (B, H, S, D)
@@ -246,9 +277,15 @@ def rotary_embedding(ctx: NodeContext):
     rotated = Item(x, (Ellipsis, slice(None, dim))) if dim < head else x
     interleaved = bool(int(ctx.attr("interleaved", 0)))
     if interleaved:
-        x1, x2 = Item(rotated, (Ellipsis, slice(0, None, 2))), Item(rotated, (Ellipsis, slice(1, None, 2)))
+        x1, x2 = (
+            Item(rotated, (Ellipsis, slice(0, None, 2))),
+            Item(rotated, (Ellipsis, slice(1, None, 2))),
+        )
     else:
-        x1, x2 = Item(rotated, (Ellipsis, slice(None, half))), Item(rotated, (Ellipsis, slice(half, dim)))
+        x1, x2 = (
+            Item(rotated, (Ellipsis, slice(None, half))),
+            Item(rotated, (Ellipsis, slice(half, dim))),
+        )
     x1, x2 = Temp(x1, "x1"), Temp(x2, "x2")
     real = BinOp("-", BinOp("*", cos, x1), BinOp("*", sin, x2))
     imag = BinOp("+", BinOp("*", sin, x1), BinOp("*", cos, x2))
@@ -277,8 +314,11 @@ def causal_conv_with_state(ctx: NodeContext):
         raise Unsupported(f"CausalConvWithState activation {activation!r}")
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
     if taps > 1:
-        past = Input(3) if ctx.has_input(3) else Call(
-            "ops.zeros", [Lit((batch, channels, taps - 1))], {"dtype": DType(dtype.name)})
+        past = (
+            Input(3)
+            if ctx.has_input(3)
+            else Call("ops.zeros", [Lit((batch, channels, taps - 1))], {"dtype": DType(dtype.name)})
+        )
         padded = Temp(Call("ops.concat", [[past, Input(0)]], {"axis": Lit(2)}), "padded")
     else:
         padded = Input(0)
@@ -301,7 +341,9 @@ def causal_conv_with_state(ctx: NodeContext):
     if not ctx.output_used(1):
         return Outputs([out] + [None] * (ctx.num_outputs - 1))
     if taps == 1:  # no state to carry: an empty (B, C, 0) tensor
-        return Outputs([out, Call("ops.zeros", [Lit((batch, channels, 0))], {"dtype": DType(dtype.name)})])
+        return Outputs(
+            [out, Call("ops.zeros", [Lit((batch, channels, 0))], {"dtype": DType(dtype.name)})]
+        )
     present = Item(padded, (Ellipsis, slice(length, None)))
     if widen:
         present = Call("ops.cast", [present, DType(dtype.name)])
@@ -346,20 +388,34 @@ def linear_attention(ctx: NodeContext):
     if gating:
         decay_shape = ctx.require_shape(4)
         if decay_shape[-1] == kv_heads:
-            decay = Call("ops.transpose", [Call("ops.reshape", [Input(4), Lit((batch, steps, kv_heads, 1))]),
-                                           Lit((0, 2, 1, 3))])
+            decay = Call(
+                "ops.transpose",
+                [
+                    Call("ops.reshape", [Input(4), Lit((batch, steps, kv_heads, 1))]),
+                    Lit((0, 2, 1, 3)),
+                ],
+            )
             decay = Call("ops.cast", [decay, DType("float32")]) if widen else decay
         else:
             decay = _heads(Input(4), decay_shape, kv_heads, widen)
         decay = Temp(Call("ops.exp", [decay]), "decay")
     if delta:
         beta_shape = ctx.require_shape(5)
-        beta = Call("ops.transpose", [Call("ops.reshape", [Input(5), Lit((batch, steps, beta_shape[-1], 1))]),
-                                      Lit((0, 2, 1, 3))])
+        beta = Call(
+            "ops.transpose",
+            [
+                Call("ops.reshape", [Input(5), Lit((batch, steps, beta_shape[-1], 1))]),
+                Lit((0, 2, 1, 3)),
+            ],
+        )
         beta = Temp(Call("ops.cast", [beta, DType("float32")]) if widen else beta, "beta")
     state_dtype = np.dtype(ctx.input_dtype(3) or dtype) if ctx.has_input(3) else dtype
     if ctx.has_input(3):
-        state = Input(3) if state_dtype == np.float32 else Call("ops.cast", [Input(3), DType("float32")])
+        state = (
+            Input(3)
+            if state_dtype == np.float32
+            else Call("ops.cast", [Input(3), DType("float32")])
+        )
     else:
         state = Call("ops.zeros", [Lit((batch, kv_heads, d_k, d_v))], {"dtype": DType("float32")})
     scale = ctx.attr("scale")
@@ -374,17 +430,30 @@ def linear_attention(ctx: NodeContext):
         if delta:
             state = Temp(state, "state")
             k_t = Temp(k_t, "k_t")
-            retrieved = Call("ops.squeeze", [Call("ops.matmul", [Call("ops.unsqueeze", [k_t, Lit(2)]), state]),
-                                             Lit(2)])
+            retrieved = Call(
+                "ops.squeeze",
+                [Call("ops.matmul", [Call("ops.unsqueeze", [k_t, Lit(2)]), state]), Lit(2)],
+            )
             v_t = BinOp("*", Item(beta, at), BinOp("-", v_t, retrieved))
-        update = BinOp("*", Call("ops.unsqueeze", [k_t, Lit(-1)]), Call("ops.unsqueeze", [v_t, Lit(-2)]))
+        update = BinOp(
+            "*", Call("ops.unsqueeze", [k_t, Lit(-1)]), Call("ops.unsqueeze", [v_t, Lit(-2)])
+        )
         state = Temp(BinOp("+", state, update), "state")
-        read = state if group == 1 else Call("ops.repeat_interleave", [state, Lit(group)], {"axis": Lit(1)})
+        read = (
+            state
+            if group == 1
+            else Call("ops.repeat_interleave", [state, Lit(group)], {"axis": Lit(1)})
+        )
         step = Call("ops.matmul", [Call("ops.unsqueeze", [Item(q, at), Lit(2)]), read])
         outputs.append(BinOp("*", step, Lit(scale)))
     out = outputs[0] if steps == 1 else Call("ops.concat", [outputs], {"axis": Lit(2)})
-    out = Call("ops.reshape", [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, steps, q_heads * d_v))])
+    out = Call(
+        "ops.reshape",
+        [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, steps, q_heads * d_v))],
+    )
     if widen:
         out = Call("ops.cast", [out, DType(dtype.name)])
-    present = state if state_dtype == np.float32 else Call("ops.cast", [state, DType(state_dtype.name)])
+    present = (
+        state if state_dtype == np.float32 else Call("ops.cast", [state, DType(state_dtype.name)])
+    )
     return Outputs([out, present if ctx.output_used(1) else None][: ctx.num_outputs])

@@ -220,7 +220,9 @@ class NodeContext:
         """The constant value of input ``index``; Unsupported when it is computed at run time."""
         value = self.const(index)
         if value is None:
-            raise Unsupported(f"{what} (input {index}) must be a constant, but is computed at run time")
+            raise Unsupported(
+                f"{what} (input {index}) must be a constant, but is computed at run time"
+            )
         return value
 
     def const_ints(self, index: int, what: str) -> list[int]:
@@ -229,7 +231,9 @@ class NodeContext:
     def require_shape(self, index: int) -> tuple[int, ...]:
         shape = self.input_shape(index)
         if shape is None:
-            raise Unsupported(f"the shape of input {index} ('{self.node.inputs[index]}') is unknown")
+            raise Unsupported(
+                f"the shape of input {index} ('{self.node.inputs[index]}') is unknown"
+            )
         return shape
 
     # --- building blocks for mappers ---------------------------------------------------

@@ -32,8 +32,11 @@ def _functional_conv(ctx: NodeContext):
     begin, end = spatial_pads(ctx, x_shape[2:], kernel, strides, dilations)
     x = pad_call(Input(0), begin, end) if any(begin) or any(end) else Input(0)
     args = [x, ctx.operand(1), ctx.operand(2) if ctx.has_input(2) else Lit(None)]
-    kwargs = {"stride": Lit(compact(strides)), "dilation": Lit(compact(dilations)),
-              "groups": Lit(int(ctx.attr("group", 1)))}
+    kwargs = {
+        "stride": Lit(compact(strides)),
+        "dilation": Lit(compact(dilations)),
+        "groups": Lit(int(ctx.attr("group", 1))),
+    }
     return Call(f"ops.conv{rank}d", args, kwargs)
 
 
@@ -61,7 +64,11 @@ def conv(ctx: NodeContext):
         if begin != end:
             x = pad_call(x, begin, end)
             begin, end = [0], [0]
-    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": compact(kernel)}
+    kwargs = {
+        "in_channels": in_channels,
+        "out_channels": out_channels,
+        "kernel_size": compact(kernel),
+    }
     if any(s != 1 for s in strides):
         kwargs["stride"] = compact(strides)
     kwargs.update(_padding_kwargs(begin, end, rank))
@@ -89,7 +96,9 @@ def conv_transpose(ctx: NodeContext):
     in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
     output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
     # The full (uncropped) transposed convolution; ONNX's result is a window of it.
-    full = [(i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)]
+    full = [
+        (i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)
+    ]
     auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
     if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out_shape = ctx.output_shape(0)
@@ -105,13 +114,21 @@ def conv_transpose(ctx: NodeContext):
     else:
         pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
         begin = pads[:rank]
-        lengths = [f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])]
+        lengths = [
+            f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])
+        ]
     end = [f - b - n for f, b, n in zip(full, begin, lengths)]
     if any(b < 0 for b in begin) or any(e < 0 for e in end):
-        raise Unsupported("output_padding reaching past the full transposed convolution (bias-only cells)")
+        raise Unsupported(
+            "output_padding reaching past the full transposed convolution (bias-only cells)"
+        )
     # MindSpore crops symmetric padding itself; any other window is sliced from the full result.
     symmetric = begin == end and len(set(begin)) == 1
-    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": compact(kernel)}
+    kwargs = {
+        "in_channels": in_channels,
+        "out_channels": out_channels,
+        "kernel_size": compact(kernel),
+    }
     if any(s != 1 for s in strides):
         kwargs["stride"] = compact(strides)
     stored = weight
@@ -136,5 +153,6 @@ def conv_transpose(ctx: NodeContext):
         return cell
 
     index = (slice(None), slice(None)) + tuple(
-        slice(b or None, (f - e) if e else None) for b, e, f in zip(begin, end, full))
+        slice(b or None, (f - e) if e else None) for b, e, f in zip(begin, end, full)
+    )
     return Item(cell, index)

@@ -18,12 +18,20 @@ def _corners(boxes, center_point_box: int):
 
     if center_point_box == 0:  # (y1, x1, y2, x2), either diagonal
         y1, x1, y2, x2 = (column(i) for i in range(4))
-        return (Temp(Call("ops.minimum", [x1, x2]), "xmin"), Temp(Call("ops.maximum", [x1, x2]), "xmax"),
-                Temp(Call("ops.minimum", [y1, y2]), "ymin"), Temp(Call("ops.maximum", [y1, y2]), "ymax"))
+        return (
+            Temp(Call("ops.minimum", [x1, x2]), "xmin"),
+            Temp(Call("ops.maximum", [x1, x2]), "xmax"),
+            Temp(Call("ops.minimum", [y1, y2]), "ymin"),
+            Temp(Call("ops.maximum", [y1, y2]), "ymax"),
+        )
     half_w = Temp(BinOp("/", column(2), Lit(2)), "half_w")
     half_h = Temp(BinOp("/", column(3), Lit(2)), "half_h")
-    return (Temp(BinOp("-", column(0), half_w), "xmin"), Temp(BinOp("+", column(0), half_w), "xmax"),
-            Temp(BinOp("-", column(1), half_h), "ymin"), Temp(BinOp("+", column(1), half_h), "ymax"))
+    return (
+        Temp(BinOp("-", column(0), half_w), "xmin"),
+        Temp(BinOp("+", column(0), half_w), "xmax"),
+        Temp(BinOp("-", column(1), half_h), "ymin"),
+        Temp(BinOp("+", column(1), half_h), "ymax"),
+    )
 
 
 def _pairwise(value, axis: int):
@@ -36,8 +44,11 @@ def _suppression_matrix(boxes, center_point_box: int, iou_threshold):
     xmin, xmax, ymin, ymax = _corners(boxes, center_point_box)
 
     def overlap(lo, hi):
-        return BinOp("-", Call("ops.minimum", [_pairwise(hi, 2), _pairwise(hi, 1)]),
-                     Call("ops.maximum", [_pairwise(lo, 2), _pairwise(lo, 1)]))
+        return BinOp(
+            "-",
+            Call("ops.minimum", [_pairwise(hi, 2), _pairwise(hi, 1)]),
+            Call("ops.maximum", [_pairwise(lo, 2), _pairwise(lo, 1)]),
+        )
 
     inter_w = Temp(overlap(xmin, xmax), "inter_w")
     inter_h = Temp(overlap(ymin, ymax), "inter_h")
@@ -45,9 +56,15 @@ def _suppression_matrix(boxes, center_point_box: int, iou_threshold):
     area = Temp(BinOp("*", BinOp("-", xmax, xmin), BinOp("-", ymax, ymin)), "area")
     area_i, area_j = _pairwise(area, 2), _pairwise(area, 1)
     union = Temp(BinOp("-", BinOp("+", area_i, area_j), inter), "union")
-    conditions = [BinOp(">", inter_w, Lit(0)), BinOp(">", inter_h, Lit(0)), BinOp(">", inter, Lit(0)),
-                  BinOp(">", area_i, Lit(0)), BinOp(">", area_j, Lit(0)), BinOp(">", union, Lit(0)),
-                  BinOp(">", BinOp("/", inter, union), iou_threshold)]
+    conditions = [
+        BinOp(">", inter_w, Lit(0)),
+        BinOp(">", inter_h, Lit(0)),
+        BinOp(">", inter, Lit(0)),
+        BinOp(">", area_i, Lit(0)),
+        BinOp(">", area_j, Lit(0)),
+        BinOp(">", union, Lit(0)),
+        BinOp(">", BinOp("/", inter, union), iou_threshold),
+    ]
     suppress = conditions[0]
     for condition in conditions[1:]:
         suppress = BinOp("&", suppress, condition)
@@ -86,34 +103,56 @@ def non_max_suppression(ctx: NodeContext):
     """
     center_point_box = int(ctx.attr("center_point_box", 0))
     if center_point_box not in (0, 1):
-        raise Unsupported(f"NonMaxSuppression center_point_box={center_point_box} (ONNX allows 0 or 1)")
+        raise Unsupported(
+            f"NonMaxSuppression center_point_box={center_point_box} (ONNX allows 0 or 1)"
+        )
     boxes_shape, scores_shape = ctx.require_shape(0), ctx.require_shape(1)
     if len(boxes_shape) != 3 or len(scores_shape) != 3 or boxes_shape[2] != 4:
-        raise Unsupported(f"NonMaxSuppression boxes {boxes_shape} / scores {scores_shape} are not "
-                          "[batches, boxes, 4] / [batches, classes, boxes]")
+        raise Unsupported(
+            f"NonMaxSuppression boxes {boxes_shape} / scores {scores_shape} are not "
+            "[batches, boxes, 4] / [batches, classes, boxes]"
+        )
     batches, num_boxes = boxes_shape[0], boxes_shape[1]
     classes = scores_shape[1]
     if any(not isinstance(d, int) or d < 0 for d in (batches, classes, num_boxes)):
         raise Unsupported("NonMaxSuppression needs static batch, class and box counts")
     empty = Call("ops.zeros", [Lit((0, 3)), DType("int64")])
     if batches * classes > MAX_NMS_PAIRS:
-        raise Unsupported(f"NonMaxSuppression with {batches * classes} (batch, class) pairs "
-                          f"(at most {MAX_NMS_PAIRS} are unrolled into construct())")
+        raise Unsupported(
+            f"NonMaxSuppression with {batches * classes} (batch, class) pairs "
+            f"(at most {MAX_NMS_PAIRS} are unrolled into construct())"
+        )
 
     # max_output_boxes_per_class: absent or empty means 0 (nothing selected); clamp to [0, N]
     limit = None
     if ctx.has_input(2):
         value = ctx.const(2)
         if value is None:
-            limit = Call("ops.cast", [Call("ops.clamp", [Call("ops.reshape", [Input(2), Lit(())]), Lit(0),
-                                                          Lit(num_boxes)]), DType("int32")])
+            limit = Call(
+                "ops.cast",
+                [
+                    Call(
+                        "ops.clamp",
+                        [Call("ops.reshape", [Input(2), Lit(())]), Lit(0), Lit(num_boxes)],
+                    ),
+                    DType("int32"),
+                ],
+            )
         elif np.size(value) and int(np.asarray(value).reshape(-1)[0]) > 0:
             limit = _tensor(min(int(np.asarray(value).reshape(-1)[0]), num_boxes), "int32")
     if limit is None or num_boxes == 0 or batches * classes == 0:
         return empty
 
-    boxes = Input(0) if ctx.input_dtype(0) == np.float32 else Call("ops.cast", [Input(0), DType("float32")])
-    scores = Input(1) if ctx.input_dtype(1) == np.float32 else Call("ops.cast", [Input(1), DType("float32")])
+    boxes = (
+        Input(0)
+        if ctx.input_dtype(0) == np.float32
+        else Call("ops.cast", [Input(0), DType("float32")])
+    )
+    scores = (
+        Input(1)
+        if ctx.input_dtype(1) == np.float32
+        else Call("ops.cast", [Input(1), DType("float32")])
+    )
     iou_threshold = _threshold(ctx, 3, 0.0)
     score_threshold = _threshold(ctx, 4, None)
 
@@ -130,12 +169,30 @@ def non_max_suppression(ctx: NodeContext):
     rows = []
     for b in range(batches):
         for c in range(classes):
-            selected = Call("ops.cast", [
-                Cell("ops.NonMaxSuppressionWithOverlaps", kwargs={},
-                     args=[Item(suppress, b), Item(keys, (b, c)), limit, half, zero], role="nms"),
-                DType("int64")])
+            selected = Call(
+                "ops.cast",
+                [
+                    Cell(
+                        "ops.NonMaxSuppressionWithOverlaps",
+                        kwargs={},
+                        args=[Item(suppress, b), Item(keys, (b, c)), limit, half, zero],
+                        role="nms",
+                    ),
+                    DType("int64"),
+                ],
+            )
             selected = Temp(selected, "selected")
-            rows.append(Call("ops.stack", [[Call("ops.full_like", [selected, Lit(b)]),
-                                            Call("ops.full_like", [selected, Lit(c)]), selected]],
-                             {"axis": Lit(1)}))
+            rows.append(
+                Call(
+                    "ops.stack",
+                    [
+                        [
+                            Call("ops.full_like", [selected, Lit(b)]),
+                            Call("ops.full_like", [selected, Lit(c)]),
+                            selected,
+                        ]
+                    ],
+                    {"axis": Lit(1)},
+                )
+            )
     return rows[0] if len(rows) == 1 else Call("ops.concat", [rows], {"axis": Lit(0)})

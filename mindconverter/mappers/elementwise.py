@@ -40,8 +40,11 @@ def div(ctx: NodeContext):
     """Div -> ``a / b``; integer division truncates toward zero as in ONNX."""
     dtype = ctx.output_dtype(0) or ctx.input_dtype(0)
     if dtype is not None and np.dtype(dtype).kind in "iu":
-        return Call("ops.div", [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)],
-                    {"rounding_mode": "trunc"})
+        return Call(
+            "ops.div",
+            [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)],
+            {"rounding_mode": "trunc"},
+        )
     return _binary(ctx, "/")
 
 

@@ -50,11 +50,21 @@ def gather(ctx: NodeContext):
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, int(shape[axis]))
     table = ctx.const(0)
-    if (table is not None and table.ndim == 2 and axis == 0 and table.dtype == np.float32
-            and not ctx.is_const(1)):
+    if (
+        table is not None
+        and table.ndim == 2
+        and axis == 0
+        and table.dtype == np.float32
+        and not ctx.is_const(1)
+    ):
         # token ids index rows directly: negative ids are invalid for an embedding, as in PyTorch
-        return Cell("nn.Embedding", {"vocab_size": int(table.shape[0]), "embedding_size": int(table.shape[1])},
-                    [Input(1)], weights={"embedding_table": ctx.weight(0)}, role="embedding")
+        return Cell(
+            "nn.Embedding",
+            {"vocab_size": int(table.shape[0]), "embedding_size": int(table.shape[1])},
+            [Input(1)],
+            weights={"embedding_table": ctx.weight(0)},
+            role="embedding",
+        )
     return Call("ops.gather", [ctx.operand(0), indices, Lit(axis)])
 
 
@@ -80,7 +90,7 @@ def gather_nd(ctx: NodeContext):
     index_shape = ctx.require_shape(1)
     batch_dims = int(ctx.attr("batch_dims", 0)) if ctx.opset >= 12 else 0
     depth = int(index_shape[-1])
-    indices = _wrapped_indices(ctx, 1, list(shape[batch_dims:batch_dims + depth]), int64=True)
+    indices = _wrapped_indices(ctx, 1, list(shape[batch_dims : batch_dims + depth]), int64=True)
     if batch_dims:
         coords = Const(_batch_coordinates(index_shape, batch_dims))
         indices = Call("ops.concat", [(coords, indices)], {"axis": Lit(-1)})
@@ -121,8 +131,11 @@ def _scatter_elements(ctx: NodeContext, reduction: str):
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, int(shape[axis]), int64=True)
     if reduction in ("none", "add"):
-        return Call("ops.tensor_scatter_elements", [ctx.operand(0), indices, ctx.operand(2)],
-                    {"axis": Lit(axis), "reduction": Lit(reduction)})
+        return Call(
+            "ops.tensor_scatter_elements",
+            [ctx.operand(0), indices, ctx.operand(2)],
+            {"axis": Lit(axis), "reduction": Lit(reduction)},
+        )
     # mul/max/min: spell every element's full coordinate out and use the N-D scatter kernels
     grids = np.indices(tuple(index_shape), dtype=np.int64)
     parts = []
@@ -167,7 +180,10 @@ def top_k(ctx: NodeContext):
     values = Item(call, 0) if ctx.has_output(0) else None
     indices = None
     if ctx.has_output(1):
-        indices = Call("ops.cast", [Item(Call("ops.topk", [Input(0), Lit(k)], dict(kwargs)), 1), DType("int64")])
+        indices = Call(
+            "ops.cast",
+            [Item(Call("ops.topk", [Input(0), Lit(k)], dict(kwargs)), 1), DType("int64")],
+        )
     return Outputs([values, indices])
 
 
@@ -199,7 +215,9 @@ def compress(ctx: NodeContext):
 def unique(ctx: NodeContext):
     """Unique (flattened) -> ops.unique plus comparisons with the input for indices and counts."""
     if ctx.attr("axis") is not None:
-        raise Unsupported("Unique along an axis (MindSpore's unique only works on the flattened input)")
+        raise Unsupported(
+            "Unique along an axis (MindSpore's unique only works on the flattened input)"
+        )
     flat = Input(0) if ctx.input_rank(0) == 1 else Call("ops.reshape", [Input(0), Lit((-1,))])
 
     def values():
@@ -209,15 +227,26 @@ def unique(ctx: NodeContext):
         return Item(Call("ops.unique", [flat]), 0)
 
     def matches():  # [u, n] table: unique value u equals input element n
-        return Call("ops.cast", [Call("ops.equal", [Call("ops.unsqueeze", [values()], {"dim": Lit(1)}),
-                                                    Call("ops.unsqueeze", [flat], {"dim": Lit(0)})]),
-                                 DType("int32")])
+        return Call(
+            "ops.cast",
+            [
+                Call(
+                    "ops.equal",
+                    [
+                        Call("ops.unsqueeze", [values()], {"dim": Lit(1)}),
+                        Call("ops.unsqueeze", [flat], {"dim": Lit(0)}),
+                    ],
+                ),
+                DType("int32"),
+            ],
+        )
 
     exprs = [
         values() if ctx.has_output(0) else None,
         Call("ops.argmax", [matches()], {"dim": Lit(1)}) if ctx.has_output(1) else None,
         Call("ops.argmax", [matches()], {"dim": Lit(0)}) if ctx.has_output(2) else None,
         Call("ops.cast", [Call("ops.sum", [matches()], {"dim": Lit(1)}), DType("int64")])
-        if ctx.has_output(3) else None,
+        if ctx.has_output(3)
+        else None,
     ]
     return Outputs(exprs)

@@ -14,12 +14,19 @@ DOMAIN = "ai.mindconverter"
 def _param(ctx: NodeContext, index: int, shape: tuple[int, ...], fill: float, dtype) -> Weight:
     """Input ``index`` broadcast to ``shape`` (the exporter may store it as [1, 1, C]), or ``fill``."""
     if not ctx.has_input(index):
-        return Weight(np.full(shape, fill, dtype=dtype), "", "ones (no scale in the source)" if fill
-                      else "zeros (no bias in the source)")
+        return Weight(
+            np.full(shape, fill, dtype=dtype),
+            "",
+            "ones (no scale in the source)" if fill else "zeros (no bias in the source)",
+        )
     value = ctx.require_const(index, "the LayerNorm parameter")
-    trimmed = value.reshape(value.shape[-len(shape):] if value.ndim > len(shape) else value.shape)
+    trimmed = value.reshape(value.shape[-len(shape) :] if value.ndim > len(shape) else value.shape)
     full = np.broadcast_to(trimmed, shape).astype(value.dtype)
-    transform = "" if full.shape == value.shape else f"reshape/broadcast {list(value.shape)} to {list(shape)}"
+    transform = (
+        ""
+        if full.shape == value.shape
+        else f"reshape/broadcast {list(value.shape)} to {list(shape)}"
+    )
     return ctx.weight(index, np.ascontiguousarray(full), transform)
 
 
@@ -31,10 +38,16 @@ def layer_norm(ctx: NodeContext):
     eps = float(ctx.attr("epsilon", 1e-5))
     normalized_shape = tuple(int(d) for d in shape[axis:])
     dtype = ctx.input_dtype(0) or np.dtype(np.float32)
-    weights = {"gamma": _param(ctx, 1, normalized_shape, 1.0, dtype),
-               "beta": _param(ctx, 2, normalized_shape, 0.0, dtype)}
-    kwargs = {"normalized_shape": normalized_shape, "begin_norm_axis": axis, "begin_params_axis": axis,
-              "epsilon": eps}
+    weights = {
+        "gamma": _param(ctx, 1, normalized_shape, 1.0, dtype),
+        "beta": _param(ctx, 2, normalized_shape, 0.0, dtype),
+    }
+    kwargs = {
+        "normalized_shape": normalized_shape,
+        "begin_norm_axis": axis,
+        "begin_params_axis": axis,
+        "epsilon": eps,
+    }
     return Cell("nn.LayerNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
 
 
@@ -46,7 +59,9 @@ def gelu(ctx: NodeContext):
         approximate = approximate.decode()
     if approximate not in ("none", "tanh"):
         raise Unsupported(f"Gelu approximate={approximate!r}")
-    return Cell("nn.GELU", kwargs={"approximate": approximate == "tanh"}, args=[Input(0)], role="gelu")
+    return Cell(
+        "nn.GELU", kwargs={"approximate": approximate == "tanh"}, args=[Input(0)], role="gelu"
+    )
 
 
 @mapper("Linear", domain=DOMAIN)
@@ -61,8 +76,11 @@ def linear(ctx: NodeContext):
     if ctx.has_input(2):
         bias = ctx.require_const(2, "the Linear bias")
         flat = bias.reshape(out_features)
-        weights["bias"] = ctx.weight(2, flat, "" if bias.shape == flat.shape else f"reshape {list(bias.shape)} to "
-                                     f"[{out_features}]")
+        weights["bias"] = ctx.weight(
+            2,
+            flat,
+            "" if bias.shape == flat.shape else f"reshape {list(bias.shape)} to [{out_features}]",
+        )
     else:
         kwargs["has_bias"] = False
     return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")

@@ -34,8 +34,12 @@ def _nll(ctx: NodeContext, log_prob):
     if ignore is not None:
         keep = Temp(BinOp("!=", Input(1), Lit(int(ignore))), "keep")
         # ignored targets may lie outside [0, C): gather class 0 there, its weight is 0
-        target = Temp(Call("ops.where", [keep, Input(1), Call("ops.zeros_like", [Input(1)])]), "target")
-    picked = Call("ops.gather_elements", [log_prob, Lit(1), Call("ops.unsqueeze", [target, Lit(1)])])
+        target = Temp(
+            Call("ops.where", [keep, Input(1), Call("ops.zeros_like", [Input(1)])]), "target"
+        )
+    picked = Call(
+        "ops.gather_elements", [log_prob, Lit(1), Call("ops.unsqueeze", [target, Lit(1)])]
+    )
     loss = Neg(Call("ops.squeeze", [picked, Lit(1)]))
     weight = None
     if ctx.has_input(2):

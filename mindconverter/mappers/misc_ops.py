@@ -30,7 +30,9 @@ def rms_normalization(ctx: NodeContext):
     axis = normalize_axis(int(ctx.attr("axis", -1)), rank)
     eps = float(ctx.attr("epsilon", 1e-5))
     axes = tuple(range(axis, rank))
-    mean_sq = Call("ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)})
+    mean_sq = Call(
+        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
     normalized = BinOp("*", Input(0), Call("ops.rsqrt", [BinOp("+", mean_sq, Lit(eps))]))
     return BinOp("*", normalized, ctx.operand(1))
 
@@ -85,8 +87,12 @@ def _window(ctx: NodeContext, coefficients: tuple[float, ...]):
     for k, a in enumerate(coefficients):
         if k == 0:
             continue
-        term = BinOp("*", Lit(a), Call("ops.cos", [BinOp("*", phase, Lit(float(k)))] if k > 1 else [phase]))
-        result = BinOp("-" if k % 2 else "+", Lit(coefficients[0]) if result is None else result, term)
+        term = BinOp(
+            "*", Lit(a), Call("ops.cos", [BinOp("*", phase, Lit(float(k)))] if k > 1 else [phase])
+        )
+        result = BinOp(
+            "-" if k % 2 else "+", Lit(coefficients[0]) if result is None else result, term
+        )
     return result if dtype == np.float32 else Call("ops.cast", [result, DType(dtype.name)])
 
 
@@ -118,16 +124,24 @@ def grid_sample(ctx: NodeContext):
     if mode == "nearest":
         # verified on the node suite: positions exactly halfway between pixels pick the other
         # neighbour than ONNX's round-half-to-even
-        raise Unsupported("GridSample mode 'nearest' (MindSpore's grid_sample rounds halfway positions "
-                          "differently from ONNX)")
+        raise Unsupported(
+            "GridSample mode 'nearest' (MindSpore's grid_sample rounds halfway positions "
+            "differently from ONNX)"
+        )
     if mode != "bilinear":
         raise Unsupported(f"GridSample mode {mode!r} (MindSpore's grid_sample has no bicubic mode)")
     rank = ctx.input_rank(0)
     if rank not in (4, 5):
         raise Unsupported(f"GridSample on a rank-{rank} input")
-    return Call("ops.grid_sample", [Input(0), Input(1)],
-                {"mode": Lit(mode), "padding_mode": Lit(padding),
-                 "align_corners": Lit(bool(int(ctx.attr("align_corners", 0))))})
+    return Call(
+        "ops.grid_sample",
+        [Input(0), Input(1)],
+        {
+            "mode": Lit(mode),
+            "padding_mode": Lit(padding),
+            "align_corners": Lit(bool(int(ctx.attr("align_corners", 0)))),
+        },
+    )
 
 
 @mapper("CenterCropPad", since=18)
@@ -168,8 +182,11 @@ def affine_grid(ctx: NodeContext):
     size = ctx.const_ints(1, "the output size")
     if len(size) not in (4, 5):
         raise Unsupported(f"AffineGrid of a {len(size)}-element size")
-    return Call("ops.affine_grid", [Input(0), Lit(tuple(size))],
-                {"align_corners": Lit(bool(int(ctx.attr("align_corners", 0))))})
+    return Call(
+        "ops.affine_grid",
+        [Input(0), Lit(tuple(size))],
+        {"align_corners": Lit(bool(int(ctx.attr("align_corners", 0))))},
+    )
 
 
 @mapper("Det", since=11)
@@ -217,7 +234,9 @@ def tensor_scatter(ctx: NodeContext):
     if mode not in ("linear", "circular"):
         raise Unsupported(f"TensorScatter mode {mode!r}")
     length, count = shape[axis], update_shape[axis]
-    positions = np.arange(length, dtype=np.int64).reshape([length if a == axis else 1 for a in range(rank)])
+    positions = np.arange(length, dtype=np.int64).reshape(
+        [length if a == axis else 1 for a in range(rank)]
+    )
     source = Const(positions)
     if ctx.has_input(2):
         start = Call("ops.reshape", [Input(2), Lit((-1,) + (1,) * (rank - 1))])
@@ -227,6 +246,10 @@ def tensor_scatter(ctx: NodeContext):
     source = Temp(source, "source")
     inside = Call("ops.logical_and", [BinOp(">=", source, Lit(0)), BinOp("<", source, Lit(count))])
     index_shape = tuple(update_shape[a] if a != axis else length for a in range(rank))
-    index = Call("ops.broadcast_to", [Call("ops.clip", [source, Lit(0), Lit(count - 1)]), Lit(index_shape)])
+    index = Call(
+        "ops.broadcast_to", [Call("ops.clip", [source, Lit(0), Lit(count - 1)]), Lit(index_shape)]
+    )
     written = Call("ops.gather_elements", [Input(1), Lit(axis), index])
-    return Call("ops.where", [Call("ops.broadcast_to", [inside, Lit(tuple(shape))]), written, Input(0)])
+    return Call(
+        "ops.where", [Call("ops.broadcast_to", [inside, Lit(tuple(shape))]), written, Input(0)]
+    )

@@ -24,14 +24,26 @@ from .registry import mapper
 def _group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight, eps: float):
     channels = int(ctx.require_shape(0)[1])
     kwargs = {"num_groups": groups, "num_channels": channels, "eps": eps}
-    return Cell("nn.GroupNorm", kwargs=kwargs, args=[Input(0)], weights={"gamma": scale, "beta": bias}, role="norm")
+    return Cell(
+        "nn.GroupNorm",
+        kwargs=kwargs,
+        args=[Input(0)],
+        weights={"gamma": scale, "beta": bias},
+        role="norm",
+    )
 
 
 def _normalized(ctx: NodeContext, axes: tuple[int, ...], eps: float):
     """``(x - mean) / sqrt(var + eps)`` over ``axes`` with functional ops (population variance)."""
-    centered = Temp(BinOp("-", Input(0), Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)})),
-                    "centered")
-    var = Call("ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)})
+    centered = Temp(
+        BinOp(
+            "-", Input(0), Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)})
+        ),
+        "centered",
+    )
+    var = Call(
+        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
     return BinOp("*", centered, Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]))
 
 
@@ -56,7 +68,9 @@ def instance_norm(ctx: NodeContext):
         channels = int(ctx.require_shape(0)[1])
         return _group_norm_cell(ctx, channels, ctx.weight(1), ctx.weight(2), eps)
     normalized = _normalized(ctx, tuple(range(2, rank)), eps)
-    return BinOp("+", BinOp("*", normalized, _channel_operand(ctx, 1, rank)), _channel_operand(ctx, 2, rank))
+    return BinOp(
+        "+", BinOp("*", normalized, _channel_operand(ctx, 1, rank)), _channel_operand(ctx, 2, rank)
+    )
 
 
 @mapper("LayerNormalization", since=17)
@@ -81,11 +95,22 @@ def layer_norm(ctx: NodeContext):
             beta = np.broadcast_to(bias, normalized_shape).astype(bias.dtype)
             beta_w = ctx.weight(2, beta, "broadcast_to" if beta.shape != bias.shape else "")
         else:
-            beta_w = Weight(np.zeros(normalized_shape, scale.dtype), "", "zeros (no bias in the source)")
-        kwargs = {"normalized_shape": normalized_shape, "begin_norm_axis": axis, "begin_params_axis": axis,
-                  "epsilon": eps}
-        return Cell("nn.LayerNorm", kwargs=kwargs, args=[Input(0)], weights={"gamma": gamma_w, "beta": beta_w},
-                    role="norm")
+            beta_w = Weight(
+                np.zeros(normalized_shape, scale.dtype), "", "zeros (no bias in the source)"
+            )
+        kwargs = {
+            "normalized_shape": normalized_shape,
+            "begin_norm_axis": axis,
+            "begin_params_axis": axis,
+            "epsilon": eps,
+        }
+        return Cell(
+            "nn.LayerNorm",
+            kwargs=kwargs,
+            args=[Input(0)],
+            weights={"gamma": gamma_w, "beta": beta_w},
+            role="norm",
+        )
     # ops.layer_norm has no CPU kernel: normalize with functional ops instead
     y = BinOp("*", _normalized(ctx, tuple(range(axis, len(shape))), eps), ctx.operand(1))
     return BinOp("+", y, ctx.operand(2)) if ctx.has_input(2) else y
@@ -95,7 +120,9 @@ def _layer_norm_with_statistics(ctx: NodeContext, axes: tuple[int, ...], eps: fl
     """LayerNormalization with its Mean and InvStdDev outputs (training graphs), as functional ops."""
     mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
     centered = Temp(BinOp("-", Input(0), mean), "centered")
-    var = Call("ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)})
+    var = Call(
+        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
     inv_std = Temp(Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]), "inv_std")
     y = BinOp("*", BinOp("*", centered, inv_std), ctx.operand(1))
     if ctx.has_input(2):
@@ -119,12 +146,17 @@ def _group_norm(ctx: NodeContext, per_channel: bool):
             if per_channel:
                 weights.append(ctx.weight(index, value))
             else:  # opset 18: one value per group, repeated over the group's channels
-                weights.append(ctx.weight(index, np.repeat(value, channels // groups), "repeat per group"))
+                weights.append(
+                    ctx.weight(index, np.repeat(value, channels // groups), "repeat per group")
+                )
         return _group_norm_cell(ctx, groups, weights[0], weights[1], eps)
     if not per_channel:
         raise Unsupported("a per-group scale/bias (GroupNormalization-18) computed at run time")
-    return Call("ops.group_norm", [Input(0), Lit(groups)],
-                {"weight": ctx.operand(1), "bias": ctx.operand(2), "eps": Lit(eps)})
+    return Call(
+        "ops.group_norm",
+        [Input(0), Lit(groups)],
+        {"weight": ctx.operand(1), "bias": ctx.operand(2), "eps": Lit(eps)},
+    )
 
 
 @mapper("GroupNormalization", since=18, until=20)
@@ -156,6 +188,8 @@ def mean_variance_normalization(ctx: NodeContext):
     rank = ctx.input_rank(0)
     axes = tuple(sorted(normalize_axis(int(a), rank) for a in ctx.attr("axes", [0, 2, 3])))
     mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
-    square_mean = Call("ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)})
+    square_mean = Call(
+        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
     std = Call("ops.sqrt", [BinOp("-", square_mean, BinOp("*", mean, mean))])
     return BinOp("/", BinOp("-", Input(0), mean), BinOp("+", std, Lit(1e-9)))

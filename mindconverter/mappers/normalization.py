@@ -10,7 +10,9 @@ from .registry import mapper
 def batch_norm(ctx: NodeContext):
     """BatchNormalization (inference) -> nn.BatchNorm1d/2d/3d with its statistics as parameters."""
     if any(ctx.output_used(i) for i in range(1, 5)):
-        raise Unsupported("training-mode BatchNormalization outputs (running statistics) are not supported")
+        raise Unsupported(
+            "training-mode BatchNormalization outputs (running statistics) are not supported"
+        )
     if int(ctx.attr("training_mode", 0)):
         raise Unsupported("training_mode=1 BatchNormalization")
     rank = ctx.input_rank(0)
@@ -23,7 +25,10 @@ def batch_norm(ctx: NodeContext):
     if rank == 4:
         cls, names = "nn.BatchNorm2d", ("gamma", "beta", "moving_mean", "moving_variance")
     elif rank == 5:
-        cls, names = "nn.BatchNorm3d", ("bn2d.gamma", "bn2d.beta", "bn2d.moving_mean", "bn2d.moving_variance")
+        cls, names = (
+            "nn.BatchNorm3d",
+            ("bn2d.gamma", "bn2d.beta", "bn2d.moving_mean", "bn2d.moving_variance"),
+        )
     elif rank in (2, 3):
         cls, names = "nn.BatchNorm1d", ("gamma", "beta", "moving_mean", "moving_variance")
     else:
@@ -43,14 +48,21 @@ def lrn(ctx: NodeContext):
     rank = ctx.input_rank(0)
     if rank < 3:
         raise Unsupported("LRN needs an input of rank 3 or more")
-    alpha, beta, bias = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0))
+    alpha, beta, bias = (
+        float(ctx.attr("alpha", 1e-4)),
+        float(ctx.attr("beta", 0.75)),
+        float(ctx.attr("bias", 1.0)),
+    )
     x = Input(0)
     squares = BinOp("*", x, x)
     shape = ctx.require_shape(0)
     if rank != 4:  # fold the spatial axes into one so the window runs over (N, 1, C, S, 1)
         squares = Call("ops.reshape", [squares, Lit((shape[0], shape[1], -1, 1))])
     before, after = (size - 1) // 2, size // 2
-    padded = Call("ops.pad", [Call("ops.unsqueeze", [squares], {"dim": Lit(1)}), Lit((0, 0, 0, 0, before, after))])
+    padded = Call(
+        "ops.pad",
+        [Call("ops.unsqueeze", [squares], {"dim": Lit(1)}), Lit((0, 0, 0, 0, before, after))],
+    )
     window = Call("ops.avg_pool3d", [padded], {"kernel_size": Lit((size, 1, 1)), "stride": Lit(1)})
     mean = Call("ops.squeeze", [window], {"axis": Lit(1)})
     if rank != 4:

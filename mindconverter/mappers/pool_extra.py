@@ -53,15 +53,21 @@ def lp_pool(ctx: NodeContext):
     out_shape = ctx.output_shape(0)
     if out_shape is not None and len(out_shape) == len(shape):
         # pad the end so that exactly the ONNX output windows fit (covers ceil_mode)
-        end = [max((o - 1) * s + k - (n + b), e) for o, s, k, n, b, e
-               in zip(out_shape[2:], strides, kernel, shape[2:], begin, end)]
+        end = [
+            max((o - 1) * s + k - (n + b), e)
+            for o, s, k, n, b, e in zip(out_shape[2:], strides, kernel, shape[2:], begin, end)
+        ]
     elif int(ctx.attr("ceil_mode", 0)):
         raise Unsupported("ceil_mode LpPool with an unknown output shape")
     x = _abs_pow(Input(0), p)
     if any(begin) or any(end):
         x = pad_call(x, begin, end)
-    pooled = Cell(_AVG_CELLS[rank], kwargs={"kernel_size": compact(kernel), "stride": compact(strides)},
-                  args=[x], role="avgpool")
+    pooled = Cell(
+        _AVG_CELLS[rank],
+        kwargs={"kernel_size": compact(kernel), "stride": compact(strides)},
+        args=[x],
+        role="avgpool",
+    )
     return _root(BinOp("*", pooled, Lit(float(math.prod(kernel)))), p)
 
 
@@ -91,21 +97,28 @@ def max_unpool(ctx: NodeContext):
     if ctx.has_input(2):
         target = ctx.const_ints(2, "output_shape")
     else:
-        target = list(shape[:2]) + [(n - 1) * s - b - e + k for n, s, b, e, k
-                                    in zip(shape[2:], strides, begin, end, kernel)]
+        target = list(shape[:2]) + [
+            (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
+        ]
     if len(target) != len(shape):
         raise Unsupported(f"output_shape {target} does not match the input rank")
     padding = begin if begin == end else [0] * rank
     # MindSpore accepts an output size within one stride of its own default size
     for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, target[2:]):
         if abs(size - ((n - 1) * s - 2 * pad + k)) >= s:
-            raise Unsupported(f"MaxUnpool output size {target} is too far from the size its kernel gives")
+            raise Unsupported(
+                f"MaxUnpool output size {target} is too far from the size its kernel gives"
+            )
     plane = math.prod(target[2:])
     kwargs = {"stride": Lit(compact(strides))}
     if any(padding):
         kwargs["padding"] = Lit(compact(padding))
     kwargs["output_size"] = Lit(tuple(int(v) for v in target))
-    return Call(_UNPOOL_OPS[rank], [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))], kwargs)
+    return Call(
+        _UNPOOL_OPS[rank],
+        [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))],
+        kwargs,
+    )
 
 
 @mapper("RoiAlign", since=10)
@@ -120,18 +133,29 @@ def roi_align(ctx: NodeContext):
     mode = ctx.attr("mode", "avg")
     if mode != "avg":
         raise Unsupported(f"RoiAlign mode '{mode}' (MindSpore's ROIAlign averages)")
-    transform = ctx.attr("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    transform = ctx.attr(
+        "coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
+    )
     if transform != "output_half_pixel":
-        raise Unsupported(f"RoiAlign coordinate_transformation_mode '{transform}': MindSpore's ROIAlign clamps "
-                          "ROI sizes to one pixel, which only 'output_half_pixel' does")
+        raise Unsupported(
+            f"RoiAlign coordinate_transformation_mode '{transform}': MindSpore's ROIAlign clamps "
+            "ROI sizes to one pixel, which only 'output_half_pixel' does"
+        )
     sampling = int(ctx.attr("sampling_ratio", 0))
     if sampling <= 0:
-        raise Unsupported("RoiAlign with the adaptive sampling_ratio=0 (MindSpore needs a fixed sample count)")
+        raise Unsupported(
+            "RoiAlign with the adaptive sampling_ratio=0 (MindSpore needs a fixed sample count)"
+        )
     if ctx.input_rank(0) != 4:
         raise Unsupported("RoiAlign of a non-4-D input")
     dtype = ctx.input_dtype(1)
-    index_column = Call("ops.expand_dims", [Call("ops.cast", [Input(2), DType(dtype.name if dtype is not None
-                                                                              else "float32")]), Lit(1)])
+    index_column = Call(
+        "ops.expand_dims",
+        [
+            Call("ops.cast", [Input(2), DType(dtype.name if dtype is not None else "float32")]),
+            Lit(1),
+        ],
+    )
     rois = Call("ops.concat", [[index_column, Input(1)]], {"axis": Lit(1)})
     kwargs = {
         "pooled_height": int(ctx.attr("output_height", 1)),

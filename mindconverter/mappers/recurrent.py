@@ -33,7 +33,7 @@ _RNN = _Kind("nn.RNN", 1, (0,), "", ("tanh",))
 
 
 def _reorder(array: np.ndarray, kind: _Kind, hidden: int) -> np.ndarray:
-    blocks = [array[g * hidden:(g + 1) * hidden] for g in range(kind.gates)]
+    blocks = [array[g * hidden : (g + 1) * hidden] for g in range(kind.gates)]
     return np.concatenate([blocks[g] for g in kind.order], axis=0)
 
 
@@ -64,8 +64,14 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
     w = ctx.require_const(1, "W")
     r = ctx.require_const(2, "R")
     hidden = int(ctx.attr("hidden_size", r.shape[-1]))
-    if w.shape != (directions, kind.gates * hidden, x_shape[2]) or r.shape != (directions, kind.gates * hidden, hidden):
-        raise Unsupported(f"weights of shape {w.shape} / {r.shape} do not match hidden_size {hidden}")
+    if w.shape != (directions, kind.gates * hidden, x_shape[2]) or r.shape != (
+        directions,
+        kind.gates * hidden,
+        hidden,
+    ):
+        raise Unsupported(
+            f"weights of shape {w.shape} / {r.shape} do not match hidden_size {hidden}"
+        )
 
     weights: dict[str, Weight] = {}
     has_bias = ctx.has_input(3)
@@ -77,10 +83,16 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
         weights[f"weight_hh_l0{suffix}"] = ctx.weight(2, _reorder(r[d], kind, hidden), note)
         if b is not None:
             size = kind.gates * hidden
-            weights[f"bias_ih_l0{suffix}"] = ctx.weight(3, _reorder(b[d, :size], kind, hidden),
-                                                        f"[{d}, :{size}]" + (f"; {kind.order_text}" if kind.order_text else ""))
-            weights[f"bias_hh_l0{suffix}"] = ctx.weight(3, _reorder(b[d, size:], kind, hidden),
-                                                        f"[{d}, {size}:]" + (f"; {kind.order_text}" if kind.order_text else ""))
+            weights[f"bias_ih_l0{suffix}"] = ctx.weight(
+                3,
+                _reorder(b[d, :size], kind, hidden),
+                f"[{d}, :{size}]" + (f"; {kind.order_text}" if kind.order_text else ""),
+            )
+            weights[f"bias_hh_l0{suffix}"] = ctx.weight(
+                3,
+                _reorder(b[d, size:], kind, hidden),
+                f"[{d}, {size}:]" + (f"; {kind.order_text}" if kind.order_text else ""),
+            )
 
     kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden, **extra_kwargs}
     if not has_bias:
@@ -111,8 +123,12 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
             args.append(tuple(states))
         else:
             args.append(states[0])
-    result = Temp(Cell(kind.cls, kwargs=kwargs, args=args, weights=weights, role=kind.cls.split(".")[1].lower()),
-                  kind.cls.split(".")[1].lower() + "_out")
+    result = Temp(
+        Cell(
+            kind.cls, kwargs=kwargs, args=args, weights=weights, role=kind.cls.split(".")[1].lower()
+        ),
+        kind.cls.split(".")[1].lower() + "_out",
+    )
 
     y = Item(result, 0)
     if direction == "reverse":
@@ -123,10 +139,15 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
     elif directions == 1:
         y = Call("ops.expand_dims", [y, Lit(1)])
     else:
-        y = Call("ops.transpose", [Call("ops.reshape", [y, Lit((int(seq), -1, directions, hidden))]),
-                                   Lit((0, 2, 1, 3))])
-    finals = [Item(Item(result, 1), i) for i in range(len(state_inputs))] if len(state_inputs) == 2 \
+        y = Call(
+            "ops.transpose",
+            [Call("ops.reshape", [y, Lit((int(seq), -1, directions, hidden))]), Lit((0, 2, 1, 3))],
+        )
+    finals = (
+        [Item(Item(result, 1), i) for i in range(len(state_inputs))]
+        if len(state_inputs) == 2
         else [Item(result, 1)]
+    )
     if layout:
         finals = [Call("ops.transpose", [f, Lit((1, 0, 2))]) for f in finals]
     exprs = [y] + finals
@@ -157,8 +178,10 @@ def gru(ctx: NodeContext):
     if names != list(_GRU.activations) * directions:
         raise Unsupported(f"GRU activations {names} (MindSpore's nn.GRU uses sigmoid/tanh)")
     if not int(ctx.attr("linear_before_reset", 0)):
-        raise Unsupported("GRU with linear_before_reset=0: MindSpore's nn.GRU applies the reset gate after "
-                          "the recurrent linear transform (linear_before_reset=1, PyTorch's form)")
+        raise Unsupported(
+            "GRU with linear_before_reset=0: MindSpore's nn.GRU applies the reset gate after "
+            "the recurrent linear transform (linear_before_reset=1, PyTorch's form)"
+        )
     return _recurrent(ctx, _GRU, {}, (5,))
 
 
@@ -168,6 +191,8 @@ def rnn(ctx: NodeContext):
     directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
     names = _check_common(ctx, _RNN, directions)
     if len(set(names)) != 1 or names[0] not in ("tanh", "relu"):
-        raise Unsupported(f"RNN activations {names} (MindSpore's nn.RNN offers one of tanh/relu for all directions)")
+        raise Unsupported(
+            f"RNN activations {names} (MindSpore's nn.RNN offers one of tanh/relu for all directions)"
+        )
     extra = {"nonlinearity": "relu"} if names[0] == "relu" else {}
     return _recurrent(ctx, _RNN, extra, (5,))

@@ -28,8 +28,15 @@ def _axis_lit(axes: tuple[int, ...]):
     return Lit(axes[0] if len(axes) == 1 else axes)
 
 
-def _reduce(ctx: NodeContext, func: str, value, since: int, axis_kw: str, keep_kw: str,
-            all_axes_needed: bool = False):
+def _reduce(
+    ctx: NodeContext,
+    func: str,
+    value,
+    since: int,
+    axis_kw: str,
+    keep_kw: str,
+    all_axes_needed: bool = False,
+):
     """``func(value, axis, keepdims)`` with ONNX's axes rules; None when the reduction is a no-op."""
     axes = _axes(ctx, since)
     if axes == "noop":

@@ -56,7 +56,9 @@ class MapperRegistry:
         """Add a registration; a later one wins over an earlier one for overlapping versions."""
         self._specs.setdefault((spec.domain, spec.op_type), []).append(spec)
 
-    def register(self, op_types: str | Iterable[str], since: int = 1, until: int = NEWEST, domain: str = ""):
+    def register(
+        self, op_types: str | Iterable[str], since: int = 1, until: int = NEWEST, domain: str = ""
+    ):
         """Decorator registering a user mapper on this registry (overrides built-ins)."""
 
         def decorate(fn: MapperFn) -> MapperFn:

@@ -73,8 +73,9 @@ def _cubic(distance: np.ndarray, a: float) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def _taps(mode: str, ratio: np.ndarray, scale: float, antialias: bool, cubic_a: float,
-          nearest_mode: str) -> tuple[int, np.ndarray]:
+def _taps(
+    mode: str, ratio: np.ndarray, scale: float, antialias: bool, cubic_a: float, nearest_mode: str
+) -> tuple[int, np.ndarray]:
     """First tap offset (relative to the base pixel) and the weights of every tap per position."""
     if mode == "nearest":
         upper = {
@@ -106,7 +107,9 @@ def _taps(mode: str, ratio: np.ndarray, scale: float, antialias: bool, cubic_a: 
 def _interpolation_matrix(axis: _Axis, attrs: dict) -> tuple[np.ndarray, np.ndarray | None]:
     """The (size_out, size_in) matrix of one axis, and the rows to fill with extrapolation_value."""
     x, outside = _source_coordinates(attrs["coordinate_transformation_mode"], axis)
-    if attrs["mode"] == "nearest" and attrs["nearest_mode"] == "simple":  # opset 10 / Upsample: floor, or ceil when shrinking
+    if (
+        attrs["mode"] == "nearest" and attrs["nearest_mode"] == "simple"
+    ):  # opset 10 / Upsample: floor, or ceil when shrinking
         index = np.ceil(x) if axis.scale < 1 else np.floor(x)
         index = np.clip(index, 0, axis.size_in - 1).astype(np.int64)
         matrix = np.zeros((axis.size_out, axis.size_in))
@@ -115,8 +118,14 @@ def _interpolation_matrix(axis: _Axis, attrs: dict) -> tuple[np.ndarray, np.ndar
     # the base pixel is the one left of x (x itself counts as right of its left neighbour)
     base = np.ceil(x).astype(np.int64) - 1
     ratio = x - base
-    start, weights = _taps(attrs["mode"], ratio, axis.scale, attrs["antialias"], attrs["cubic_coeff_a"],
-                           attrs["nearest_mode"])
+    start, weights = _taps(
+        attrs["mode"],
+        ratio,
+        axis.scale,
+        attrs["antialias"],
+        attrs["cubic_coeff_a"],
+        attrs["nearest_mode"],
+    )
     taps = base[:, None] + start + np.arange(weights.shape[1])[None, :]
     if attrs["exclude_outside"]:
         weights = np.where((taps < 0) | (taps >= axis.size_in), 0.0, weights)
@@ -130,15 +139,20 @@ def _interpolation_matrix(axis: _Axis, attrs: dict) -> tuple[np.ndarray, np.ndar
     return matrix, outside
 
 
-def _resize_axis(value, axis: int, rank: int, matrix: np.ndarray, outside, dtype: np.dtype,
-                 extrapolation: float):
+def _resize_axis(
+    value, axis: int, rank: int, matrix: np.ndarray, outside, dtype: np.dtype, extrapolation: float
+):
     """Apply one axis' interpolation matrix (a gather when it only selects)."""
     selects = np.all(np.sort(matrix, axis=1)[:, :-1] == 0, axis=1) & (matrix.max(axis=1) == 1)
     if outside is None and selects.all():
         index = matrix.argmax(axis=1).astype(np.int64)
         size_in = matrix.shape[1]
         factor = len(index) // size_in
-        if factor > 1 and len(index) == factor * size_in and np.array_equal(index, np.repeat(np.arange(size_in), factor)):
+        if (
+            factor > 1
+            and len(index) == factor * size_in
+            and np.array_equal(index, np.repeat(np.arange(size_in), factor))
+        ):
             return Call("ops.repeat_interleave", [value, Lit(factor), Lit(axis)])
         if np.array_equal(index, np.arange(size_in)):
             return value
@@ -154,8 +168,10 @@ def _resize_axis(value, axis: int, rank: int, matrix: np.ndarray, outside, dtype
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
         moved = Call("ops.transpose", [value, Lit(tuple(perm))])
-        result = Call("ops.transpose", [Call("ops.matmul", [moved, Const(np.ascontiguousarray(weights.T))]),
-                                        Lit(tuple(perm))])
+        result = Call(
+            "ops.transpose",
+            [Call("ops.matmul", [moved, Const(np.ascontiguousarray(weights.T))]), Lit(tuple(perm))],
+        )
     if outside is not None and outside.any() and extrapolation != 0.0:
         bias = (outside * extrapolation).astype(dtype).reshape((-1,) + (1,) * (rank - 1 - axis))
         result = BinOp("+", result, Const(bias))
@@ -168,13 +184,20 @@ def _emit(ctx: NodeContext, axes: dict[int, _Axis], attrs: dict):
     value = Input(0)
     for axis in sorted(axes):
         spec = axes[axis]
-        identity = (spec.size_in == spec.size_out and math.isclose(spec.scale, 1.0)
-                    and (attrs["coordinate_transformation_mode"] != "tf_crop_and_resize"
-                         or spec.roi == (0.0, 1.0)))
+        identity = (
+            spec.size_in == spec.size_out
+            and math.isclose(spec.scale, 1.0)
+            and (
+                attrs["coordinate_transformation_mode"] != "tf_crop_and_resize"
+                or spec.roi == (0.0, 1.0)
+            )
+        )
         if identity:
             continue
         matrix, outside = _interpolation_matrix(spec, attrs)
-        value = _resize_axis(value, axis, rank, matrix, outside, dtype, attrs["extrapolation_value"])
+        value = _resize_axis(
+            value, axis, rank, matrix, outside, dtype, attrs["extrapolation_value"]
+        )
     return value
 
 
@@ -198,14 +221,23 @@ def resize(ctx: NodeContext):
     rank = len(shape)
     mode = _text(ctx.attr("mode"), "nearest")
     if ctx.opset < 11:
-        attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "simple",
-                 "cubic_coeff_a": -0.75, "exclude_outside": 0, "antialias": False, "extrapolation_value": 0.0}
+        attrs = {
+            "mode": mode,
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "simple",
+            "cubic_coeff_a": -0.75,
+            "exclude_outside": 0,
+            "antialias": False,
+            "extrapolation_value": 0.0,
+        }
         scales = _optional_const(ctx, 1, "the Resize scales")
         roi = sizes = None
     else:
         attrs = {
             "mode": mode,
-            "coordinate_transformation_mode": _text(ctx.attr("coordinate_transformation_mode"), "half_pixel"),
+            "coordinate_transformation_mode": _text(
+                ctx.attr("coordinate_transformation_mode"), "half_pixel"
+            ),
             "nearest_mode": _text(ctx.attr("nearest_mode"), "round_prefer_floor"),
             "cubic_coeff_a": float(ctx.attr("cubic_coeff_a", -0.75)),
             "exclude_outside": int(ctx.attr("exclude_outside", 0)),
@@ -219,9 +251,14 @@ def resize(ctx: NodeContext):
         sizes = _optional_const(ctx, 3, "the Resize sizes")
     if mode not in ("nearest", "linear", "cubic"):
         raise Unsupported(f"Resize mode '{mode}'")
-    axes = [normalize_axis(int(a), rank) for a in ctx.attr("axes", range(rank))] if ctx.opset >= 18 \
+    axes = (
+        [normalize_axis(int(a), rank) for a in ctx.attr("axes", range(rank))]
+        if ctx.opset >= 18
         else list(range(rank))
-    policy = _text(ctx.attr("keep_aspect_ratio_policy"), "stretch") if ctx.opset >= 18 else "stretch"
+    )
+    policy = (
+        _text(ctx.attr("keep_aspect_ratio_policy"), "stretch") if ctx.opset >= 18 else "stretch"
+    )
     if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
         if roi is None:
             raise Unsupported("tf_crop_and_resize without a roi")
@@ -238,7 +275,9 @@ def resize(ctx: NodeContext):
     elif scales is not None:
         scale_list = [float(s) for s in scales.reshape(-1)]
         # float32 product as in onnxruntime (5 * 1.4 is 7 there, 6.99... in float64)
-        targets = [int(np.floor(np.float32(shape[a]) * np.float32(s))) for a, s in zip(axes, scale_list)]
+        targets = [
+            int(np.floor(np.float32(shape[a]) * np.float32(s))) for a, s in zip(axes, scale_list)
+        ]
     else:
         raise Unsupported("Resize without scales or sizes")
     for i, axis in enumerate(axes):
@@ -258,14 +297,24 @@ def upsample(ctx: NodeContext):
     if mode == "bilinear":
         mode = "linear"
     if ctx.opset >= 9:
-        scales = [float(s) for s in np.asarray(ctx.require_const(1, "the Upsample scales")).reshape(-1)]
+        scales = [
+            float(s) for s in np.asarray(ctx.require_const(1, "the Upsample scales")).reshape(-1)
+        ]
     else:
         scales = [float(s) for s in ctx.attr("scales")]
-    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric",
-             "nearest_mode": "simple" if mode == "nearest" else "round_prefer_floor",
-             "cubic_coeff_a": -0.75, "exclude_outside": 0, "antialias": False, "extrapolation_value": 0.0}
+    attrs = {
+        "mode": mode,
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": "simple" if mode == "nearest" else "round_prefer_floor",
+        "cubic_coeff_a": -0.75,
+        "exclude_outside": 0,
+        "antialias": False,
+        "extrapolation_value": 0.0,
+    }
     if mode not in ("nearest", "linear"):
         raise Unsupported(f"Upsample mode '{mode}'")
-    specs = {axis: _Axis(int(n), int(np.floor(np.float32(n) * np.float32(s))), s)
-             for axis, (n, s) in enumerate(zip(shape, scales))}
+    specs = {
+        axis: _Axis(int(n), int(np.floor(np.float32(n) * np.float32(s))), s)
+        for axis, (n, s) in enumerate(zip(shape, scales))
+    }
     return _emit(ctx, specs, attrs)

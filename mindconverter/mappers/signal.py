@@ -101,8 +101,11 @@ def col2im(ctx: NodeContext):
     pads = list(ctx.attr("pads", [0] * 4))
     if pads[:2] != pads[2:]:
         raise Unsupported(f"Col2Im with asymmetric pads {pads}")
-    kwargs = {"dilation": Lit(tuple(ctx.attr("dilations", [1, 1]))), "padding": Lit(tuple(pads[:2])),
-              "stride": Lit(tuple(ctx.attr("strides", [1, 1])))}
+    kwargs = {
+        "dilation": Lit(tuple(ctx.attr("dilations", [1, 1]))),
+        "padding": Lit(tuple(pads[:2])),
+        "stride": Lit(tuple(ctx.attr("strides", [1, 1]))),
+    }
     size = Call("ms.Tensor", [Lit(tuple(image)), DType("int32")])
     return Call("ops.fold", [Input(0), size, Lit(tuple(block))], kwargs)
 
@@ -131,8 +134,16 @@ def stft(ctx: NodeContext):
 
     def framed(index):
         part = Item(Input(0), (slice(None), slice(None), index))
-        cut = Call("ops.stack", [[Item(part, (slice(None), slice(f * step, f * step + length)))
-                                  for f in range(frames)]], {"axis": Lit(1)})
+        cut = Call(
+            "ops.stack",
+            [
+                [
+                    Item(part, (slice(None), slice(f * step, f * step + length)))
+                    for f in range(frames)
+                ]
+            ],
+            {"axis": Lit(1)},
+        )
         if ctx.has_input(2):
             cut = BinOp("*", cut, ctx.operand(2))
         return Temp(cut, "frames" if index == 0 else "frames_imag")
@@ -144,4 +155,8 @@ def stft(ctx: NodeContext):
         out = Call("ops.matmul", [real, from_real])
         return out if imag is None else BinOp("+", out, Call("ops.matmul", [imag, from_imag]))
 
-    return Call("ops.stack", [[combine(tables[0], tables[1]), combine(tables[2], tables[3])]], {"axis": Lit(-1)})
+    return Call(
+        "ops.stack",
+        [[combine(tables[0], tables[1]), combine(tables[2], tables[3])]],
+        {"axis": Lit(-1)},
+    )

@@ -60,7 +60,9 @@ def shape(ctx: NodeContext):
     a run-time shape is not supported."""
     shape = ctx.input_shape(0)
     if shape is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
-        raise Unsupported("the input's shape is not known at conversion time; give --shape for every input")
+        raise Unsupported(
+            "the input's shape is not known at conversion time; give --shape for every input"
+        )
     rank = len(shape)
     start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
     end = ctx.attr("end", None) if ctx.opset >= 15 else None
@@ -75,7 +77,9 @@ def flatten(ctx: NodeContext):
     """Flatten -> ops.flatten (axis 1) or ops.reshape to 2-D."""
     rank = ctx.input_rank(0)
     axis = int(ctx.attr("axis", 1))
-    axis = normalize_axis(axis + rank if axis < 0 else axis, rank + 1)  # valid range is [-rank, rank]
+    axis = normalize_axis(
+        axis + rank if axis < 0 else axis, rank + 1
+    )  # valid range is [-rank, rank]
     if axis == 1:
         return Call("ops.flatten", [Input(0)])
     shape = ctx.require_shape(0)
@@ -113,8 +117,11 @@ def transpose(ctx: NodeContext):
 @mapper("Concat")
 def concat(ctx: NodeContext):
     """Concat -> ops.concat over the given axis."""
-    parts = tuple(ctx.operand(i) for i in range(ctx.num_inputs) if ctx.has_input(i)
-                  and (ctx.input_shape(i) is None or 0 not in ctx.input_shape(i)))
+    parts = tuple(
+        ctx.operand(i)
+        for i in range(ctx.num_inputs)
+        if ctx.has_input(i) and (ctx.input_shape(i) is None or 0 not in ctx.input_shape(i))
+    )
     axis = int(ctx.attr("axis"))
     if len(parts) == 1:
         return parts[0]
@@ -237,7 +244,7 @@ def pad(ctx: NodeContext):
         axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
     axes = [normalize_axis(a, rank) for a in axes]
     begin = dict(zip(axes, pads[: len(axes)]))
-    end = dict(zip(axes, pads[len(axes):]))
+    end = dict(zip(axes, pads[len(axes) :]))
     last = max((a for a in axes if begin.get(a) or end.get(a)), default=None)
     if last is None:
         return Input(0)

@@ -42,13 +42,18 @@ def one_hot(ctx: NodeContext):
     if ctx.input_dtype(0) != np.int64:
         indices = Call("ops.cast", [indices, DType("int64")])
     # ONNX: indices in [-depth, depth) select a class, anything else gives an all-off row
-    indices = Call("ops.where", [BinOp("<", indices, Lit(0)), BinOp("+", indices, Lit(depth)), indices])
+    indices = Call(
+        "ops.where", [BinOp("<", indices, Lit(0)), BinOp("+", indices, Lit(depth)), indices]
+    )
     values = ctx.const(2)
     if values is not None:
         values = np.asarray(values).reshape(-1)
         off, on = (Const(np.asarray(v, dtype=values.dtype)) for v in values[:2])
     else:
-        off, on = Call("ops.gather", [Input(2), Lit(0), Lit(0)]), Call("ops.gather", [Input(2), Lit(1), Lit(0)])
+        off, on = (
+            Call("ops.gather", [Input(2), Lit(0), Lit(0)]),
+            Call("ops.gather", [Input(2), Lit(1), Lit(0)]),
+        )
     kwargs = {"axis": Lit(axis if axis != rank else -1)}
     return Call("ops.one_hot", [indices, Lit(depth), on, off], kwargs)
 
@@ -70,14 +75,22 @@ def range_(ctx: NodeContext):
 def constant_of_shape(ctx: NodeContext):
     """ConstantOfShape (a run-time shape) -> ops.full(shape, value, dtype)."""
     value = ctx.attr("value")
-    array = numpy_helper.to_array(value) if value is not None and not isinstance(value, np.ndarray) else value
+    array = (
+        numpy_helper.to_array(value)
+        if value is not None and not isinstance(value, np.ndarray)
+        else value
+    )
     array = np.zeros(1, np.float32) if array is None else np.asarray(array).reshape(-1)
     item = array[0].item()
     if array.dtype.kind == "b":
         item = bool(item)
     out_shape = ctx.output_shape(0)
     if out_shape is not None and all(isinstance(d, (int, np.integer)) for d in out_shape):
-        return Call("ops.full", [Lit(tuple(int(d) for d in out_shape)), Lit(item)], {"dtype": DType(array.dtype.name)})
+        return Call(
+            "ops.full",
+            [Lit(tuple(int(d) for d in out_shape)), Lit(item)],
+            {"dtype": DType(array.dtype.name)},
+        )
     return Call("ops.fill", [DType(array.dtype.name), Input(0), Lit(item)])
 
 
@@ -98,8 +111,10 @@ def trilu(ctx: NodeContext):
 
 
 def _reorder(value, first: tuple[int, ...], perm: tuple[int, ...], final: tuple[int, ...]):
-    return Call("ops.reshape", [Call("ops.transpose", [Call("ops.reshape", [value, Lit(first)]), Lit(perm)]),
-                                Lit(final)])
+    return Call(
+        "ops.reshape",
+        [Call("ops.transpose", [Call("ops.reshape", [value, Lit(first)]), Lit(perm)]), Lit(final)],
+    )
 
 
 @mapper("DepthToSpace")
@@ -113,7 +128,9 @@ def depth_to_space(ctx: NodeContext):
     out_c = c // (bs * bs)
     if mode == "CRD":
         return Call("ops.pixel_shuffle", [Input(0), Lit(bs)])
-    return _reorder(Input(0), (n, bs, bs, out_c, h, w), (0, 3, 4, 1, 5, 2), (n, out_c, h * bs, w * bs))
+    return _reorder(
+        Input(0), (n, bs, bs, out_c, h, w), (0, 3, 4, 1, 5, 2), (n, out_c, h * bs, w * bs)
+    )
 
 
 @mapper("SpaceToDepth")
@@ -125,16 +142,23 @@ def space_to_depth(ctx: NodeContext):
     mode = ctx.attr("mode", "DCR")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     perm = (0, 1, 3, 5, 2, 4) if mode == "CRD" else (0, 3, 5, 1, 2, 4)
-    return _reorder(Input(0), (n, c, h // bs, bs, w // bs, bs), perm,
-                    (n, c * bs * bs, h // bs, w // bs))
+    return _reorder(
+        Input(0), (n, c, h // bs, bs, w // bs, bs), perm, (n, c * bs * bs, h // bs, w // bs)
+    )
 
 
 @mapper("ReverseSequence", since=10)
 def reverse_sequence(ctx: NodeContext):
     """ReverseSequence -> ops.reverse_sequence."""
     lengths = ctx.operand(1)
-    return Call("ops.reverse_sequence", [Input(0), lengths],
-                {"seq_dim": Lit(int(ctx.attr("time_axis", 0))), "batch_dim": Lit(int(ctx.attr("batch_axis", 1)))})
+    return Call(
+        "ops.reverse_sequence",
+        [Input(0), lengths],
+        {
+            "seq_dim": Lit(int(ctx.attr("time_axis", 0))),
+            "batch_dim": Lit(int(ctx.attr("batch_axis", 1))),
+        },
+    )
 
 
 @mapper("EyeLike", since=9)
@@ -143,14 +167,18 @@ def eye_like(ctx: NodeContext):
     n, m = ctx.require_shape(0)
     k = int(ctx.attr("k", 0))
     dtype_attr = ctx.attr("dtype")
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype_attr))) if dtype_attr is not None \
+    dtype = (
+        np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype_attr)))
+        if dtype_attr is not None
         else np.dtype(ctx.input_dtype(0) or np.float32)
+    )
     if k == 0:
         return Call("ops.eye", [Lit(int(n)), Lit(int(m)), DType(dtype.name)])
     return Const(np.eye(int(n), int(m), k, dtype=dtype))
 
 
 # --- Einsum -------------------------------------------------------------------------------
+
 
 def _parse_einsum(equation: str, ranks: list[int]):
     """Terms per operand and the output term, with '...' replaced by capital letters."""
@@ -171,13 +199,15 @@ def _parse_einsum(equation: str, ranks: list[int]):
     for term, rank in zip(terms, ranks):
         if "..." in term:
             own = rank - (len(term) - 3)
-            term = term.replace("...", ell[ell_rank - own:])
+            term = term.replace("...", ell[ell_rank - own :])
         if len(term) != rank:
             raise Unsupported(f"Einsum term '{term}' does not match rank {rank}")
         expanded.append(term)
     if out is None:
         letters = "".join(expanded)
-        out = ell + "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1 and ch.islower()))
+        out = ell + "".join(
+            sorted(ch for ch in set(letters) if letters.count(ch) == 1 and ch.islower())
+        )
     else:
         out = out.replace("...", ell)
     return expanded, out
@@ -241,13 +271,13 @@ def einsum(ctx: NodeContext):
     # letters only one operand uses and the output does not need are summed first
     current, term = None, ""
     for index, (expr, t) in enumerate(zip(exprs, terms)):
-        later = set(out).union(*terms[index + 1:]) if index + 1 < len(terms) else set(out)
+        later = set(out).union(*terms[index + 1 :]) if index + 1 < len(terms) else set(out)
         needed = later | set(term)
         expr, t = _einsum_sum_out(expr, t, sizes, needed)
         if current is None:
             current, term = expr, t
             continue
-        keep = set(out).union(*terms[index + 1:]) if index + 1 < len(terms) else set(out)
+        keep = set(out).union(*terms[index + 1 :]) if index + 1 < len(terms) else set(out)
         current, term = _einsum_sum_out(current, term, sizes, keep | set(t))
         current, term = _einsum_pair(current, term, expr, t, keep, sizes)
     current, term = _einsum_sum_out(current, term, sizes, set(out))

@@ -12,7 +12,9 @@ from mindconverter.ast_path import DEPRECATION, convert_script, convert_source, 
 from mindconverter.ast_path import converter as converter_module
 from mindconverter.errors import MindConverterError
 
-REPORT_LINE = re.compile(r"^line \d+:\d+: \[(Convert|UnConvert)\] '[^']+' (is converted to '[^']+'\.|didn't convert\.)")
+REPORT_LINE = re.compile(
+    r"^line \d+:\d+: \[(Convert|UnConvert)\] '[^']+' (is converted to '[^']+'\.|didn't convert\.)"
+)
 
 
 def convert(body: str):
@@ -63,7 +65,10 @@ def test_conv_arguments_made_explicit():
         e = nn.Conv2d(3, 8, 3, padding=dilation, dilation=dilation)
         """)
     assert "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=1, has_bias=True)" in code
-    assert "nn.Conv2d(3, 8, (1, 7), pad_mode='pad', padding=(0, 0, 3, 3), group=1, has_bias=False)" in code
+    assert (
+        "nn.Conv2d(3, 8, (1, 7), pad_mode='pad', padding=(0, 0, 3, 3), group=1, has_bias=False)"
+        in code
+    )
     assert "nn.Conv2d(3, 8, 1, pad_mode='valid', has_bias=True)" in code
     assert "nn.Conv2d(3, 8, 3, pad_mode='same', has_bias=True)" in code
     assert "padding=_ms_conv_padding(dilation, 2)" in code
@@ -159,10 +164,19 @@ def test_init_loops_use_mindspore_parameter_names():
         def weights_init(m):
             nn.init.normal_(m.weight, 0.0, 0.02)
         """)
-    assert "self.emb.embedding_table.set_data(ms_init.initializer(ms_init.Normal(sigma=0.1, mean=0)" in code
+    assert (
+        "self.emb.embedding_table.set_data(ms_init.initializer(ms_init.Normal(sigma=0.1, mean=0)"
+        in code
+    )
     assert "for m in (cell for _, cell in self.cells_and_names()):" in code
-    assert "m.weight.set_data(ms_init.initializer(ms_init.HeNormal(mode='fan_out', nonlinearity='relu')" in code
-    assert "m.gamma.set_data(ms_init.initializer(ms_init.Constant(1), m.gamma.shape, m.gamma.dtype))" in code
+    assert (
+        "m.weight.set_data(ms_init.initializer(ms_init.HeNormal(mode='fan_out', nonlinearity='relu')"
+        in code
+    )
+    assert (
+        "m.gamma.set_data(ms_init.initializer(ms_init.Constant(1), m.gamma.shape, m.gamma.dtype))"
+        in code
+    )
     assert "m.beta.set_data(ops.zeros_like(m.beta))" in code
     assert "_ms_initialize(_torch_param(m, 'weight'), ms_init.Normal(sigma=0.02, mean=0.0))" in code
 
@@ -214,7 +228,9 @@ def test_unconverted_api_is_marked_and_script_stays_importable(tmp_path):
     assert any("Suggestion: Use mindspore.nn optimizers" in text for text in report_lines)
     assert "torch = _UnconvertedAPI('torch')" in ast.unparse(ast.parse(result.code))
     namespace = {}
-    exec(compile(result.code, "converted.py", "exec"), namespace)  # imports; the stand-in raises only on use
+    exec(
+        compile(result.code, "converted.py", "exec"), namespace
+    )  # imports; the stand-in raises only on use
     with pytest.raises(NotImplementedError, match="torch.fft.rfft"):
         namespace["torch"].fft.rfft(1)
 
@@ -233,7 +249,9 @@ def test_report_format_and_positions_point_into_output():
     assert "Converted Rate: 100.00%." in report
     converted_lines = [text for text in report if text.startswith("line ")]
     assert all(REPORT_LINE.match(text) for text in converted_lines)
-    linear = next(text for text in converted_lines if "'nn.Linear' is converted to 'nn.Dense'" in text)
+    linear = next(
+        text for text in converted_lines if "'nn.Linear' is converted to 'nn.Dense'" in text
+    )
     number, col = map(int, linear.split()[1].rstrip(":").split(":"))
     out_line = result.code.splitlines()[number - 1]
     assert out_line[col:].startswith("nn.Dense(4, 2)")
@@ -271,7 +289,9 @@ def test_awkward_but_valid_scripts_never_crash():
 
 # --- files ---------------------------------------------------------------------------------
 
-SIMPLE = "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+SIMPLE = (
+    "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+)
 
 
 def test_convert_script_writes_script_and_report(tmp_path, capsys):
@@ -344,4 +364,5 @@ def test_docs_are_generated_from_the_mapping_files():
     from mindconverter.ast_path import gen_docs
 
     assert gen_docs.DOC_PATH.read_text(encoding="utf-8") == gen_docs.render(), (
-        "docs/ast_path.md is out of date: python -m mindconverter.ast_path.gen_docs")
+        "docs/ast_path.md is out of date: python -m mindconverter.ast_path.gen_docs"
+    )

@@ -62,7 +62,9 @@ def test_model_matches_pytorch(case, converted):
     net = eval(case["build"], vars(module))
     assert isinstance(net, ms.nn.Cell)
     params = sum(p.size for p in net.trainable_params())
-    assert params == case["params"], f"{case['id']}: {params} trainable parameters, PyTorch has {case['params']}"
+    assert params == case["params"], (
+        f"{case['id']}: {params} trainable parameters, PyTorch has {case['params']}"
+    )
     if not case.get("forward", True):
         return
     net.set_train(False)

@@ -1,4 +1,4 @@
-"""Golden files: the generated script of each model in ``tests/golden/cases.py``, compared as text.
+"""Golden files: the generated script of each model in ``tests.codegen.golden_cases.py``, compared as text.
 
 A failure shows the diff. When the change to generated code is intended, regenerate the files with
 ``python tools/regen_golden.py`` and review the diff in the commit.
@@ -10,7 +10,7 @@ import difflib
 
 import pytest
 
-from tests.golden.cases import CASES, available, generate
+from tests.codegen.golden_cases import CASES, available, generate
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

@@ -25,8 +25,16 @@ def test_version_and_help(capsys):
 
 
 def test_convert_prints_summary_and_detected_io(tmp_path, capsys):
-    code = main(["--model_file", str(FIXTURES / "tiny_mobilenet_torchscript.onnx"), "--shape", "1,3,32,32",
-                 "--output", str(tmp_path)])
+    code = main(
+        [
+            "--model_file",
+            str(FIXTURES / "tiny_mobilenet_torchscript.onnx"),
+            "--shape",
+            "1,3,32,32",
+            "--output",
+            str(tmp_path),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0
     assert "Detected inputs:  input: float32[batch, 3, 32, 32]" in captured.out
@@ -37,7 +45,14 @@ def test_convert_prints_summary_and_detected_io(tmp_path, capsys):
 
 
 def test_existing_outputs_are_kept_unless_overwrite(tmp_path, capsys):
-    args = ["--model_file", str(FIXTURES / "tiny_resnet_torchscript.onnx"), "--shape", "1,3,32,32", "--output", str(tmp_path)]
+    args = [
+        "--model_file",
+        str(FIXTURES / "tiny_resnet_torchscript.onnx"),
+        "--shape",
+        "1,3,32,32",
+        "--output",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     script = tmp_path / "tiny_resnet_torchscript.py"
     script.write_text("# edited by the user\n")
@@ -49,9 +64,16 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, capsys):
 
 
 def _model_with_unknown_op():
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("FancyOp", ["r"], ["y"], domain="com.example")]
-    return make_model(nodes, [("x", np.float32, (1, 4))], [("y", np.float32, (1, 4))],
-                      extra_opsets={"com.example": 1})
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("FancyOp", ["r"], ["y"], domain="com.example"),
+    ]
+    return make_model(
+        nodes,
+        [("x", np.float32, (1, 4))],
+        [("y", np.float32, (1, 4))],
+        extra_opsets={"com.example": 1},
+    )
 
 
 def test_unsupported_operator_gets_a_placeholder(tmp_path, capsys):
@@ -63,13 +85,20 @@ def test_unsupported_operator_gets_a_placeholder(tmp_path, capsys):
     assert "WARNING: 1 operator(s) not converted (FancyOp)" in captured.out
     script = (tmp_path / "out" / "odd.py").read_text()
     report = (tmp_path / "out" / "report_of_odd.txt").read_text()
-    line = next(i for i, text in enumerate(script.splitlines(), 1) if "self.unconverted_fancy_op(" in text)
+    line = next(
+        i for i, text in enumerate(script.splitlines(), 1) if "self.unconverted_fancy_op(" in text
+    )
     assert f"line {line}:" in report
     assert "[UnConvert] 'com.example::FancyOp' didn't convert." in report
     assert "Converted Rate: 50.00%." in report
     # the script imports and the network builds
-    run = subprocess.run([sys.executable, "-c", "import odd; odd.MindSporeModel()"], cwd=tmp_path / "out",
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", "import odd; odd.MindSporeModel()"],
+        cwd=tmp_path / "out",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
 
 
@@ -83,9 +112,23 @@ def test_strict_mode_fails_and_writes_nothing(tmp_path, capsys):
 
 
 def test_module_entry_point(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "mindconverter", "--model_file", str(FIXTURES / "tiny_resnet_dynamo.onnx"),
-                          "--shape", "1,3,32,32", "--output", str(tmp_path), "--verify"],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mindconverter",
+            "--model_file",
+            str(FIXTURES / "tiny_resnet_dynamo.onnx"),
+            "--shape",
+            "1,3,32,32",
+            "--output",
+            str(tmp_path),
+            "--verify",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Verification MATCH" in run.stdout
 

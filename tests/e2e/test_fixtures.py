@@ -19,7 +19,9 @@ BERTS = ["tiny_bert_dynamo.onnx", "tiny_bert_torchscript.onnx"]
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("graph_mode", [False, True])
 def test_fixture_matches_onnxruntime(tmp_path, name, graph_mode):
-    result = convert(FIXTURES / name, shape=["2,3,32,32"], output=tmp_path, verify=True, graph_mode=graph_mode)
+    result = convert(
+        FIXTURES / name, shape=["2,3,32,32"], output=tmp_path, verify=True, graph_mode=graph_mode
+    )
     assert result.unconverted == []
     assert result.converted_rate == 100.0
     assert result.verification["ok"]
@@ -28,7 +30,9 @@ def test_fixture_matches_onnxruntime(tmp_path, name, graph_mode):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_fixture_outputs_follow_the_contract(tmp_path, name):
-    result = convert(FIXTURES / name, shape=["1,3,32,32"], output=tmp_path / "out", report=tmp_path / "rep")
+    result = convert(
+        FIXTURES / name, shape=["1,3,32,32"], output=tmp_path / "out", report=tmp_path / "rep"
+    )
     stem = name[: -len(".onnx")]
     assert result.script_path == tmp_path / "out" / f"{stem}.py"
     assert result.checkpoint_path == tmp_path / "out" / f"{stem}.ckpt"
@@ -49,7 +53,9 @@ def test_fixture_outputs_follow_the_contract(tmp_path, name):
         assert converted["data_type"] == "Float32"
         assert row["source_weight"]["name"]
     # nothing else was written
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([f"{stem}.py", f"{stem}.ckpt"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [f"{stem}.py", f"{stem}.ckpt"]
+    )
 
 
 def test_dynamo_export_keeps_source_weight_names(tmp_path):
@@ -84,7 +90,9 @@ def test_checkpoint_round_trip_is_exact(tmp_path):
 @pytest.mark.parametrize("name", BERTS)
 @pytest.mark.parametrize("graph_mode", [False, True])
 def test_bert_with_token_ids_and_mask_matches(tmp_path, name, graph_mode):
-    result = convert(FIXTURES / name, shape=["2,8", "2,8"], output=tmp_path, verify=True, graph_mode=graph_mode)
+    result = convert(
+        FIXTURES / name, shape=["2,8", "2,8"], output=tmp_path, verify=True, graph_mode=graph_mode
+    )
     assert result.unconverted == []
     assert [spec.name for spec in result.inputs] == ["input_ids", "attention_mask"]
     assert result.verification["ok"] and result.verification["max_relative_error"] < 1e-4

@@ -20,10 +20,17 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 def _classes(code: str) -> dict[str, int]:
     """Recovered classes and how many times each is instantiated."""
     names = re.findall(r"^class (\w+)\(nn\.Cell\):", code, flags=re.MULTILINE)
-    return {name: len(re.findall(rf"\b{name}\(", code)) - 1 for name in names if name != "MindSporeModel"}
+    return {
+        name: len(re.findall(rf"\b{name}\(", code)) - 1
+        for name in names
+        if name != "MindSporeModel"
+    }
 
 
-@pytest.mark.parametrize("name, block", [("tiny_resnet_dynamo", "BasicBlock"), ("tiny_mobilenet_dynamo", "InvertedResidual")])
+@pytest.mark.parametrize(
+    "name, block",
+    [("tiny_resnet_dynamo", "BasicBlock"), ("tiny_mobilenet_dynamo", "InvertedResidual")],
+)
 def test_dynamo_metadata_gives_source_classes(tmp_path, name, block):
     result = convert(FIXTURES / f"{name}.onnx", shape=["1,3,32,32"], output=tmp_path, verify=True)
     code = result.script_path.read_text()
@@ -37,7 +44,9 @@ def test_blocks_are_reused_with_constructor_arguments(tmp_path):
     code = result.script_path.read_text()
     classes = _classes(code)
     assert max(classes.values()) >= 3, classes
-    assert re.search(r"class BasicBlock\(nn\.Cell\):.*?def __init__\(self, in_channels\)", code, flags=re.DOTALL)
+    assert re.search(
+        r"class BasicBlock\(nn\.Cell\):.*?def __init__\(self, in_channels\)", code, flags=re.DOTALL
+    )
 
 
 def test_checkpoint_names_follow_the_source_state_dict(tmp_path):
@@ -49,18 +58,29 @@ def test_checkpoint_names_follow_the_source_state_dict(tmp_path):
     suffixes = (".weight", ".bias", ".running_mean", ".running_var")
     kept = {init.name for init in model.graph.initializer if init.name.endswith(suffixes)}
     relevant = [row for row in rows if row["source_weight"]["name"] in kept]
-    same = [row for row in relevant if row["converted_weight"]["name"] == row["source_weight"]["name"]]
+    same = [
+        row for row in relevant if row["converted_weight"]["name"] == row["source_weight"]["name"]
+    ]
     assert len(relevant) >= 16
-    assert len(same) / len(relevant) >= 0.8, [(r["converted_weight"]["name"], r["source_weight"]["name"]) for r in relevant]
+    assert len(same) / len(relevant) >= 0.8, [
+        (r["converted_weight"]["name"], r["source_weight"]["name"]) for r in relevant
+    ]
 
 
 def test_torchscript_scopes_give_blocks_and_names(tmp_path):
-    result = convert(FIXTURES / "tiny_resnet_torchscript.onnx", shape=["1,3,32,32"], output=tmp_path, verify=True)
+    result = convert(
+        FIXTURES / "tiny_resnet_torchscript.onnx", shape=["1,3,32,32"], output=tmp_path, verify=True
+    )
     code = result.script_path.read_text()
     assert max(_classes(code).values()) >= 3
     rows = json.loads(result.weight_map_path.read_text())["tiny_resnet_torchscript"]
     names = {row["converted_weight"]["name"] for row in rows}
-    assert {"conv1.weight", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight", "fc.weight"} <= names
+    assert {
+        "conv1.weight",
+        "layer1.0.conv1.weight",
+        "layer2.0.downsample.0.weight",
+        "fc.weight",
+    } <= names
 
 
 @pytest.mark.slow
@@ -75,8 +95,15 @@ def test_repeated_structure_is_found_without_hints(tmp_path):
 @pytest.mark.parametrize("name", ["tiny_resnet_dynamo", "tiny_mobilenet_torchscript"])
 def test_script_is_ruff_clean_and_formatted(tmp_path, name):
     result = convert(FIXTURES / f"{name}.onnx", shape=["1,3,32,32"], output=tmp_path)
-    for command in (["check", "--isolated"], ["format", "--check", "--isolated", "--line-length", "100"]):
-        run = subprocess.run([sys.executable, "-m", "ruff", *command, str(result.script_path)], capture_output=True, text=True)
+    for command in (
+        ["check", "--isolated"],
+        ["format", "--check", "--isolated", "--line-length", "100"],
+    ):
+        run = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, str(result.script_path)],
+            capture_output=True,
+            text=True,
+        )
         assert run.returncode == 0, run.stdout + run.stderr
     code = result.script_path.read_text()
     assert not re.search(r"\d\.\d*9999\d|\d\.\d*0000\d", code), "float noise"
@@ -90,7 +117,9 @@ def test_graph_mode_and_mindir_export(tmp_path, name):
     ms.set_context(mode=ms.GRAPH_MODE)
     try:
         net = build_network(result.script_path, result.checkpoint_path)
-        example = ms.Tensor(np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32))
+        example = ms.Tensor(
+            np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+        )
         assert net(example).shape == (1, 10)
         ms.export(net, example, file_name=str(tmp_path / "exported"), file_format="MINDIR")
     finally:
@@ -98,11 +127,20 @@ def test_graph_mode_and_mindir_export(tmp_path, name):
     assert (tmp_path / "exported.mindir").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("name, layer", [("tiny_bert_dynamo", "BertLayer"), ("tiny_bert_torchscript", "LayerBlock")])
+@pytest.mark.parametrize(
+    "name, layer", [("tiny_bert_dynamo", "BertLayer"), ("tiny_bert_torchscript", "LayerBlock")]
+)
 def test_transformer_layers_share_one_class_in_a_cell_list(tmp_path, name, layer):
     result = convert(FIXTURES / f"{name}.onnx", shape=["2,8", "2,8"], output=tmp_path)
     code = result.script_path.read_text()
     assert f"self.layer = nn.CellList([{layer}(), {layer}(), {layer}()])" in code
-    names = {row["converted_weight"]["name"] for row in json.loads(result.weight_map_path.read_text())[name]}
-    assert {"bert.encoder.layer.0.attention.self.query.weight", "bert.encoder.layer.2.output.dense.bias",
-            "bert.embeddings.word_embeddings.embedding_table", "bert.pooler.dense.weight"} <= names
+    names = {
+        row["converted_weight"]["name"]
+        for row in json.loads(result.weight_map_path.read_text())[name]
+    }
+    assert {
+        "bert.encoder.layer.0.attention.self.query.weight",
+        "bert.encoder.layer.2.output.dense.bias",
+        "bert.embeddings.word_embeddings.embedding_table",
+        "bert.pooler.dense.weight",
+    } <= names

@@ -38,5 +38,7 @@ def randomized_light_model(name: str, seed: int = 0) -> onnx.ModelProto:
     model.graph.node.extend(kept)
     model.graph.initializer.extend(new_inits)
     if model.ir_version < 4:  # older IR lists every initializer among the graph inputs
-        model.graph.input.extend(onnx.helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in new_inits)
+        model.graph.input.extend(
+            onnx.helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in new_inits
+        )
     return model

@@ -18,7 +18,9 @@ def check(tmp_path, op, x, opset=17, graph_mode=False, rtol=1e-4, atol=1e-5, **a
     """Convert a one-node model ``op(x)`` and compare with onnxruntime; returns the spaceless script."""
     node = helper.make_node(op, ["x"], ["out"], **attrs)
     model = make_model([node], [("x", x.dtype, x.shape)], [("out", x.dtype, None)], opset=opset)
-    result = assert_matches(model, tmp_path, feeds={"x": x}, rtol=rtol, atol=atol, graph_mode=graph_mode)
+    result = assert_matches(
+        model, tmp_path, feeds={"x": x}, rtol=rtol, atol=atol, graph_mode=graph_mode
+    )
     return result.script_path.read_text().replace(" ", "")
 
 
@@ -63,7 +65,9 @@ def test_shrink_boundaries(tmp_path):
     check(tmp_path / "soft", "Shrink", x)
 
 
-@pytest.mark.parametrize("attrs", [{"bias": 1.0, "lambd": 1.5}, {"bias": 0.0, "lambd": 2.0}, {"bias": 0.5}])
+@pytest.mark.parametrize(
+    "attrs", [{"bias": 1.0, "lambd": 1.5}, {"bias": 0.0, "lambd": 2.0}, {"bias": 0.5}]
+)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
 def test_shrink_integer(tmp_path, dtype, attrs):
     x = rng.integers(-5, 6, SHAPE).astype(dtype)
@@ -112,9 +116,16 @@ def test_swish(tmp_path, attrs):
 # --- graph mode -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "op, attrs, opset",
-    [("Selu", {"alpha": 1.5, "gamma": 2.0}, 17), ("Hardmax", {"axis": 1}, 11), ("Hardmax", {"axis": 1}, 13),
-     ("Gelu", {"approximate": "tanh"}, 20), ("Shrink", {"bias": 0.3, "lambd": 1.0}, 17),
-     ("ThresholdedRelu", {"alpha": 0.5}, 17)],
+    [
+        ("Selu", {"alpha": 1.5, "gamma": 2.0}, 17),
+        ("Hardmax", {"axis": 1}, 11),
+        ("Hardmax", {"axis": 1}, 13),
+        ("Gelu", {"approximate": "tanh"}, 20),
+        ("Shrink", {"bias": 0.3, "lambd": 1.0}, 17),
+        ("ThresholdedRelu", {"alpha": 0.5}, 17),
+    ],
 )
 def test_graph_mode(tmp_path, op, attrs, opset):
-    check(tmp_path, op, ties() if op == "Hardmax" else normal(), opset=opset, graph_mode=True, **attrs)
+    check(
+        tmp_path, op, ties() if op == "Hardmax" else normal(), opset=opset, graph_mode=True, **attrs
+    )

@@ -24,14 +24,29 @@ def ints(low, high, shape=SHAPE, dtype=np.int32, nonzero=False):
     return values.astype(dtype)
 
 
-def check(tmp_path, op, feeds, opset=17, out_dtype=None, initializers=None, graph_mode=False,
-          rtol=1e-4, atol=1e-5, **attrs):
+def check(
+    tmp_path,
+    op,
+    feeds,
+    opset=17,
+    out_dtype=None,
+    initializers=None,
+    graph_mode=False,
+    rtol=1e-4,
+    atol=1e-5,
+    **attrs,
+):
     """Convert a one-node model of ``op`` over ``feeds`` (+ initializers) and compare with onnxruntime."""
     initializers = initializers or {}
     node = helper.make_node(op, list(feeds) + list(initializers), ["out"], **attrs)
     out_dtype = out_dtype or next(iter(feeds.values())).dtype
-    model = make_model([node], [(n, a.dtype, a.shape) for n, a in feeds.items()], [("out", out_dtype, None)],
-                       initializers, opset=opset)
+    model = make_model(
+        [node],
+        [(n, a.dtype, a.shape) for n, a in feeds.items()],
+        [("out", out_dtype, None)],
+        initializers,
+        opset=opset,
+    )
     return assert_matches(model, tmp_path, feeds=feeds, rtol=rtol, atol=atol, graph_mode=graph_mode)
 
 
@@ -44,11 +59,29 @@ def script(result):
 @pytest.mark.parametrize(
     "op, low, high, opset",
     [
-        ("Reciprocal", 0.5, 3.0, 13), ("Reciprocal", -3.0, -0.5, 7), ("Sqrt", 0.0, 4.0, 13), ("Exp", -3, 3, 13),
-        ("Log", 0.05, 5.0, 13), ("Floor", -5, 5, 13), ("Ceil", -5, 5, 7), ("Round", -5, 5, 11), ("Round", -5, 5, 22),
-        ("Erf", -2, 2, 13), ("Sin", -4, 4, 7), ("Cos", -4, 4, 22), ("Tan", -1.2, 1.2, 17), ("Asin", -1, 1, 17),
-        ("Acos", -1, 1, 17), ("Atan", -5, 5, 17), ("Sinh", -3, 3, 9), ("Cosh", -3, 3, 17), ("Asinh", -5, 5, 17),
-        ("Acosh", 1.0, 5.0, 17), ("Atanh", -0.95, 0.95, 17), ("Abs", -3, 3, 13), ("Neg", -3, 3, 13),
+        ("Reciprocal", 0.5, 3.0, 13),
+        ("Reciprocal", -3.0, -0.5, 7),
+        ("Sqrt", 0.0, 4.0, 13),
+        ("Exp", -3, 3, 13),
+        ("Log", 0.05, 5.0, 13),
+        ("Floor", -5, 5, 13),
+        ("Ceil", -5, 5, 7),
+        ("Round", -5, 5, 11),
+        ("Round", -5, 5, 22),
+        ("Erf", -2, 2, 13),
+        ("Sin", -4, 4, 7),
+        ("Cos", -4, 4, 22),
+        ("Tan", -1.2, 1.2, 17),
+        ("Asin", -1, 1, 17),
+        ("Acos", -1, 1, 17),
+        ("Atan", -5, 5, 17),
+        ("Sinh", -3, 3, 9),
+        ("Cosh", -3, 3, 17),
+        ("Asinh", -5, 5, 17),
+        ("Acosh", 1.0, 5.0, 17),
+        ("Atanh", -0.95, 0.95, 17),
+        ("Abs", -3, 3, 13),
+        ("Neg", -3, 3, 13),
         ("Sign", -3, 3, 13),
     ],
 )
@@ -85,11 +118,17 @@ def test_sign_int16(tmp_path):
 # --- Pow -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "exponent, expected",
-    [(np.array(2.0, np.float32), "**2"), (np.array([3], np.int64), "**3"), (np.array(0.5, np.float32), "**0.5"),
-     (np.array(-1.5, np.float32), "**-1.5")],
+    [
+        (np.array(2.0, np.float32), "**2"),
+        (np.array([3], np.int64), "**3"),
+        (np.array(0.5, np.float32), "**0.5"),
+        (np.array(-1.5, np.float32), "**-1.5"),
+    ],
 )
 def test_pow_scalar_exponent_literal(tmp_path, exponent, expected):
-    result = check(tmp_path, "Pow", {"x": uniform(0.2, 3.0)}, initializers={"p": exponent}, opset=15)
+    result = check(
+        tmp_path, "Pow", {"x": uniform(0.2, 3.0)}, initializers={"p": exponent}, opset=15
+    )
     assert expected in script(result)
 
 
@@ -102,7 +141,13 @@ def test_pow_float_base_int_exponent(tmp_path):
 
 
 def test_pow_negative_base_integer_valued_exponent(tmp_path):
-    check(tmp_path, "Pow", {"x": uniform(-2, 2)}, initializers={"p": np.array(3.0, np.float32)}, opset=13)
+    check(
+        tmp_path,
+        "Pow",
+        {"x": uniform(-2, 2)},
+        initializers={"p": np.array(3.0, np.float32)},
+        opset=13,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
@@ -111,7 +156,12 @@ def test_pow_integer(tmp_path, dtype):
 
 
 def test_pow_integer_scalar_exponent(tmp_path):
-    result = check(tmp_path, "Pow", {"x": ints(-6, 6, dtype=np.int64)}, initializers={"p": np.array(2, np.int64)})
+    result = check(
+        tmp_path,
+        "Pow",
+        {"x": ints(-6, 6, dtype=np.int64)},
+        initializers={"p": np.array(2, np.int64)},
+    )
     assert "**2" in script(result)
 
 
@@ -121,7 +171,12 @@ def test_pow_integer_base_float_exponent(tmp_path):
 
 # --- Mod -------------------------------------------------------------------------------------
 def test_mod_float_fmod(tmp_path):
-    check(tmp_path, "Mod", {"a": uniform(-10, 10), "b": uniform(1, 3) * np.sign(uniform(-1, 1))}, fmod=1)
+    check(
+        tmp_path,
+        "Mod",
+        {"a": uniform(-10, 10), "b": uniform(1, 3) * np.sign(uniform(-1, 1))},
+        fmod=1,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
@@ -140,7 +195,12 @@ def test_mod_divisor_sign_python_style(tmp_path):
 
 
 def test_mod_unsigned_and_scalar_divisor(tmp_path):
-    check(tmp_path, "Mod", {"a": ints(0, 200, dtype=np.uint8)}, initializers={"b": np.array(7, np.uint8)})
+    check(
+        tmp_path,
+        "Mod",
+        {"a": ints(0, 200, dtype=np.uint8)},
+        initializers={"b": np.array(7, np.uint8)},
+    )
 
 
 # --- Max / Min / Mean ------------------------------------------------------------------------
@@ -155,18 +215,31 @@ def test_max_min_variadic(tmp_path, op, count):
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
 @pytest.mark.parametrize("op", ["Max", "Min"])
 def test_max_min_integer(tmp_path, op, dtype):
-    check(tmp_path, op, {"a": ints(0, 50, dtype=dtype), "b": ints(0, 50, (4,), dtype=dtype)}, opset=12)
+    check(
+        tmp_path, op, {"a": ints(0, 50, dtype=dtype), "b": ints(0, 50, (4,), dtype=dtype)}, opset=12
+    )
 
 
 def test_max_with_scalar_constant(tmp_path):
-    result = check(tmp_path, "Max", {"x": uniform(-2, 2)}, initializers={"c": np.array(0.25, np.float32)}, opset=8)
+    result = check(
+        tmp_path,
+        "Max",
+        {"x": uniform(-2, 2)},
+        initializers={"c": np.array(0.25, np.float32)},
+        opset=8,
+    )
     assert "ops.maximum(x,0.25)" in script(result)
 
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_mean(tmp_path, count):
     shapes = [SHAPE, (1, 3, 4), (4,)][:count]
-    check(tmp_path, "Mean", {f"x{i}": uniform(-3, 3, shape) for i, shape in enumerate(shapes)}, opset=13)
+    check(
+        tmp_path,
+        "Mean",
+        {f"x{i}": uniform(-3, 3, shape) for i, shape in enumerate(shapes)},
+        opset=13,
+    )
 
 
 # --- Where / IsNaN / IsInf / CastLike ----------------------------------------------------------
@@ -182,7 +255,14 @@ def test_where(tmp_path, dtype):
 
 def test_where_scalar_constant(tmp_path):
     feeds = {"c": rng.integers(0, 2, SHAPE).astype(bool), "x": uniform(-1, 1)}
-    check(tmp_path, "Where", feeds, initializers={"y": np.array(0.0, np.float32)}, out_dtype=np.float32, opset=9)
+    check(
+        tmp_path,
+        "Where",
+        feeds,
+        initializers={"y": np.array(0.0, np.float32)},
+        out_dtype=np.float32,
+        opset=9,
+    )
 
 
 SPECIALS = np.array([[1.0, np.inf, -np.inf, np.nan], [0.0, -2.0, np.inf, 3.0]], np.float32)
@@ -195,8 +275,15 @@ def test_isnan(tmp_path, opset):
 
 @pytest.mark.parametrize("positive, negative", [(1, 1), (1, 0), (0, 1), (0, 0)])
 def test_isinf(tmp_path, positive, negative):
-    check(tmp_path, "IsInf", {"x": SPECIALS}, out_dtype=np.bool_, opset=10,
-          detect_positive=positive, detect_negative=negative)
+    check(
+        tmp_path,
+        "IsInf",
+        {"x": SPECIALS},
+        out_dtype=np.bool_,
+        opset=10,
+        detect_positive=positive,
+        detect_negative=negative,
+    )
 
 
 def test_isinf_defaults_float64(tmp_path):
@@ -205,8 +292,14 @@ def test_isinf_defaults_float64(tmp_path):
 
 @pytest.mark.parametrize(
     "source, target",
-    [(np.float32, np.int32), (np.int32, np.float32), (np.float32, np.bool_), (np.int64, np.float64),
-     (np.float32, np.float32), (np.bool_, np.float32)],
+    [
+        (np.float32, np.int32),
+        (np.int32, np.float32),
+        (np.float32, np.bool_),
+        (np.int64, np.float64),
+        (np.float32, np.float32),
+        (np.bool_, np.float32),
+    ],
 )
 def test_cast_like(tmp_path, source, target):
     x = (uniform(-9, 9) if np.dtype(source).kind == "f" else ints(-2, 3)).astype(source)
@@ -218,8 +311,13 @@ def test_cast_like(tmp_path, source, target):
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.uint64])
 @pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
 def test_bit_shift(tmp_path, direction, dtype):
-    check(tmp_path, "BitShift", {"x": ints(0, 60, dtype=dtype), "s": ints(0, 3, (4,), dtype=dtype)},
-          direction=direction, opset=11)
+    check(
+        tmp_path,
+        "BitShift",
+        {"x": ints(0, 60, dtype=dtype), "s": ints(0, 3, (4,), dtype=dtype)},
+        direction=direction,
+        opset=11,
+    )
 
 
 @pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
@@ -233,7 +331,9 @@ def test_max_uint16(tmp_path):
     """onnxruntime has no uint16 Max kernel: compare with numpy (the ONNX reference) instead."""
     a, b = ints(0, 60000, dtype=np.uint16), ints(0, 60000, (4,), dtype=np.uint16)
     node = helper.make_node("Max", ["a", "b"], ["out"])
-    model = make_model([node], [("a", np.uint16, a.shape), ("b", np.uint16, b.shape)], [("out", np.uint16, None)])
+    model = make_model(
+        [node], [("a", np.uint16, a.shape), ("b", np.uint16, b.shape)], [("out", np.uint16, None)]
+    )
     onnx.save(model, str(tmp_path / "model.onnx"))
     result = convert(tmp_path / "model.onnx", output=tmp_path / "out")
     (got,) = run_mindspore(result.script_path, result.checkpoint_path, [a, b])
@@ -242,15 +342,26 @@ def test_max_uint16(tmp_path):
 
 
 def test_bit_shift_scalar_constant(tmp_path):
-    check(tmp_path, "BitShift", {"x": ints(0, 200, dtype=np.uint8)}, initializers={"s": np.array(2, np.uint8)},
-          direction="RIGHT", opset=11)
+    check(
+        tmp_path,
+        "BitShift",
+        {"x": ints(0, 200, dtype=np.uint8)},
+        initializers={"s": np.array(2, np.uint8)},
+        direction="RIGHT",
+        opset=11,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
 @pytest.mark.parametrize("op", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
 def test_bitwise_binary(tmp_path, op, dtype):
     low = 0 if np.dtype(dtype).kind == "u" else -100
-    check(tmp_path, op, {"a": ints(low, 100, dtype=dtype), "b": ints(low, 100, (4,), dtype=dtype)}, opset=18)
+    check(
+        tmp_path,
+        op,
+        {"a": ints(low, 100, dtype=dtype), "b": ints(low, 100, (4,), dtype=dtype)},
+        opset=18,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint16])
@@ -262,7 +373,10 @@ def test_bitwise_not(tmp_path, dtype):
 # --- logic and comparison ----------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["And", "Or", "Xor"])
 def test_logical_binary(tmp_path, op):
-    feeds = {"a": rng.integers(0, 2, SHAPE).astype(bool), "b": rng.integers(0, 2, (3, 1)).astype(bool)}
+    feeds = {
+        "a": rng.integers(0, 2, SHAPE).astype(bool),
+        "b": rng.integers(0, 2, (3, 1)).astype(bool),
+    }
     check(tmp_path, op, feeds, opset=7)
 
 
@@ -280,8 +394,18 @@ def test_compare(tmp_path, op, dtype):
     check(tmp_path, op, {"a": a, "b": b}, out_dtype=np.bool_, opset=13)
 
 
-@pytest.mark.parametrize("op, opset", [("Equal", 7), ("Greater", 7), ("Less", 9), ("Equal", 11),
-                                       ("GreaterOrEqual", 12), ("LessOrEqual", 16), ("Equal", 19)])
+@pytest.mark.parametrize(
+    "op, opset",
+    [
+        ("Equal", 7),
+        ("Greater", 7),
+        ("Less", 9),
+        ("Equal", 11),
+        ("GreaterOrEqual", 12),
+        ("LessOrEqual", 16),
+        ("Equal", 19),
+    ],
+)
 def test_compare_opsets(tmp_path, op, opset):
     dtype = np.int64 if opset < 11 and op == "Equal" else np.float32
     a, b = ints(-2, 3, dtype=dtype), ints(-2, 3, (4,), dtype=dtype)
@@ -289,13 +413,21 @@ def test_compare_opsets(tmp_path, op, opset):
 
 
 def test_equal_bool(tmp_path):
-    feeds = {"a": rng.integers(0, 2, SHAPE).astype(bool), "b": rng.integers(0, 2, (4,)).astype(bool)}
+    feeds = {
+        "a": rng.integers(0, 2, SHAPE).astype(bool),
+        "b": rng.integers(0, 2, (4,)).astype(bool),
+    }
     check(tmp_path, "Equal", feeds, out_dtype=np.bool_, opset=13)
 
 
 def test_compare_scalar_constant(tmp_path):
-    result = check(tmp_path, "Greater", {"a": uniform(-1, 1)}, initializers={"b": np.array(0.1, np.float32)},
-                   out_dtype=np.bool_)
+    result = check(
+        tmp_path,
+        "Greater",
+        {"a": uniform(-1, 1)},
+        initializers={"b": np.array(0.1, np.float32)},
+        out_dtype=np.bool_,
+    )
     assert ">0.1" in script(result)
 
 

@@ -17,8 +17,9 @@ def w(*shape):
 @pytest.mark.parametrize("shape", [(2, 3, 5), (1, 3, 4, 4), (1, 2, 3, 3, 3)])
 def test_instance_norm(tmp_path, shape):
     c = shape[1]
-    model = single_op_model("InstanceNormalization", {"x": shape}, initializers={"s": w(c), "b": w(c)},
-                            epsilon=1e-3)
+    model = single_op_model(
+        "InstanceNormalization", {"x": shape}, initializers={"s": w(c), "b": w(c)}, epsilon=1e-3
+    )
     result = assert_matches(model, tmp_path)
     assert "nn.GroupNorm(" in result.script_path.read_text()
 
@@ -42,7 +43,9 @@ def test_layer_norm(tmp_path, shape, axis, scale_shape, bias):
     inits = {"s": w(*scale_shape)}
     if bias:
         inits["b"] = w(*scale_shape)
-    model = single_op_model("LayerNormalization", {"x": shape}, initializers=inits, axis=axis, epsilon=1e-4)
+    model = single_op_model(
+        "LayerNormalization", {"x": shape}, initializers=inits, axis=axis, epsilon=1e-4
+    )
     result = assert_matches(model, tmp_path, atol=1e-4)
     assert "nn.LayerNorm(" in result.script_path.read_text()
 
@@ -54,16 +57,27 @@ def test_layer_norm_runtime_scale(tmp_path):
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 4, 4), 3), ((1, 4, 5), 2), ((1, 4, 2, 2, 2), 1)])
 def test_group_norm_18_per_group(tmp_path, shape, groups):
-    model = single_op_model("GroupNormalization", {"x": shape}, initializers={"s": w(groups), "b": w(groups)},
-                            opset=18, num_groups=groups, epsilon=1e-4)
+    model = single_op_model(
+        "GroupNormalization",
+        {"x": shape},
+        initializers={"s": w(groups), "b": w(groups)},
+        opset=18,
+        num_groups=groups,
+        epsilon=1e-4,
+    )
     assert_matches(model, tmp_path, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 4, 4), 3), ((1, 4, 5), 4)])
 def test_group_norm_21_per_channel(tmp_path, shape, groups):
     c = shape[1]
-    model = single_op_model("GroupNormalization", {"x": shape}, initializers={"s": w(c), "b": w(c)},
-                            opset=21, num_groups=groups)
+    model = single_op_model(
+        "GroupNormalization",
+        {"x": shape},
+        initializers={"s": w(c), "b": w(c)},
+        opset=21,
+        num_groups=groups,
+    )
     assert_matches(model, tmp_path, atol=1e-4)
 
 
@@ -86,8 +100,13 @@ def test_mean_variance_normalization(tmp_path, axes, opset):
 def test_layer_norm_with_statistics(tmp_path, axis):
     """The Mean and InvStdDev outputs (training graphs) are computed too."""
     shape = (2, 3, 4)
-    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "mean", "inv_std"], axis=axis)
-    model = make_model([node], [("x", np.float32, shape)],
-                       [("y", np.float32, None), ("mean", np.float32, None), ("inv_std", np.float32, None)],
-                       {"s": w(*shape[axis:]), "b": w(*shape[axis:])})
+    node = helper.make_node(
+        "LayerNormalization", ["x", "s", "b"], ["y", "mean", "inv_std"], axis=axis
+    )
+    model = make_model(
+        [node],
+        [("x", np.float32, shape)],
+        [("y", np.float32, None), ("mean", np.float32, None), ("inv_std", np.float32, None)],
+        {"s": w(*shape[axis:]), "b": w(*shape[axis:])},
+    )
     assert_matches(model, tmp_path, atol=1e-4)

@@ -18,7 +18,11 @@ rng = np.random.default_rng(3)
         ((1, 2, 9), {"kernel_shape": [3], "strides": [2]}, 11),
         ((1, 2, 9), {"kernel_shape": [2], "p": 1, "pads": [1, 0]}, 11),
         ((1, 2, 6, 6), {"kernel_shape": [2, 2]}, 11),
-        ((1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "p": 3}, 11),
+        (
+            (1, 2, 7, 7),
+            {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "p": 3},
+            11,
+        ),
         ((1, 2, 7, 7), {"kernel_shape": [3, 2], "auto_pad": "SAME_UPPER", "p": 1}, 11),
         ((1, 2, 7, 7), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}, 18),
         ((1, 2, 4, 4, 4), {"kernel_shape": [2, 2, 2]}, 18),
@@ -40,8 +44,12 @@ def test_global_lp_pool(tmp_path, shape, p):
 def _pool_indices(x, pool_attrs):
     """MaxPool values and (whole-tensor flattened) indices from onnxruntime."""
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], **pool_attrs)
-    model = make_model([node], [("x", np.float32, x.shape)], [("y", np.float32, None), ("i", np.int64, None)],
-                       opset=12)
+    model = make_model(
+        [node],
+        [("x", np.float32, x.shape)],
+        [("y", np.float32, None), ("i", np.int64, None)],
+        opset=12,
+    )
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})
 
@@ -51,7 +59,11 @@ def _pool_indices(x, pool_attrs):
     [
         ((2, 3, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}, None),
         ((2, 3, 7, 7), {"kernel_shape": [2, 2], "strides": [2, 2]}, [2, 3, 7, 7]),
-        ((1, 2, 8, 8), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [1, 2, 8, 8]),
+        (
+            (1, 2, 8, 8),
+            {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+            [1, 2, 8, 8],
+        ),
         ((1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, None),
         ((2, 3, 8), {"kernel_shape": [2], "strides": [2]}, None),
         ((1, 2, 4, 4, 4), {"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]}, None),
@@ -66,21 +78,36 @@ def test_max_unpool(tmp_path, shape, pool_attrs, output_shape):
         inputs.append("s")
         inits["s"] = np.array(output_shape, np.int64)
     node = helper.make_node("MaxUnpool", inputs, ["z"], **pool_attrs)
-    model = make_model([node], [("y", np.float32, y.shape), ("i", np.int64, indices.shape)],
-                       [("z", np.float32, None)], inits, opset=11)
+    model = make_model(
+        [node],
+        [("y", np.float32, y.shape), ("i", np.int64, indices.shape)],
+        [("z", np.float32, None)],
+        inits,
+        opset=11,
+    )
     assert_matches(model, tmp_path, feeds={"y": y, "i": indices})
 
 
 def _roi_model(opset, **attrs):
     node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], **attrs)
-    return make_model([node], [("x", np.float32, (2, 3, 10, 10)), ("rois", np.float32, (3, 4)),
-                               ("batch", np.int64, (3,))], [("y", np.float32, None)], opset=opset)
+    return make_model(
+        [node],
+        [
+            ("x", np.float32, (2, 3, 10, 10)),
+            ("rois", np.float32, (3, 4)),
+            ("batch", np.int64, (3,)),
+        ],
+        [("y", np.float32, None)],
+        opset=opset,
+    )
 
 
 def _roi_feeds():
-    return {"x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32),
-            "rois": np.array([[0.5, 1.2, 6.3, 7.9], [2, 2, 9, 5], [1, 1, 1.5, 1.7]], np.float32),
-            "batch": np.array([0, 1, 1], np.int64)}
+    return {
+        "x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32),
+        "rois": np.array([[0.5, 1.2, 6.3, 7.9], [2, 2, 9, 5], [1, 1, 1.5, 1.7]], np.float32),
+        "batch": np.array([0, 1, 1], np.int64),
+    }
 
 
 @pytest.mark.parametrize(
@@ -88,8 +115,15 @@ def _roi_feeds():
     [
         (10, {"output_height": 3, "output_width": 2, "sampling_ratio": 2}),
         (10, {"output_height": 2, "output_width": 2, "sampling_ratio": 1, "spatial_scale": 0.5}),
-        (16, {"output_height": 3, "output_width": 2, "sampling_ratio": 2,
-              "coordinate_transformation_mode": "output_half_pixel"}),
+        (
+            16,
+            {
+                "output_height": 3,
+                "output_width": 2,
+                "sampling_ratio": 2,
+                "coordinate_transformation_mode": "output_half_pixel",
+            },
+        ),
     ],
 )
 def test_roi_align(tmp_path, opset, attrs):
@@ -116,10 +150,19 @@ def test_roi_align_unsupported(tmp_path, opset, attrs, reason):
     [
         ((1, 2, 12), {"kernel_shape": [3], "dilations": [2]}),
         ((1, 2, 12), {"kernel_shape": [2], "dilations": [3], "strides": [2], "pads": [1, 1]}),
-        ((1, 2, 9, 9), {"kernel_shape": [2, 2], "dilations": [2, 2], "ceil_mode": 1, "strides": [2, 2]}),
+        (
+            (1, 2, 9, 9),
+            {"kernel_shape": [2, 2], "dilations": [2, 2], "ceil_mode": 1, "strides": [2, 2]},
+        ),
         ((1, 2, 7, 7, 7), {"kernel_shape": [2, 2, 2], "dilations": [2, 2, 2]}),
-        ((1, 2, 8, 8, 8), {"kernel_shape": [3, 3, 3], "dilations": [2, 1, 2], "pads": [2, 1, 2, 2, 1, 2]}),
-        ((1, 2, 9, 9), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}),  # pad > kernel / 2
+        (
+            (1, 2, 8, 8, 8),
+            {"kernel_shape": [3, 3, 3], "dilations": [2, 1, 2], "pads": [2, 1, 2, 2, 1, 2]},
+        ),
+        (
+            (1, 2, 9, 9),
+            {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]},
+        ),  # pad > kernel / 2
     ],
 )
 def test_dilated_max_pool(tmp_path, shape, attrs):

@@ -17,16 +17,33 @@ def w(rng, *shape):
     return (rng.standard_normal(shape) * 0.5).astype(np.float32)
 
 
-def rnn_model(op, direction="forward", layout=0, bias=True, initial=(), outputs=None, opset=14,
-              seq_lens=None, weights=None, **attrs):
+def rnn_model(
+    op,
+    direction="forward",
+    layout=0,
+    bias=True,
+    initial=(),
+    outputs=None,
+    opset=14,
+    seq_lens=None,
+    weights=None,
+    **attrs,
+):
     """One recurrent node; ``initial`` names the given initial states ('h', 'c')."""
     nd = 2 if direction == "bidirectional" else 1
     g = GATES[op]
     rng = np.random.default_rng(11)  # the same weights whatever ran before (xdist)
     x_shape = (BATCH, SEQ, INPUT) if layout else (SEQ, BATCH, INPUT)
     state_shape = (BATCH, nd, HIDDEN) if layout else (nd, BATCH, HIDDEN)
-    inits = dict(weights) if weights else {"W": w(rng, nd, g * HIDDEN, INPUT), "R": w(rng, nd, g * HIDDEN, HIDDEN),
-                                           "B": w(rng, nd, 2 * g * HIDDEN)}
+    inits = (
+        dict(weights)
+        if weights
+        else {
+            "W": w(rng, nd, g * HIDDEN, INPUT),
+            "R": w(rng, nd, g * HIDDEN, HIDDEN),
+            "B": w(rng, nd, 2 * g * HIDDEN),
+        }
+    )
     names = ["x", "W", "R"]
     if not bias:
         inits.pop("B")
@@ -49,7 +66,9 @@ def rnn_model(op, direction="forward", layout=0, bias=True, initial=(), outputs=
     while out_names and not out_names[-1]:
         out_names.pop()
     node = helper.make_node(op, names, out_names, direction=direction, hidden_size=HIDDEN, **attrs)
-    return make_model([node], graph_inputs, [(n, np.float32, None) for n in out_names if n], inits, opset=opset)
+    return make_model(
+        [node], graph_inputs, [(n, np.float32, None) for n in out_names if n], inits, opset=opset
+    )
 
 
 LSTM_CASES = [
@@ -63,10 +82,19 @@ LSTM_CASES = [
     {"opset": 7, "outputs": [1]},
     {"outputs": [0], "seq_lens": [SEQ] * BATCH},
 ]
-GRU_CASES = [{}, {"direction": "reverse", "initial": ("h",)}, {"direction": "bidirectional", "initial": ("h",)},
-             {"bias": False, "outputs": [1]}]
-RNN_CASES = [{}, {"direction": "reverse"}, {"direction": "bidirectional", "initial": ("h",)},
-             {"activations": ["Relu"]}, {"direction": "bidirectional", "activations": ["Relu", "Relu"]}]
+GRU_CASES = [
+    {},
+    {"direction": "reverse", "initial": ("h",)},
+    {"direction": "bidirectional", "initial": ("h",)},
+    {"bias": False, "outputs": [1]},
+]
+RNN_CASES = [
+    {},
+    {"direction": "reverse"},
+    {"direction": "bidirectional", "initial": ("h",)},
+    {"activations": ["Relu"]},
+    {"direction": "bidirectional", "activations": ["Relu", "Relu"]},
+]
 
 
 @pytest.mark.parametrize("case", LSTM_CASES)
@@ -98,7 +126,11 @@ def test_batch_first_layout(tmp_path, op, case):
     nd = 2 if case.get("direction") == "bidirectional" else 1
     g = GATES[op]
     rng = np.random.default_rng(5)
-    weights = {"W": w(rng, nd, g * HIDDEN, INPUT), "R": w(rng, nd, g * HIDDEN, HIDDEN), "B": w(rng, nd, 2 * g * HIDDEN)}
+    weights = {
+        "W": w(rng, nd, g * HIDDEN, INPUT),
+        "R": w(rng, nd, g * HIDDEN, HIDDEN),
+        "B": w(rng, nd, 2 * g * HIDDEN),
+    }
     batch_first = rnn_model(op, layout=1, weights=weights, **case)
     onnx.save(batch_first, str(tmp_path / "m.onnx"))
     result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
@@ -107,8 +139,11 @@ def test_batch_first_layout(tmp_path, op, case):
     feeds.update({f"{s}0": w(rng, BATCH, nd, HIDDEN) for s in case.get("initial", ())})
     got = run_mindspore(result.script_path, result.checkpoint_path, list(feeds.values()))
     seq_first = rnn_model(op, weights=weights, **case)
-    want = run_onnxruntime(seq_first, {k: v.transpose(1, 0, 2) for k, v in feeds.items()},
-                           [o.name for o in seq_first.graph.output])
+    want = run_onnxruntime(
+        seq_first,
+        {k: v.transpose(1, 0, 2) for k, v in feeds.items()},
+        [o.name for o in seq_first.graph.output],
+    )
     want = [want[0].transpose(2, 0, 1, 3)] + [v.transpose(1, 0, 2) for v in want[1:]]
     assert len(got) == len(want)
     for a, b in zip(got, want):

@@ -6,8 +6,17 @@ from onnx import helper
 
 from tests.helpers import assert_matches, make_model, single_op_model
 
-REDUCE_OPS = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
+REDUCE_OPS = [
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+]
 
 
 def _positive_feeds(shape=(2, 3, 4)):
@@ -30,13 +39,16 @@ def _reduce_model(op, opset, axes, keep, noop=None, shape=(2, 3, 4)):
 
 
 @pytest.mark.parametrize("op", REDUCE_OPS)
-@pytest.mark.parametrize("opset, axes, keep", [
-    (11, [1], 1),
-    (13, [0, -1], 0),
-    (18, [-2], 1),
-    (18, None, 0),
-    (17, None, 1),
-])
+@pytest.mark.parametrize(
+    "opset, axes, keep",
+    [
+        (11, [1], 1),
+        (13, [0, -1], 0),
+        (18, [-2], 1),
+        (18, None, 0),
+        (17, None, 1),
+    ],
+)
 def test_reduce(tmp_path, op, opset, axes, keep):
     model = _reduce_model(op, opset, axes, keep)
     assert_matches(model, tmp_path, feeds=_positive_feeds())
@@ -50,8 +62,13 @@ def test_reduce_noop_with_empty_axes(tmp_path, op):
 
 def test_reduce_sum_int64(tmp_path):
     node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
-    model = make_model([node], [("x", np.int64, (3, 4))], [("y", np.int64, None)],
-                       {"axes": np.array([1], np.int64)}, opset=13)
+    model = make_model(
+        [node],
+        [("x", np.int64, (3, 4))],
+        [("y", np.int64, None)],
+        {"axes": np.array([1], np.int64)},
+        opset=13,
+    )
     assert_matches(model, tmp_path)
 
 
@@ -64,21 +81,38 @@ TIES = {"x": np.array([[1, 3, 3, 0, 3], [2, 2, 1, 2, 1], [0, 0, 0, 0, 0]], np.fl
 
 
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
-@pytest.mark.parametrize("attrs", [{}, {"axis": 1}, {"axis": -1, "keepdims": 0},
-                                   {"axis": 1, "select_last_index": 1},
-                                   {"axis": 0, "keepdims": 0, "select_last_index": 1}])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"axis": 1},
+        {"axis": -1, "keepdims": 0},
+        {"axis": 1, "select_last_index": 1},
+        {"axis": 0, "keepdims": 0, "select_last_index": 1},
+    ],
+)
 def test_arg_reduce(tmp_path, op, attrs):
     assert_matches(_arg_model(op, **attrs), tmp_path, feeds=TIES)
 
 
-@pytest.mark.parametrize("attrs", [{}, {"exclusive": 1}, {"reverse": 1}, {"exclusive": 1, "reverse": 1}])
+@pytest.mark.parametrize(
+    "attrs", [{}, {"exclusive": 1}, {"reverse": 1}, {"exclusive": 1, "reverse": 1}]
+)
 @pytest.mark.parametrize("axis", [1, -1, 0])
 def test_cumsum(tmp_path, attrs, axis):
-    model = single_op_model("CumSum", {"x": (3, 4)}, initializers={"a": np.array(axis, np.int64)}, opset=14, **attrs)
+    model = single_op_model(
+        "CumSum", {"x": (3, 4)}, initializers={"a": np.array(axis, np.int64)}, opset=14, **attrs
+    )
     assert_matches(model, tmp_path)
 
 
 def test_cumsum_int(tmp_path):
     node = helper.make_node("CumSum", ["x", "a"], ["y"], exclusive=1)
-    model = make_model([node], [("x", np.int64, (6,))], [("y", np.int64, None)], {"a": np.array([0], np.int64)}, opset=11)
+    model = make_model(
+        [node],
+        [("x", np.int64, (6,))],
+        [("y", np.int64, None)],
+        {"a": np.array([0], np.int64)},
+        opset=11,
+    )
     assert_matches(model, tmp_path)

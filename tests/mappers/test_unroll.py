@@ -30,22 +30,41 @@ def _rnn_body(cond_nodes, cond_inputs=(), cond_outputs=()):
         helper.make_node("Identity", ["h_out"], ["h_scan"]),
     ]
     return helper.make_graph(
-        nodes, "body",
-        [_info("i", INT64, []), _info("cond_in", BOOL, []), _info("h_in", FLOAT, [2, 4]), *cond_inputs],
-        [_info("cond_out", BOOL, []), _info("h_out", FLOAT, [2, 4]), *cond_outputs, _info("h_scan", FLOAT, [2, 4])],
+        nodes,
+        "body",
+        [
+            _info("i", INT64, []),
+            _info("cond_in", BOOL, []),
+            _info("h_in", FLOAT, [2, 4]),
+            *cond_inputs,
+        ],
+        [
+            _info("cond_out", BOOL, []),
+            _info("h_out", FLOAT, [2, 4]),
+            *cond_outputs,
+            _info("h_scan", FLOAT, [2, 4]),
+        ],
     )
 
 
 def _model(nodes, outputs, inits, opset=17):
-    return make_model(nodes, [("xs", np.float32, (5, 2, 4)), ("h0", np.float32, (2, 4))], outputs,
-                      {"W": W, **inits}, opset=opset)
+    return make_model(
+        nodes,
+        [("xs", np.float32, (5, 2, 4)), ("h0", np.float32, (2, 4))],
+        outputs,
+        {"W": W, **inits},
+        opset=opset,
+    )
 
 
 def test_for_loop_with_state_and_scan_output(tmp_path):
     body = _rnn_body([helper.make_node("Identity", ["cond_in"], ["cond_out"])])
     loop = helper.make_node("Loop", ["trip", "", "h0"], ["h_last", "h_all"], body=body, name="rnn")
-    model = _model([loop], [("h_last", np.float32, (2, 4)), ("h_all", np.float32, (5, 2, 4))],
-                   {"trip": np.array(5, np.int64)})
+    model = _model(
+        [loop],
+        [("h_last", np.float32, (2, 4)), ("h_all", np.float32, (5, 2, 4))],
+        {"trip": np.array(5, np.int64)},
+    )
     result = assert_matches(model, tmp_path)
     script = result.script_path.read_text()
     assert script.count("ops.tanh(") == 5  # one body copy per iteration
@@ -54,16 +73,29 @@ def test_for_loop_with_state_and_scan_output(tmp_path):
 def test_while_loop_with_counter_condition(tmp_path):
     """tf2onnx's form: a huge trip count and a condition computed from a carried counter."""
     body = _rnn_body(
-        [helper.make_node("Add", ["t_in", "one"], ["t_out"]),
-         helper.make_node("Less", ["t_out", "limit"], ["cond_out"])],
-        cond_inputs=[_info("t_in", INT64, [])], cond_outputs=[_info("t_out", INT64, [])],
+        [
+            helper.make_node("Add", ["t_in", "one"], ["t_out"]),
+            helper.make_node("Less", ["t_out", "limit"], ["cond_out"]),
+        ],
+        cond_inputs=[_info("t_in", INT64, [])],
+        cond_outputs=[_info("t_out", INT64, [])],
     )
-    loop = helper.make_node("Loop", ["trip", "go", "h0", "t0"], ["h_last", "t_last", "h_all"], body=body)
+    loop = helper.make_node(
+        "Loop", ["trip", "go", "h0", "t0"], ["h_last", "t_last", "h_all"], body=body
+    )
     model = _model(
         [helper.make_node("Less", ["t0", "limit"], ["go"]), loop],
-        [("h_last", np.float32, (2, 4)), ("t_last", np.int64, ()), ("h_all", np.float32, (3, 2, 4))],
-        {"trip": np.array(np.iinfo(np.int64).max, np.int64), "t0": np.array(0, np.int64),
-         "one": np.array(1, np.int64), "limit": np.array(3, np.int64)},
+        [
+            ("h_last", np.float32, (2, 4)),
+            ("t_last", np.int64, ()),
+            ("h_all", np.float32, (3, 2, 4)),
+        ],
+        {
+            "trip": np.array(np.iinfo(np.int64).max, np.int64),
+            "t0": np.array(0, np.int64),
+            "one": np.array(1, np.int64),
+            "limit": np.array(3, np.int64),
+        },
     )
     result = assert_matches(model, tmp_path)
     assert result.script_path.read_text().count("ops.tanh(") == 3
@@ -81,37 +113,61 @@ def test_loop_without_iterations_passes_state_through(tmp_path):
 def test_old_opset_unsqueeze_attribute(tmp_path):
     body = _rnn_body([helper.make_node("Identity", ["cond_in"], ["cond_out"])])
     loop = helper.make_node("Loop", ["trip", "", "h0"], ["h_last", "h_all"], body=body)
-    model = _model([loop], [("h_last", np.float32, (2, 4)), ("h_all", np.float32, (4, 2, 4))],
-                   {"trip": np.array(4, np.int64)}, opset=11)
+    model = _model(
+        [loop],
+        [("h_last", np.float32, (2, 4)), ("h_all", np.float32, (4, 2, 4))],
+        {"trip": np.array(4, np.int64)},
+        opset=11,
+    )
     assert_matches(model, tmp_path)
 
 
 def test_scan_both_directions_and_output_axis(tmp_path):
     body = helper.make_graph(
-        [helper.make_node("Add", ["acc_in", "x_t"], ["acc_out"]),
-         helper.make_node("Mul", ["acc_out", "x_t"], ["y_t"]),
-         helper.make_node("Neg", ["y_t"], ["z_t"])],
+        [
+            helper.make_node("Add", ["acc_in", "x_t"], ["acc_out"]),
+            helper.make_node("Mul", ["acc_out", "x_t"], ["y_t"]),
+            helper.make_node("Neg", ["y_t"], ["z_t"]),
+        ],
         "scan_body",
         [_info("acc_in", FLOAT, [3]), _info("x_t", FLOAT, [3])],
         [_info("acc_out", FLOAT, [3]), _info("y_t", FLOAT, [3]), _info("z_t", FLOAT, [3])],
     )
-    scan = helper.make_node("Scan", ["acc0", "xs"], ["acc", "ys", "zs"], body=body, num_scan_inputs=1,
-                            scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[0, -1],
-                            scan_output_directions=[0, 1])
-    model = make_model([scan], [("acc0", np.float32, (3,)), ("xs", np.float32, (3, 6))],
-                       [("acc", np.float32, (3,)), ("ys", np.float32, (6, 3)), ("zs", np.float32, (3, 6))])
+    scan = helper.make_node(
+        "Scan",
+        ["acc0", "xs"],
+        ["acc", "ys", "zs"],
+        body=body,
+        num_scan_inputs=1,
+        scan_input_axes=[1],
+        scan_input_directions=[1],
+        scan_output_axes=[0, -1],
+        scan_output_directions=[0, 1],
+    )
+    model = make_model(
+        [scan],
+        [("acc0", np.float32, (3,)), ("xs", np.float32, (3, 6))],
+        [("acc", np.float32, (3,)), ("ys", np.float32, (6, 3)), ("zs", np.float32, (3, 6))],
+    )
     assert_matches(model, tmp_path)
 
 
 def test_data_dependent_loop_stays_and_is_reported(tmp_path):
-    body = _rnn_body([helper.make_node("ReduceMax", ["h_out"], ["peak"], keepdims=0),
-                      helper.make_node("Less", ["peak", "half"], ["cond_out"])])
+    body = _rnn_body(
+        [
+            helper.make_node("ReduceMax", ["h_out"], ["peak"], keepdims=0),
+            helper.make_node("Less", ["peak", "half"], ["cond_out"]),
+        ]
+    )
     # cond_out is computed after h_out: move those two nodes to the end so the body stays sorted
     tail = [body.node.pop(0) for _ in range(2)]
     body.node.extend(tail)
     loop = helper.make_node("Loop", ["trip", "go", "h0"], ["h_last", "h_all"], body=body)
-    model = _model([loop], [("h_last", np.float32, (2, 4)), ("h_all", np.float32, None)],
-                   {"trip": np.array(5, np.int64), "go": np.array(True), "half": np.array(0.5, np.float32)})
+    model = _model(
+        [loop],
+        [("h_last", np.float32, (2, 4)), ("h_all", np.float32, None)],
+        {"trip": np.array(5, np.int64), "go": np.array(True), "half": np.array(0.5, np.float32)},
+    )
     assert unroll_loops(model) is False
     onnx.save(model, str(tmp_path / "model.onnx"))
     result = convert(tmp_path / "model.onnx", output=tmp_path / "out")

@@ -34,18 +34,26 @@ def _failing_writer(exc):
     def write(stream, parameters):
         stream.write(b"\x0a\x05partial")  # some bytes are already in the temporary file
         raise exc
+
     return write
 
 
-@pytest.mark.parametrize("exc, key", [(OSError(errno.ENOSPC, "No space left on device"), "OUTPUT_NOT_WRITABLE"),
-                                      (RuntimeError("writer bug"), "INTERNAL_ERROR")])
+@pytest.mark.parametrize(
+    "exc, key",
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "OUTPUT_NOT_WRITABLE"),
+        (RuntimeError("writer bug"), "INTERNAL_ERROR"),
+    ],
+)
 def test_failure_while_writing_checkpoint_leaves_nothing(tmp_path, model, monkeypatch, exc, key):
     monkeypatch.setattr(ckpt, "write_checkpoint", _failing_writer(exc))
     before = snapshot(model.parent)
     out, report = tmp_path / "out" / "deep", tmp_path / "rep"
     code, _, stderr = run_cli(["--model_file", model, "--output", out, "--report", report])
     assert (code, error_of(stderr)[0]) == (1, key)
-    assert not (tmp_path / "out").exists() and not report.exists(), "folders created for a failed run remain"
+    assert not (tmp_path / "out").exists() and not report.exists(), (
+        "folders created for a failed run remain"
+    )
     assert snapshot(model.parent) == before
 
 
@@ -120,7 +128,9 @@ def _as_nobody():
         return []
     tool = shutil.which("setpriv")
     if tool is None:
-        pytest.skip("running as root without setpriv: cannot drop privileges to test read-only folders")
+        pytest.skip(
+            "running as root without setpriv: cannot drop privileges to test read-only folders"
+        )
     return [tool, "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
@@ -140,12 +150,24 @@ def test_read_only_input_folder():
     model.chmod(0o444)
     try:
         base = [*prefix, sys.executable, "-m", "mindconverter", "--model_file", str(model)]
-        done = subprocess.run(base + ["--output", str(out / "o")], capture_output=True, text=True, check=False, timeout=300,
-                              cwd=src)
+        done = subprocess.run(
+            base + ["--output", str(out / "o")],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=src,
+        )
         assert done.returncode == 0, done.stderr
         assert sorted(p.name for p in (out / "o").iterdir()) == RESULTS
-        done = subprocess.run(base + ["--output", str(src / "o")], capture_output=True, text=True, check=False, timeout=300,
-                              cwd=src)
+        done = subprocess.run(
+            base + ["--output", str(src / "o")],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=src,
+        )
         assert done.returncode == 1 and error_of(done.stderr)[0] == "OUTPUT_NOT_WRITABLE"
     finally:
         src.chmod(0o755)

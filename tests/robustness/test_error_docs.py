@@ -13,8 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_errors_doc_is_up_to_date():
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_error_docs.py"), "--check"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gen_error_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -28,8 +32,15 @@ def test_every_code_is_documented_with_cause_and_fix():
 def test_codes_are_unique_and_in_their_class_range():
     numbers = [entry.number for entry in ERROR_CODES.values()]
     assert len(numbers) == len(set(numbers))
-    ranges = {"ModelLoadingError": 1, "ArgumentError": 2, "OutputError": 3, "ConversionError": 4,
-              "VerificationError": 5, "ScriptConversionError": 6, "InternalError": 9}
+    ranges = {
+        "ModelLoadingError": 1,
+        "ArgumentError": 2,
+        "OutputError": 3,
+        "ConversionError": 4,
+        "VerificationError": 5,
+        "ScriptConversionError": 6,
+        "InternalError": 9,
+    }
     for key, entry in ERROR_CODES.items():
         assert entry.category in _CLASSES
         assert entry.number // 1_000_000 == ranges[entry.category], key

@@ -24,6 +24,7 @@ F = np.float32
 def _model_case(model: onnx.ModelProto, name: str = "m.onnx"):
     def build(src: Path):
         return ["--model_file", save(model, src / name)]
+
     return build
 
 
@@ -31,19 +32,25 @@ def _bytes_case(data: bytes, name: str):
     def build(src: Path):
         (src / name).write_bytes(data)
         return ["--model_file", src / name]
+
     return build
 
 
 def _valid_with(*extra, model=None):
     def build(src: Path):
         return ["--model_file", save(model or valid_model(), src / "m.onnx"), *extra]
+
     return build
 
 
 def _external(location: str, content: bytes | None = None, offset: str | None = None):
     def build(src: Path):
-        model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", F, [1, 4])], [("y", F, None)],
-                           {"w": np.ones(4, F)})
+        model = make_model(
+            [helper.make_node("Add", ["x", "w"], ["y"])],
+            [("x", F, [1, 4])],
+            [("y", F, None)],
+            {"w": np.ones(4, F)},
+        )
         tensor = model.graph.initializer[0]
         tensor.ClearField("raw_data")
         tensor.data_location = TensorProto.EXTERNAL
@@ -55,6 +62,7 @@ def _external(location: str, content: bytes | None = None, offset: str | None = 
         if content is not None:
             (src / location).write_bytes(content)
         return ["--model_file", save(model, src / "m.onnx")]
+
     return build
 
 
@@ -69,13 +77,24 @@ RELU = [helper.make_node("Relu", ["x"], ["y"])]
 
 
 def _cycle():
-    return make_model([helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
-                       helper.make_node("Relu", ["a"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
+    return make_model(
+        [
+            helper.make_node("Add", ["x", "b"], ["a"]),
+            helper.make_node("Relu", ["a"], ["b"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+        ],
+        [("x", F, [1, 4])],
+        [("y", F, [1, 4])],
+    )
 
 
 def _init_lie(dims):
-    model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", F, [1, 4])], [("y", F, None)],
-                       {"w": np.ones(4, F)})
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [("x", F, [1, 4])],
+        [("y", F, None)],
+        {"w": np.ones(4, F)},
+    )
     model.graph.initializer[0].dims[:] = dims
     return model
 
@@ -92,6 +111,7 @@ def _graphdef_pb(src: Path):
         for i in inputs:
             body += b"\x1a" + bytes([len(i)]) + i
         return b"\x0a" + bytes([len(body)]) + body
+
     (src / "frozen.pb").write_bytes(node(b"x", b"Placeholder") + node(b"y", b"Identity", [b"x"]))
     return ["--model_file", src / "frozen.pb"]
 
@@ -103,20 +123,30 @@ CASES = {
     "empty file": (_bytes_case(b"", "m.onnx"), "FILE_EMPTY", 1),
     "truncated half": (_bytes_case(VALID[: len(VALID) // 2], "m.onnx"), "FILE_CORRUPT", 1),
     "truncated end": (_bytes_case(VALID[:-3], "m.onnx"), "FILE_CORRUPT", 1),
-    "random bytes": (_bytes_case(np.random.default_rng(0).bytes(4096), "m.onnx"), "FILE_CORRUPT", 1),
+    "random bytes": (
+        _bytes_case(np.random.default_rng(0).bytes(4096), "m.onnx"),
+        "FILE_CORRUPT",
+        1,
+    ),
     "text as .onnx": (_bytes_case(b"hello, I am not a model\n", "m.onnx"), "FILE_CORRUPT", 1),
     "png as .onnx": (_bytes_case(b"\x89PNG\r\n\x1a\n" + bytes(64), "m.onnx"), "FILE_CORRUPT", 1),
     "zip as .onnx": (_bytes_case(b"PK\x03\x04" + bytes(64), "m.onnx"), "FILE_CORRUPT", 1),
     "pb that is not a GraphDef": (_not_graphdef_pb, "NOT_A_GRAPHDEF", 1),
     "onnx named .pb": (_bytes_case(VALID, "model.pb"), "NOT_A_GRAPHDEF", 1),
     # without the TF stack the extra is named; with it, a GraphDef still needs its node names
-    "GraphDef without TensorFlow" if importlib.util.find_spec("tensorflow") is None else "GraphDef without names":
-        (_graphdef_pb, "TF_STACK_MISSING", 1) if importlib.util.find_spec("tensorflow") is None
-        else (_graphdef_pb, "TF_NAMES_REQUIRED", 2),
+    "GraphDef without TensorFlow"
+    if importlib.util.find_spec("tensorflow") is None
+    else "GraphDef without names": (_graphdef_pb, "TF_STACK_MISSING", 1)
+    if importlib.util.find_spec("tensorflow") is None
+    else (_graphdef_pb, "TF_NAMES_REQUIRED", 2),
     "unknown suffix": (_bytes_case(VALID, "model.tflite"), "UNKNOWN_SUFFIX", 1),
     "no suffix": (_bytes_case(VALID, "model"), "UNKNOWN_SUFFIX", 1),
     "parent is a file": (lambda src: ["--model_file", "/dev/null/x.onnx"], "FILE_NOT_FOUND", 1),
-    "a pipe": (lambda src: (os.mkfifo(src / "p.onnx"), ["--model_file", src / "p.onnx"])[1], "FILE_UNREADABLE", 1),
+    "a pipe": (
+        lambda src: (os.mkfifo(src / "p.onnx"), ["--model_file", src / "p.onnx"])[1],
+        "FILE_UNREADABLE",
+        1,
+    ),
     # --shape
     "shape letters": (_valid_with("--shape", "a,b"), "BAD_SHAPE", 2),
     "shape float": (_valid_with("--shape", "1.5,4"), "BAD_SHAPE", 2),
@@ -132,7 +162,11 @@ CASES = {
     "shape wrong count": (_valid_with("--shape", "1,4", "1,4"), "SHAPE_COUNT", 2),
     "shape too few": (_valid_with("--shape", "2,4", model=dynamic_model()), "SHAPE_COUNT", 2),
     "shape required": (_valid_with(model=dynamic_model()), "SHAPE_REQUIRED", 2),
-    "shape rank vs dynamic": (_valid_with("--shape", "2,4,1", "2,4,1", model=dynamic_model()), "SHAPE_CONFLICT", 2),
+    "shape rank vs dynamic": (
+        _valid_with("--shape", "2,4,1", "2,4,1", model=dynamic_model()),
+        "SHAPE_CONFLICT",
+        2,
+    ),
     # node names
     "unknown input node": (_valid_with("--input_nodes", "nope"), "UNKNOWN_NODE", 2),
     "duplicate input node": (_valid_with("--input_nodes", "x", "x"), "DUPLICATE_NODE", 2),
@@ -147,43 +181,115 @@ CASES = {
     "bad tolerance": (_valid_with("--tolerance", "nan"), "BAD_ARGUMENT", 2),
     # the graph
     "cycle": (_model_case(_cycle()), "INVALID_GRAPH", 1),
-    "dangling input": (_model_case(make_model([helper.make_node("Add", ["x", "ghost"], ["y"])],
-                                              [("x", F, [1, 4])], [("y", F, None)])), "INVALID_GRAPH", 1),
-    "output produced by nothing": (_model_case(make_model(RELU, [("x", F, [1, 4])], [("zz", F, None)])),
-                                   "INVALID_GRAPH", 1),
-    "value written twice": (_model_case(make_model(RELU + [helper.make_node("Sigmoid", ["x"], ["y"])],
-                                                   [("x", F, [1, 4])], [("y", F, None)])), "INVALID_GRAPH", 1),
+    "dangling input": (
+        _model_case(
+            make_model(
+                [helper.make_node("Add", ["x", "ghost"], ["y"])],
+                [("x", F, [1, 4])],
+                [("y", F, None)],
+            )
+        ),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "output produced by nothing": (
+        _model_case(make_model(RELU, [("x", F, [1, 4])], [("zz", F, None)])),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "value written twice": (
+        _model_case(
+            make_model(
+                RELU + [helper.make_node("Sigmoid", ["x"], ["y"])],
+                [("x", F, [1, 4])],
+                [("y", F, None)],
+            )
+        ),
+        "INVALID_GRAPH",
+        1,
+    ),
     "no outputs": (_model_case(make_model(RELU, [("x", F, [1, 4])], [])), "INVALID_GRAPH", 1),
-    "duplicate graph inputs": (_model_case(make_model([helper.make_node("Add", ["x", "x"], ["y"])],
-                                                      [("x", F, [1, 4]), ("x", F, [1, 4])], [("y", F, None)])),
-                               "INVALID_GRAPH", 1),
-    "empty op_type": (_model_case(make_model([helper.make_node("", ["x"], ["y"])], [("x", F, [1, 4])],
-                                             [("y", F, None)])), "INVALID_GRAPH", 1),
-    "domain not imported": (_model_case(make_model([helper.make_node("Op", ["x"], ["y"], domain="com.x")],
-                                                   [("x", F, [1, 4])], [("y", F, None)])), "INVALID_GRAPH", 1),
-    "unknown element type": (_model_case(_tweak(lambda m: setattr(m.graph.input[0].type.tensor_type,
-                                                                  "elem_type", 999))), "INVALID_GRAPH", 1),
+    "duplicate graph inputs": (
+        _model_case(
+            make_model(
+                [helper.make_node("Add", ["x", "x"], ["y"])],
+                [("x", F, [1, 4]), ("x", F, [1, 4])],
+                [("y", F, None)],
+            )
+        ),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "empty op_type": (
+        _model_case(
+            make_model([helper.make_node("", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, None)])
+        ),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "domain not imported": (
+        _model_case(
+            make_model(
+                [helper.make_node("Op", ["x"], ["y"], domain="com.x")],
+                [("x", F, [1, 4])],
+                [("y", F, None)],
+            )
+        ),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "unknown element type": (
+        _model_case(_tweak(lambda m: setattr(m.graph.input[0].type.tensor_type, "elem_type", 999))),
+        "INVALID_GRAPH",
+        1,
+    ),
     "initializer data too short": (_model_case(_init_lie([8])), "INVALID_GRAPH", 1),
     "initializer negative dim": (_model_case(_init_lie([-4])), "INVALID_GRAPH", 1),
     "initializer absurd dims": (_model_case(_init_lie([1 << 50, 1 << 20])), "ABSURD_DIMENSION", 1),
-    "input absurd dim": (_model_case(make_model(RELU, [("x", F, [1, 1 << 50])], [("y", F, None)])),
-                         "ABSURD_DIMENSION", 1),
-    "input negative dim": (_model_case(make_model(RELU, [("x", F, [1, -3])], [("y", F, None)])),
-                           "ABSURD_DIMENSION", 1),
-    "input zero dim": (_model_case(make_model(RELU, [("x", F, [0, 4])], [("y", F, None)])), "SHAPE_REQUIRED", 2),
+    "input absurd dim": (
+        _model_case(make_model(RELU, [("x", F, [1, 1 << 50])], [("y", F, None)])),
+        "ABSURD_DIMENSION",
+        1,
+    ),
+    "input negative dim": (
+        _model_case(make_model(RELU, [("x", F, [1, -3])], [("y", F, None)])),
+        "ABSURD_DIMENSION",
+        1,
+    ),
+    "input zero dim": (
+        _model_case(make_model(RELU, [("x", F, [0, 4])], [("y", F, None)])),
+        "SHAPE_REQUIRED",
+        2,
+    ),
     "opset too old": (_model_case(valid_model(opset=5)), "OPSET_UNSUPPORTED", 1),
     "opset too new": (_model_case(valid_model(opset=99)), "OPSET_UNSUPPORTED", 1),
-    "IR version too new": (_model_case(_tweak(lambda m: setattr(m, "ir_version", 999))), "OPSET_UNSUPPORTED", 1),
-    "no default opset": (_model_case(_tweak(lambda m: (m.opset_import.pop(), m.opset_import.add(domain="x",
-                                                                                                 version=1)))),
-                         "OPSET_UNSUPPORTED", 1),
-    "no graph": (_bytes_case(onnx.ModelProto(ir_version=8).SerializeToString(), "m.onnx"), "FILE_CORRUPT", 1),
+    "IR version too new": (
+        _model_case(_tweak(lambda m: setattr(m, "ir_version", 999))),
+        "OPSET_UNSUPPORTED",
+        1,
+    ),
+    "no default opset": (
+        _model_case(
+            _tweak(lambda m: (m.opset_import.pop(), m.opset_import.add(domain="x", version=1)))
+        ),
+        "OPSET_UNSUPPORTED",
+        1,
+    ),
+    "no graph": (
+        _bytes_case(onnx.ModelProto(ir_version=8).SerializeToString(), "m.onnx"),
+        "FILE_CORRUPT",
+        1,
+    ),
     # external data
     "external data missing": (_external("weights.bin"), "EXTERNAL_DATA_MISSING", 1),
     "external data too short": (_external("weights.bin", b"\x00" * 5), "EXTERNAL_DATA_MISSING", 1),
     "external data escapes folder": (_external("../../etc/passwd"), "EXTERNAL_DATA_MISSING", 1),
     "external data absolute path": (_external("/etc/passwd"), "EXTERNAL_DATA_MISSING", 1),
-    "external data bad offset": (_external("weights.bin", b"\x00" * 16, offset="abc"), "EXTERNAL_DATA_MISSING", 1),
+    "external data bad offset": (
+        _external("weights.bin", b"\x00" * 16, offset="abc"),
+        "EXTERNAL_DATA_MISSING",
+        1,
+    ),
 }
 
 
@@ -202,7 +308,9 @@ def test_bad_input_gives_one_clean_error(case, tmp_path):
     assert got == key, f"{case}: expected {key}, got {got}: {message}"
     assert code == exit_code
     fix = ERROR_CODES[key].fix
-    assert message.endswith(fix) and len(message) > len(fix) + 10  # says what is wrong, then what to do
+    assert (
+        message.endswith(fix) and len(message) > len(fix) + 10
+    )  # says what is wrong, then what to do
     assert snapshot(src) == before, "the input folder changed"
     assert not (tmp_path / "out").exists(), "a failed run left an output folder"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"], "a failed run left files behind"
@@ -237,7 +345,11 @@ def test_output_not_writable(tmp_path, monkeypatch):
     model, target = _out_case(tmp_path, lambda t: t / "locked")
     target.mkdir()
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == target else real_access(p, mode, **kw))
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda p, mode, **kw: False if Path(p) == target else real_access(p, mode, **kw),
+    )
     code, _, stderr = run_cli(["--model_file", model, "--output", target / "deeper"])
     assert (code, error_of(stderr)[0]) == (1, "OUTPUT_NOT_WRITABLE")
     assert list(target.iterdir()) == []
@@ -263,8 +375,12 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path):
 
 
 def test_strict_with_unknown_domain_operator(tmp_path):
-    model = make_model([helper.make_node("Mystery", ["x"], ["y"], domain="com.vendor")], [("x", F, [1, 4])],
-                       [("y", F, None)], extra_opsets={"com.vendor": 1})
+    model = make_model(
+        [helper.make_node("Mystery", ["x"], ["y"], domain="com.vendor")],
+        [("x", F, [1, 4])],
+        [("y", F, None)],
+        extra_opsets={"com.vendor": 1},
+    )
     path = save(model, tmp_path / "m.onnx")
     code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "out", "--strict"])
     assert (code, error_of(stderr)[0]) == (1, "UNSUPPORTED_OPERATORS")
@@ -283,7 +399,10 @@ def test_internal_error_is_one_line_with_its_code(tmp_path, monkeypatch):
     path = save(valid_model(), tmp_path / "m.onnx")
     code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "out"])
     key, message = error_of(stderr)
-    assert (code, key) == (1, "INTERNAL_ERROR") and "RuntimeError: simulated bug with two lines" in message
+    assert (code, key) == (
+        1,
+        "INTERNAL_ERROR",
+    ) and "RuntimeError: simulated bug with two lines" in message
     code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "out", "--debug"])
     assert code == 1 and "Traceback" in stderr  # tracebacks only when asked for
     assert not (tmp_path / "out").exists()
@@ -309,8 +428,14 @@ def test_real_process_prints_no_traceback(tmp_path, kind):
         path = tmp_path / "m.pb"
         path.write_bytes(b"\xff" * 100)
         argv, key, exit_code = ["--model_file", path], "NOT_A_GRAPHDEF", 1
-    done = subprocess.run([sys.executable, "-m", "mindconverter", *map(str, argv), "--output", str(tmp_path / "o")],
-                          capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mindconverter", *map(str, argv), "--output", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == exit_code
     assert error_of(done.stderr)[0] == key
     assert "Traceback" not in done.stdout + done.stderr

@@ -34,8 +34,12 @@ def conv_model() -> onnx.ModelProto:
     """Conv + BatchNorm + Reshape with a shape constant + Gemm: weights, attributes, constants."""
     rng = np.random.default_rng(0)
     nodes = [
-        helper.make_node("Conv", ["x", "cw", "cb"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
-        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], epsilon=1e-5, name="bn"),
+        helper.make_node(
+            "Conv", ["x", "cw", "cb"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"
+        ),
+        helper.make_node(
+            "BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], epsilon=1e-5, name="bn"
+        ),
         helper.make_node("Relu", ["n"], ["r"]),
         helper.make_node("Shape", ["r"], ["sh"]),
         helper.make_node("Gather", ["sh", "zero"], ["batch"], axis=0),
@@ -45,10 +49,17 @@ def conv_model() -> onnx.ModelProto:
         helper.make_node("Gemm", ["flat", "fw", "fb"], ["y"], transB=1),
     ]
     inits = {
-        "cw": rng.standard_normal((2, 1, 3, 3)).astype(F), "cb": np.zeros(2, F),
-        "s": np.ones(2, F), "b": np.zeros(2, F), "m": np.zeros(2, F), "v": np.ones(2, F),
-        "zero": np.array(0, np.int64), "axes": np.array([0], np.int64), "minus1": np.array([-1], np.int64),
-        "fw": rng.standard_normal((3, 32)).astype(F), "fb": np.zeros(3, F),
+        "cw": rng.standard_normal((2, 1, 3, 3)).astype(F),
+        "cb": np.zeros(2, F),
+        "s": np.ones(2, F),
+        "b": np.zeros(2, F),
+        "m": np.zeros(2, F),
+        "v": np.ones(2, F),
+        "zero": np.array(0, np.int64),
+        "axes": np.array([0], np.int64),
+        "minus1": np.array([-1], np.int64),
+        "fw": rng.standard_normal((3, 32)).astype(F),
+        "fb": np.zeros(3, F),
     }
     return make_model(nodes, [("x", F, [1, 1, 4, 4])], [("y", F, None)], inits, opset=13)
 
@@ -68,7 +79,12 @@ def check_clean(tmp_path: Path, data: bytes, extra=(), name: str = "m.onnx", kin
     code, stdout, stderr = run_cli(["--model_file", model, "--output", out, *extra])
     assert "Traceback" not in stdout + stderr
     assert hashlib.sha256(model.read_bytes()).hexdigest() == digest, "input modified"
-    assert sorted(p.name for p in case.iterdir()) in (["m.onnx"], ["m.onnx", "out"], [name], [name, "out"])
+    assert sorted(p.name for p in case.iterdir()) in (
+        ["m.onnx"],
+        ["m.onnx", "out"],
+        [name],
+        [name, "out"],
+    )
     if code == 0:
         assert stderr == ""
         files = sorted(p.name for p in out.iterdir())
@@ -92,7 +108,9 @@ def check_clean(tmp_path: Path, data: bytes, extra=(), name: str = "m.onnx", kin
 def test_truncations(tmp_path, seed_name):
     data = SEEDS[seed_name].SerializeToString()
     rng = random.Random(1)
-    cuts = sorted({0, 1, 2, len(data) - 1} | {rng.randrange(1, len(data)) for _ in range(int(25 * SCALE))})
+    cuts = sorted(
+        {0, 1, 2, len(data) - 1} | {rng.randrange(1, len(data)) for _ in range(int(25 * SCALE))}
+    )
     for cut in cuts:
         check_clean(tmp_path, data[:cut] or b"\x00", kind="truncation")
 
@@ -116,7 +134,7 @@ def test_bit_flips_and_byte_edits(tmp_path, seed_name):
                 mutated.insert(position, rng.randrange(256))
             else:
                 size = rng.randrange(1, 16)
-                mutated[position:position] = mutated[position:position + size]
+                mutated[position:position] = mutated[position : position + size]
         check_clean(tmp_path, bytes(mutated), kind="bytes")
 
 
@@ -128,28 +146,42 @@ def _field_mutations(model: onnx.ModelProto, rng: random.Random) -> onnx.ModelPr
     node = g.node[rng.randrange(len(g.node))]
     if choice == 0 and g.initializer:
         t = g.initializer[rng.randrange(len(g.initializer))]
-        t.dims[:] = [rng.choice([0, 1, 2, 3, -1, 7, 1 << 31, 1 << 62]) for _ in range(rng.randrange(0, 4))]
+        t.dims[:] = [
+            rng.choice([0, 1, 2, 3, -1, 7, 1 << 31, 1 << 62]) for _ in range(rng.randrange(0, 4))
+        ]
     elif choice == 1 and g.initializer:
         g.initializer[rng.randrange(len(g.initializer))].data_type = rng.randrange(0, 30)
     elif choice == 2:
-        node.op_type = rng.choice(["Relu", "Conv", "NoSuchOp", "", "If", "Loop", "Reshape", "Gemm", "Cast"])
+        node.op_type = rng.choice(
+            ["Relu", "Conv", "NoSuchOp", "", "If", "Loop", "Reshape", "Gemm", "Cast"]
+        )
     elif choice == 3:
-        node.input[:] = [rng.choice(["x", "", "ghost", "y", "r"] + list(node.output)) for _ in node.input]
+        node.input[:] = [
+            rng.choice(["x", "", "ghost", "y", "r"] + list(node.output)) for _ in node.input
+        ]
     elif choice == 4:
         node.output[:] = [rng.choice(["x", "y", "", "dup", "cw"]) for _ in node.output]
     elif choice == 5:
-        m.opset_import[0].version = rng.choice([0, 1, 6, 7, 9, 11, 13, 18, 21, 23, 24, 28, 29, 10000])
+        m.opset_import[0].version = rng.choice(
+            [0, 1, 6, 7, 9, 11, 13, 18, 21, 23, 24, 28, 29, 10000]
+        )
     elif choice == 6 and node.attribute:
         attr = node.attribute[rng.randrange(len(node.attribute))]
         if attr.ints:
-            attr.ints[:] = [rng.choice([-5, -1, 0, 1, 3, 1 << 40]) for _ in range(rng.randrange(0, 6))]
+            attr.ints[:] = [
+                rng.choice([-5, -1, 0, 1, 3, 1 << 40]) for _ in range(rng.randrange(0, 6))
+            ]
         elif attr.type == onnx.AttributeProto.INT:
             attr.i = rng.choice([-7, -1, 0, 2, 99, 1 << 62])
         else:
             attr.f = rng.choice([float("nan"), float("inf"), -1.0, 0.0, 1e30])
     elif choice == 7:
-        node.attribute.append(helper.make_attribute(rng.choice(["axis", "pads", "to", "mode", "perm"]),
-                                                    rng.choice([3, [1, 2], "nearest'\n", 1.5, [0, 0, -1]])))
+        node.attribute.append(
+            helper.make_attribute(
+                rng.choice(["axis", "pads", "to", "mode", "perm"]),
+                rng.choice([3, [1, 2], "nearest'\n", 1.5, [0, 0, -1]]),
+            )
+        )
     elif choice == 8:
         dims = g.input[0].type.tensor_type.shape.dim
         if dims:
@@ -173,10 +205,17 @@ def _field_mutations(model: onnx.ModelProto, rng: random.Random) -> onnx.ModelPr
         node.domain = rng.choice(["com.microsoft", "ai.onnx", "ai.onnx.ml", "x\n'"])
     elif choice == 14 and g.initializer:
         t = g.initializer[rng.randrange(len(g.initializer))]
-        t.raw_data = t.raw_data[: rng.randrange(0, len(t.raw_data) + 1)] + b"\x00" * rng.randrange(0, 3)
+        t.raw_data = t.raw_data[: rng.randrange(0, len(t.raw_data) + 1)] + b"\x00" * rng.randrange(
+            0, 3
+        )
     else:
-        g.node.append(helper.make_node(rng.choice(["Range", "ConstantOfShape", "Tile", "Expand"]),
-                                       [g.node[-1].output[0]] * rng.randrange(1, 4), ["extra"]))
+        g.node.append(
+            helper.make_node(
+                rng.choice(["Range", "ConstantOfShape", "Tile", "Expand"]),
+                [g.node[-1].output[0]] * rng.randrange(1, 4),
+                ["extra"],
+            )
+        )
         g.output[0].name = "extra"
     m.ir_version = rng.choice([m.ir_version] * 5 + [0, 3, 13, 99])
     return m
@@ -194,22 +233,45 @@ def test_field_mutations(tmp_path, seed_name):
 
 # --- property-based (hypothesis) -------------------------------------------------------------------
 
-FAST = settings(max_examples=int(60 * SCALE), deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FAST = settings(
+    max_examples=int(60 * SCALE),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @FAST
-@given(text=st.text(alphabet=st.sampled_from(list("0123456789,-+ []x()\u0661.\n")) | st.characters(),
-                    max_size=20))
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list("0123456789,-+ []x()\u0661.\n")) | st.characters(),
+        max_size=20,
+    )
+)
 def test_shape_argument_text(tmp_path_factory, text):
     tmp_path = tmp_path_factory.mktemp("shape")
-    code = check_clean(tmp_path, valid_model().SerializeToString(), extra=["--shape", text], kind="shape-text")
+    code = check_clean(
+        tmp_path, valid_model().SerializeToString(), extra=["--shape", text], kind="shape-text"
+    )
     assert code in (0, 1, 2)
 
 
-UNARY = ["Relu", "Sigmoid", "Neg", "Abs", "Exp", "Tanh", "Identity", "Softmax", "Flatten", "Transpose"]
+UNARY = [
+    "Relu",
+    "Sigmoid",
+    "Neg",
+    "Abs",
+    "Exp",
+    "Tanh",
+    "Identity",
+    "Softmax",
+    "Flatten",
+    "Transpose",
+]
 BINARY = ["Add", "Mul", "Sub", "Div", "MatMul", "Max", "Concat", "Pow"]
-NAME = st.text(min_size=1, max_size=12) | st.sampled_from(["x", "class", "self", "construct", "1a", "a b"])
+NAME = st.text(min_size=1, max_size=12) | st.sampled_from(
+    ["x", "class", "self", "construct", "1a", "a b"]
+)
 
 
 @st.composite
@@ -222,23 +284,40 @@ def random_graphs(draw):
     nodes = []
     for index in range(draw(st.integers(1, 6))):
         out = names[n_inputs + index]
-        pick = st.sampled_from(available + ["ghost"]) if draw(st.integers(0, 20)) == 0 else st.sampled_from(available)
+        pick = (
+            st.sampled_from(available + ["ghost"])
+            if draw(st.integers(0, 20)) == 0
+            else st.sampled_from(available)
+        )
         if draw(st.booleans()):
             op = draw(st.sampled_from(UNARY))
-            attrs = {"axis": draw(st.integers(-4, 3))} if op in ("Softmax", "Flatten") and draw(st.booleans()) else {}
+            attrs = (
+                {"axis": draw(st.integers(-4, 3))}
+                if op in ("Softmax", "Flatten") and draw(st.booleans())
+                else {}
+            )
             nodes.append(helper.make_node(op, [draw(pick)], [out], name=draw(NAME), **attrs))
         else:
             op = draw(st.sampled_from(BINARY))
             attrs = {"axis": draw(st.integers(-3, 2))} if op == "Concat" else {}
-            nodes.append(helper.make_node(op, [draw(pick), draw(pick)], [out], name=draw(NAME), **attrs))
+            nodes.append(
+                helper.make_node(op, [draw(pick), draw(pick)], [out], name=draw(NAME), **attrs)
+            )
         available.append(out)
     if draw(st.integers(0, 10)) == 0:
-        nodes.append(helper.make_node("Strange\"Op", [available[-1]], ["odd"], domain="vendor"))
+        nodes.append(helper.make_node('Strange"Op', [available[-1]], ["odd"], domain="vendor"))
         available.append("odd")
-    outputs = draw(st.lists(st.sampled_from(available[n_inputs:]), min_size=1, max_size=2, unique=True))
+    outputs = draw(
+        st.lists(st.sampled_from(available[n_inputs:]), min_size=1, max_size=2, unique=True)
+    )
     shape = [draw(st.sampled_from([d, "N"])) if draw(st.integers(0, 6)) == 0 else d for d in dims]
-    return make_model(nodes, [(name, F, shape) for name in inputs], [(name, F, None) for name in outputs],
-                      opset=draw(st.sampled_from([7, 11, 13, 17, 21])), extra_opsets={"vendor": 1})
+    return make_model(
+        nodes,
+        [(name, F, shape) for name in inputs],
+        [(name, F, None) for name in outputs],
+        opset=draw(st.sampled_from([7, 11, 13, 17, 21])),
+        extra_opsets={"vendor": 1},
+    )
 
 
 @FAST

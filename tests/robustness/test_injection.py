@@ -48,11 +48,20 @@ def hostile_model(sentinel) -> onnx.ModelProto:
     x1, x2 = evil[0], evil[2]
     w_name, b_name = evil[1], "construct"
     nodes = [
-        helper.make_node("MatMul", [x1, w_name], ["h" + evil[3]], name="/construct/" + evil[4] + "/MatMul"),
+        helper.make_node(
+            "MatMul", [x1, w_name], ["h" + evil[3]], name="/construct/" + evil[4] + "/MatMul"
+        ),
         helper.make_node("Add", ["h" + evil[3], b_name], [long_name], name=evil[5]),
         helper.make_node("Relu", [long_name], ["r"], name="/training/" + evil[6] + "/Relu"),
-        helper.make_node(f"Evil'''\"\"\"Op\n{evil[1]}", ["r", x2], ["u1" + evil[7], "u2"], domain="com.evil\n#" + evil[8],
-                         name=evil[9], note=evil[10], payload=evil[11].encode()),
+        helper.make_node(
+            f"Evil'''\"\"\"Op\n{evil[1]}",
+            ["r", x2],
+            ["u1" + evil[7], "u2"],
+            domain="com.evil\n#" + evil[8],
+            name=evil[9],
+            note=evil[10],
+            payload=evil[11].encode(),
+        ),
         helper.make_node("Add", ["u1" + evil[7], "r"], ["out " + evil[8]], name="1" * 10),
         helper.make_node("Sigmoid", ["r"], ["class"], name="self"),
         helper.make_node("Mul", ["class", "__init__"], ["ops"], name="ops"),
@@ -61,9 +70,16 @@ def hostile_model(sentinel) -> onnx.ModelProto:
     model = make_model(
         nodes,
         [(x1, np.float32, [1, 4]), (x2, np.float32, [1, 3])],
-        [("out " + evil[8], np.float32, None), ("u2", np.float32, None), ("\u6743\u91cd" + evil[9], np.float32, None)],
-        {w_name: np.ones((4, 3), np.float32), b_name: np.full((3,), 0.5, np.float32),
-         "__init__": np.full((1, 3), 2.0, np.float32)},
+        [
+            ("out " + evil[8], np.float32, None),
+            ("u2", np.float32, None),
+            ("\u6743\u91cd" + evil[9], np.float32, None),
+        ],
+        {
+            w_name: np.ones((4, 3), np.float32),
+            b_name: np.full((3,), 0.5, np.float32),
+            "__init__": np.full((1, 3), 2.0, np.float32),
+        },
         extra_opsets={"com.evil\n#" + evil[8]: 1},
     )
     model.producer_name = evil[2]
@@ -92,7 +108,15 @@ def _check_tree(code: str) -> None:
         if isinstance(node, ast.ImportFrom):
             assert (node.module or "").split(".")[0] in ALLOWED_IMPORTS
         if isinstance(node, ast.Name):
-            assert node.id not in {"os", "open", "exec", "eval", "__import__", "system", "compile"}, node.id
+            assert node.id not in {
+                "os",
+                "open",
+                "exec",
+                "eval",
+                "__import__",
+                "system",
+                "compile",
+            }, node.id
         if isinstance(node, ast.Attribute):
             assert node.attr not in {"system", "popen", "close"}, node.attr
     # module level: only imports, classes and the docstring-free header
@@ -124,8 +148,14 @@ def test_hostile_model_script_imports_and_runs_nothing(tmp_path):
         assert callable(net.construct)
         print("IMPORTED-OK")
     """)
-    done = subprocess.run([sys.executable, "-c", runner], cwd=tmp_path, capture_output=True, text=True, check=False,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", runner],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "IMPORTED-OK" in done.stdout
     assert not sentinel.exists(), "code from the model ran on import"
@@ -138,8 +168,23 @@ def test_hostile_model_script_imports_and_runs_nothing(tmp_path):
     json.loads(result.weight_map_path.read_text())
 
 
-@pytest.mark.parametrize("text", payloads("/tmp/x") + ["", "_", "123", "class", "match", "self", "print",
-                                                        "a" * 1000, "\u00e9t\u00e9", "\U0001f600", "__init__"])
+@pytest.mark.parametrize(
+    "text",
+    payloads("/tmp/x")
+    + [
+        "",
+        "_",
+        "123",
+        "class",
+        "match",
+        "self",
+        "print",
+        "a" * 1000,
+        "\u00e9t\u00e9",
+        "\U0001f600",
+        "__init__",
+    ],
+)
 def test_identifier_is_a_plain_identifier(text):
     name = identifier(text)
     assert name.isidentifier() and name.isascii() and len(name) <= 60

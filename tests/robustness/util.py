@@ -31,15 +31,21 @@ def valid_model(opset: int = 17) -> onnx.ModelProto:
         helper.make_node("Add", ["h", "b"], ["h2"], name="/fc/Add"),
         helper.make_node("Relu", ["h2"], ["y"], name="/act/Relu"),
     ]
-    return make_model(nodes, [("x", np.float32, [1, 4])], [("y", np.float32, [1, 3])], {"w": w, "b": b},
-                      opset=opset)
+    return make_model(
+        nodes,
+        [("x", np.float32, [1, 4])],
+        [("y", np.float32, [1, 3])],
+        {"w": w, "b": b},
+        opset=opset,
+    )
 
 
 def dynamic_model() -> onnx.ModelProto:
     """Two inputs with dynamic batch: a[N,4] + c[N,4] -> Relu."""
     nodes = [helper.make_node("Add", ["a", "c"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
-    return make_model(nodes, [("a", np.float32, ["N", 4]), ("c", np.float32, ["N", 4])],
-                      [("y", np.float32, None)])
+    return make_model(
+        nodes, [("a", np.float32, ["N", 4]), ("c", np.float32, ["N", 4])], [("y", np.float32, None)]
+    )
 
 
 def save(model: onnx.ModelProto, path: Path) -> Path:

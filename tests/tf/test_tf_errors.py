@@ -39,14 +39,20 @@ def test_names_required_lists_candidates(small_pb, tmp_path):
 
 
 def test_unknown_input_lists_placeholders(small_pb, tmp_path):
-    error = _error(small_pb, tmp_path, shape="1,8,8,3", input_nodes=["input:0"], output_nodes=["Identity:0"])
+    error = _error(
+        small_pb, tmp_path, shape="1,8,8,3", input_nodes=["input:0"], output_nodes=["Identity:0"]
+    )
     assert error.key == "UNKNOWN_NODE" and "Placeholders: x:0" in str(error)
 
 
 def test_unknown_output_and_bad_port(small_pb, tmp_path):
-    error = _error(small_pb, tmp_path, shape="1,8,8,3", input_nodes=["x:0"], output_nodes=["logits:0"])
+    error = _error(
+        small_pb, tmp_path, shape="1,8,8,3", input_nodes=["x:0"], output_nodes=["logits:0"]
+    )
     assert error.key == "UNKNOWN_NODE" and "Likely outputs: Identity:0" in str(error)
-    error = _error(small_pb, tmp_path, shape="1,8,8,3", input_nodes=["x:0"], output_nodes=["Identity:3"])
+    error = _error(
+        small_pb, tmp_path, shape="1,8,8,3", input_nodes=["x:0"], output_nodes=["Identity:3"]
+    )
     assert error.key == "UNKNOWN_NODE" and "has 1 output(s)" in str(error)
 
 
@@ -60,10 +66,24 @@ def test_shape_required_and_checked(small_pb, tmp_path):
 
 
 def test_cli(small_pb, tmp_path, capsys):
-    code = main(["--model_file", str(small_pb), "--shape", "1,8,8,3", "--input_nodes", "x:0",
-                 "--output_nodes", "Identity:0", "--output", str(tmp_path / "out")])
+    code = main(
+        [
+            "--model_file",
+            str(small_pb),
+            "--shape",
+            "1,8,8,3",
+            "--input_nodes",
+            "x:0",
+            "--output_nodes",
+            "Identity:0",
+            "--output",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, capsys.readouterr()
     assert (tmp_path / "out" / "small.py").exists() and (tmp_path / "out" / "small.ckpt").exists()
-    code = main(["--model_file", str(small_pb), "--shape", "1,8,8,3", "--output", str(tmp_path / "o2")])
+    code = main(
+        ["--model_file", str(small_pb), "--shape", "1,8,8,3", "--output", str(tmp_path / "o2")]
+    )
     assert code == 2
     assert "code 2000009" in capsys.readouterr().err

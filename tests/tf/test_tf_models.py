@@ -23,7 +23,9 @@ def _randomise_batchnorm(model, rng):
     for layer in model.layers:
         if isinstance(layer, keras.layers.BatchNormalization):
             weights = layer.get_weights()
-            new = [rng.normal(0, 0.2, w.shape) for w in weights[:-1]] + [rng.uniform(0.5, 1.5, weights[-1].shape)]
+            new = [rng.normal(0, 0.2, w.shape) for w in weights[:-1]] + [
+                rng.uniform(0.5, 1.5, weights[-1].shape)
+            ]
             if layer.scale:
                 new[0] = rng.uniform(0.5, 1.5, weights[0].shape)
             layer.set_weights(new)
@@ -52,7 +54,10 @@ def test_cnn_keeps_nhwc_input_and_transposes_once(tmp_path):
     # NHWC in (as fed to TF); one transpose at the input and one before the NHWC Flatten.
     assert _transposes(result.script_path) <= 2
     assert [spec.name for spec in result.inputs] == ["x:0"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cnn.pb", "out"]  # nothing beside the input
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cnn.pb",
+        "out",
+    ]  # nothing beside the input
 
 
 def test_batchnorm_depthwise_separable_residual(tmp_path):
@@ -93,7 +98,9 @@ def test_tf1_style_frozen_graph(tmp_path):
         tf.nn.softmax(tf.matmul(x, dense), name="probs")
         with tf.compat.v1.Session(graph=graph) as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
-            frozen = tf.compat.v1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["probs"])
+            frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
+                sess, graph.as_graph_def(), ["probs"]
+            )
     pb = tmp_path / "tf1.pb"
     pb.write_bytes(frozen.SerializeToString())
     feed = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)

@@ -43,19 +43,29 @@ def _text_model(kind: str):
     return keras.Model(inp, keras.layers.Dense(4)(x))  # raw logits: no softmax to damp errors
 
 
-@pytest.mark.parametrize("lower_control_flow", [True, False], ids=["default_freeze", "functional_while"])
+@pytest.mark.parametrize(
+    "lower_control_flow", [True, False], ids=["default_freeze", "functional_while"]
+)
 @pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn", "bidirectional_lstm", "stacked"])
 def test_keras_rnn_converts_and_matches(tmp_path, kind, lower_control_flow):
     pb = tmp_path / f"{kind}.pb"
-    _, inputs, outputs = freeze_keras(_text_model(kind), [(BATCH, SEQ)], pb, dtypes=[tf.int32],
-                                      lower_control_flow=lower_control_flow)
+    _, inputs, outputs = freeze_keras(
+        _text_model(kind),
+        [(BATCH, SEQ)],
+        pb,
+        dtypes=[tf.int32],
+        lower_control_flow=lower_control_flow,
+    )
     feed = np.random.default_rng(0).integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32)
     result, errors = convert_and_compare(pb, inputs, outputs, [feed], tmp_path / "out")
     assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
     assert max(errors) < TOLERANCE, errors
     script = result.script_path.read_text()
     assert "onnx." not in script  # no placeholder for an unconverted node
-    if lower_control_flow or kind in ("gru", "simple_rnn"):  # loops unrolled into straight-line code
+    if lower_control_flow or kind in (
+        "gru",
+        "simple_rnn",
+    ):  # loops unrolled into straight-line code
         assert "ops.sigmoid" in script or "ops.tanh" in script
 
 
@@ -67,7 +77,9 @@ def test_sequence_output_and_batch_none_tracing(tmp_path):
     x = keras.layers.SimpleRNN(UNITS, return_sequences=True)(x)
     model = keras.Model(inp, keras.layers.Dense(3)(x))
     pb = tmp_path / "seq.pb"
-    _, inputs, outputs = freeze_keras(model, [(None, SEQ)], pb, dtypes=[tf.int32], lower_control_flow=True)
+    _, inputs, outputs = freeze_keras(
+        model, [(None, SEQ)], pb, dtypes=[tf.int32], lower_control_flow=True
+    )
     feed = np.random.default_rng(1).integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32)
     result, errors = convert_and_compare(pb, inputs, outputs, [feed], tmp_path / "out")
     assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]

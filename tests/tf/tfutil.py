@@ -16,11 +16,15 @@ from mindconverter import convert
 from mindconverter.verify import run_mindspore
 
 
-def freeze_keras(model, shapes: Sequence[Sequence[int]], path: Path, dtypes=None, lower_control_flow=False):
+def freeze_keras(
+    model, shapes: Sequence[Sequence[int]], path: Path, dtypes=None, lower_control_flow=False
+):
     """TF2 style: trace ``model`` with static input specs and freeze it; returns (frozen fn, in, out names)."""
     dtypes = dtypes or [tf.float32] * len(shapes)
     names = [f"x{i}" if len(shapes) > 1 else "x" for i in range(len(shapes))]
-    specs = [tf.TensorSpec(shape, dtype, name=name) for shape, dtype, name in zip(shapes, dtypes, names)]
+    specs = [
+        tf.TensorSpec(shape, dtype, name=name) for shape, dtype, name in zip(shapes, dtypes, names)
+    ]
     if len(specs) == 1:
         fn = tf.function(lambda x: model(x, training=False))
     else:
@@ -31,7 +35,9 @@ def freeze_keras(model, shapes: Sequence[Sequence[int]], path: Path, dtypes=None
     return frozen, [t.name for t in frozen.inputs], [t.name for t in frozen.outputs]
 
 
-def run_graphdef(path: Path, inputs: Sequence[str], outputs: Sequence[str], feeds: Sequence[np.ndarray]):
+def run_graphdef(
+    path: Path, inputs: Sequence[str], outputs: Sequence[str], feeds: Sequence[np.ndarray]
+):
     """Run the frozen graph in TensorFlow itself (the reference)."""
     graph_def = tf.compat.v1.GraphDef()
     graph_def.ParseFromString(Path(path).read_bytes())
@@ -47,15 +53,32 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
 
 
-def convert_and_compare(pb: Path, inputs: Sequence[str], outputs: Sequence[str], feeds: Sequence[np.ndarray],
-                        out_dir: Path, graph_mode: bool = False, **kwargs):
+def convert_and_compare(
+    pb: Path,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    feeds: Sequence[np.ndarray],
+    out_dir: Path,
+    graph_mode: bool = False,
+    **kwargs,
+):
     """Convert ``pb`` through the real pipeline, run the script in MindSpore; returns (result, errors)."""
     shapes = [",".join(map(str, feed.shape)) for feed in feeds]
-    result = convert(pb, shape=shapes, input_nodes=list(inputs), output_nodes=list(outputs),
-                     output=out_dir, **kwargs)
+    result = convert(
+        pb,
+        shape=shapes,
+        input_nodes=list(inputs),
+        output_nodes=list(outputs),
+        output=out_dir,
+        **kwargs,
+    )
     # TensorFlow runs the tensors the conversion resolved ('probs' -> 'probs:0')
-    want = run_graphdef(pb, [s.name for s in result.inputs], [s.name for s in result.outputs], feeds)
-    got = run_mindspore(result.script_path, result.checkpoint_path, list(feeds), graph_mode=graph_mode)
+    want = run_graphdef(
+        pb, [s.name for s in result.inputs], [s.name for s in result.outputs], feeds
+    )
+    got = run_mindspore(
+        result.script_path, result.checkpoint_path, list(feeds), graph_mode=graph_mode
+    )
     assert len(got) == len(want)
     errors = []
     for g, w in zip(got, want):

@@ -56,14 +56,14 @@ def _register_torchvision_ops() -> None:
             if suppressed[i]:
                 continue
             keep.append(idx)
-            rest = order[i + 1:]
+            rest = order[i + 1 :]
             xx1 = torch.maximum(boxes[idx, 0], boxes[rest, 0])
             yy1 = torch.maximum(boxes[idx, 1], boxes[rest, 1])
             xx2 = torch.minimum(boxes[idx, 2], boxes[rest, 2])
             yy2 = torch.minimum(boxes[idx, 3], boxes[rest, 3])
             inter = (xx2 - xx1).clamp(min=0) * (yy2 - yy1).clamp(min=0)
             iou = inter / (area[idx] + area[rest] - inter)
-            suppressed[i + 1:] |= iou > iou_threshold
+            suppressed[i + 1 :] |= iou > iou_threshold
         return torch.tensor(keep, dtype=torch.int64)
 
     lib.impl("nms", nms, "CPU")
@@ -94,7 +94,7 @@ def _ids(batch, seq, vocab):
 
 def _mask(batch, seq):
     mask = torch.ones(batch, seq, dtype=torch.int64)
-    mask[-1, seq // 2:] = 0  # a padded second sequence makes the mask matter
+    mask[-1, seq // 2 :] = 0  # a padded second sequence makes the mask matter
     return mask
 
 
@@ -105,51 +105,153 @@ def hf_models():
     batch, seq, vocab = 2, 8, 99
     text_axes = {0: "batch", 1: "sequence"}
     specs = []
-    common = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 64, "max_position_embeddings": 64}
+    common = {
+        "vocab_size": vocab,
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 64,
+    }
 
     def text(name, cls, config, keys=("last_hidden_state",), with_mask=True, extra=None):
         model = cls(config).eval()
         names = ["input_ids", "attention_mask"] if with_mask else ["input_ids"]
         inputs = [_ids(batch, seq, vocab)] + ([_mask(batch, seq)] if with_mask else [])
-        specs.append((name, TupleOutputs(model, names, keys), tuple(inputs), names, list(keys),
-                      {n: text_axes for n in names}))
+        specs.append(
+            (
+                name,
+                TupleOutputs(model, names, keys),
+                tuple(inputs),
+                names,
+                list(keys),
+                {n: text_axes for n in names},
+            )
+        )
 
     text("bert_tiny", tf.BertModel, tf.BertConfig(**common), ("last_hidden_state", "pooler_output"))
-    text("distilbert_tiny", tf.DistilBertModel,
-         tf.DistilBertConfig(vocab_size=vocab, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                             max_position_embeddings=64))
+    text(
+        "distilbert_tiny",
+        tf.DistilBertModel,
+        tf.DistilBertConfig(
+            vocab_size=vocab,
+            dim=32,
+            n_layers=2,
+            n_heads=2,
+            hidden_dim=64,
+            max_position_embeddings=64,
+        ),
+    )
     text("roberta_tiny", tf.RobertaModel, tf.RobertaConfig(**common, pad_token_id=1))
-    text("bert_tiny_cls", tf.BertForSequenceClassification, tf.BertConfig(**common, num_labels=3), ("logits",))
-    text("gpt2_tiny", tf.GPT2LMHeadModel,
-         tf.GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=64, use_cache=False),
-         ("logits",))
-    t5 = tf.T5Model(tf.T5Config(vocab_size=vocab, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                                decoder_start_token_id=0, use_cache=False)).eval()
+    text(
+        "bert_tiny_cls",
+        tf.BertForSequenceClassification,
+        tf.BertConfig(**common, num_labels=3),
+        ("logits",),
+    )
+    text(
+        "gpt2_tiny",
+        tf.GPT2LMHeadModel,
+        tf.GPT2Config(
+            vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=64, use_cache=False
+        ),
+        ("logits",),
+    )
+    t5 = tf.T5Model(
+        tf.T5Config(
+            vocab_size=vocab,
+            d_model=32,
+            d_kv=16,
+            d_ff=64,
+            num_layers=2,
+            num_heads=2,
+            decoder_start_token_id=0,
+            use_cache=False,
+        )
+    ).eval()
     names = ["input_ids", "attention_mask", "decoder_input_ids"]
-    specs.append(("t5_tiny", TupleOutputs(t5, names, ["last_hidden_state"]),
-                  (_ids(batch, seq, vocab), _mask(batch, seq), _ids(batch, 5, vocab)), names,
-                  ["last_hidden_state"],
-                  {"input_ids": text_axes, "attention_mask": text_axes,
-                   "decoder_input_ids": {0: "batch", 1: "target"}}))
+    specs.append(
+        (
+            "t5_tiny",
+            TupleOutputs(t5, names, ["last_hidden_state"]),
+            (_ids(batch, seq, vocab), _mask(batch, seq), _ids(batch, 5, vocab)),
+            names,
+            ["last_hidden_state"],
+            {
+                "input_ids": text_axes,
+                "attention_mask": text_axes,
+                "decoder_input_ids": {0: "batch", 1: "target"},
+            },
+        )
+    )
     image_axes = {"pixel_values": {0: "batch"}}
-    vit = tf.ViTModel(tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=2, intermediate_size=64), add_pooling_layer=False).eval()
-    specs.append(("vit_tiny", TupleOutputs(vit, ["pixel_values"], ["last_hidden_state"]),
-                  (torch.randn(1, 3, 32, 32),), ["pixel_values"], ["last_hidden_state"], image_axes))
-    swin = tf.SwinModel(tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
-                                      num_heads=[1, 2], window_size=4)).eval()
-    specs.append(("swin_tiny", TupleOutputs(swin, ["pixel_values"], ["last_hidden_state", "pooler_output"]),
-                  (torch.randn(1, 3, 32, 32),), ["pixel_values"], ["last_hidden_state", "pooler_output"],
-                  image_axes))
-    w2v = tf.Wav2Vec2Model(tf.Wav2Vec2Config(vocab_size=vocab, hidden_size=32, num_hidden_layers=2,
-                                             num_attention_heads=2, intermediate_size=64,
-                                             conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
-                                             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
-                                             do_stable_layer_norm=True, feat_extract_norm="layer")).eval()
-    specs.append(("wav2vec2_tiny", TupleOutputs(w2v, ["input_values"], ["last_hidden_state"]),
-                  (torch.randn(1, 400),), ["input_values"], ["last_hidden_state"],
-                  {"input_values": {0: "batch", 1: "samples"}}))
+    vit = tf.ViTModel(
+        tf.ViTConfig(
+            image_size=32,
+            patch_size=8,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+        ),
+        add_pooling_layer=False,
+    ).eval()
+    specs.append(
+        (
+            "vit_tiny",
+            TupleOutputs(vit, ["pixel_values"], ["last_hidden_state"]),
+            (torch.randn(1, 3, 32, 32),),
+            ["pixel_values"],
+            ["last_hidden_state"],
+            image_axes,
+        )
+    )
+    swin = tf.SwinModel(
+        tf.SwinConfig(
+            image_size=32,
+            patch_size=4,
+            embed_dim=16,
+            depths=[1, 1],
+            num_heads=[1, 2],
+            window_size=4,
+        )
+    ).eval()
+    specs.append(
+        (
+            "swin_tiny",
+            TupleOutputs(swin, ["pixel_values"], ["last_hidden_state", "pooler_output"]),
+            (torch.randn(1, 3, 32, 32),),
+            ["pixel_values"],
+            ["last_hidden_state", "pooler_output"],
+            image_axes,
+        )
+    )
+    w2v = tf.Wav2Vec2Model(
+        tf.Wav2Vec2Config(
+            vocab_size=vocab,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            conv_dim=(16, 16),
+            conv_stride=(5, 2),
+            conv_kernel=(10, 3),
+            num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=2,
+            do_stable_layer_norm=True,
+            feat_extract_norm="layer",
+        )
+    ).eval()
+    specs.append(
+        (
+            "wav2vec2_tiny",
+            TupleOutputs(w2v, ["input_values"], ["last_hidden_state"]),
+            (torch.randn(1, 400),),
+            ["input_values"],
+            ["last_hidden_state"],
+            {"input_values": {0: "batch", 1: "samples"}},
+        )
+    )
     return specs
 
 
@@ -162,19 +264,45 @@ def torchvision_models():
     specs = []
 
     def add(name, model, shape, outputs=("output",), axes=None):
-        specs.append((name, model.eval(), (torch.randn(*shape),), ["input"], list(outputs),
-                      {"input": axes if axes is not None else image}))
+        specs.append(
+            (
+                name,
+                model.eval(),
+                (torch.randn(*shape),),
+                ["input"],
+                list(outputs),
+                {"input": axes if axes is not None else image},
+            )
+        )
 
     add("resnet18", tvm.resnet18(weights=None, num_classes=10), (1, 3, 32, 32))
     add("mobilenet_v3_small", tvm.mobilenet_v3_small(weights=None, num_classes=10), (1, 3, 32, 32))
     add("efficientnet_b0", tvm.efficientnet_b0(weights=None, num_classes=10), (1, 3, 32, 32))
-    add("deeplabv3_mobilenet", _SegOut(segmentation.deeplabv3_mobilenet_v3_large(
-        weights=None, weights_backbone=None, num_classes=4, aux_loss=False)), (1, 3, 64, 64))
-    add("fcn_resnet50", _SegOut(segmentation.fcn_resnet50(weights=None, weights_backbone=None, num_classes=4,
-                                                          aux_loss=False)), (1, 3, 32, 32))
+    add(
+        "deeplabv3_mobilenet",
+        _SegOut(
+            segmentation.deeplabv3_mobilenet_v3_large(
+                weights=None, weights_backbone=None, num_classes=4, aux_loss=False
+            )
+        ),
+        (1, 3, 64, 64),
+    )
+    add(
+        "fcn_resnet50",
+        _SegOut(
+            segmentation.fcn_resnet50(
+                weights=None, weights_backbone=None, num_classes=4, aux_loss=False
+            )
+        ),
+        (1, 3, 32, 32),
+    )
     add("r3d_18", video.r3d_18(weights=None, num_classes=5), (1, 3, 4, 32, 32))
-    ssd = detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=3)
-    add("ssdlite320", _DetOut(ssd), (1, 3, 320, 320), outputs=("boxes", "scores", "labels"), axes={})
+    ssd = detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=3
+    )
+    add(
+        "ssdlite320", _DetOut(ssd), (1, 3, 320, 320), outputs=("boxes", "scores", "labels"), axes={}
+    )
     return specs
 
 
@@ -216,7 +344,7 @@ def randomize(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
                 tensor.copy_(noise + 1.0)
             elif tensor.ndim >= 2:
                 fan_in = max(1, tensor[0].numel())
-                tensor.copy_(torch.randn(tensor.shape, generator=generator) / fan_in ** 0.5)
+                tensor.copy_(torch.randn(tensor.shape, generator=generator) / fan_in**0.5)
             else:
                 tensor.copy_(noise)
     return module
@@ -225,26 +353,63 @@ def randomize(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
 # --- exporting --------------------------------------------------------------------------------
 
 
-def export(name, module, args, input_names, output_names, dynamic_axes, out_dir: Path, exporter: str,
-           opset: int):
+def export(
+    name,
+    module,
+    args,
+    input_names,
+    output_names,
+    dynamic_axes,
+    out_dir: Path,
+    exporter: str,
+    opset: int,
+):
     path = out_dir / f"{name}_{exporter}.onnx"
     export.notes = ""
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         if exporter == "torchscript":
-            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=opset, input_names=input_names,
-                              output_names=output_names, dynamic_axes=dynamic_axes or None)
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                dynamo=False,
+                opset_version=opset,
+                input_names=input_names,
+                output_names=output_names,
+                dynamic_axes=dynamic_axes or None,
+            )
         else:
             auto = torch.export.Dim.AUTO
-            shapes = [{axis: auto for axis in (dynamic_axes or {}).get(n, {})} or None for n in input_names]
-            dynamic_shapes = ({"args": tuple(shapes)} if _takes_varargs(module) else tuple(shapes))
+            shapes = [
+                {axis: auto for axis in (dynamic_axes or {}).get(n, {})} or None
+                for n in input_names
+            ]
+            dynamic_shapes = {"args": tuple(shapes)} if _takes_varargs(module) else tuple(shapes)
             try:
-                program = torch.onnx.export(module, args, dynamo=True, opset_version=opset, input_names=input_names,
-                                            output_names=output_names, dynamic_shapes=dynamic_shapes,
-                                            optimize=True, verbose=False, report=False)
+                program = torch.onnx.export(
+                    module,
+                    args,
+                    dynamo=True,
+                    opset_version=opset,
+                    input_names=input_names,
+                    output_names=output_names,
+                    dynamic_shapes=dynamic_shapes,
+                    optimize=True,
+                    verbose=False,
+                    report=False,
+                )
             except Exception:
-                program = torch.onnx.export(module, args, dynamo=True, opset_version=opset, input_names=input_names,
-                                            output_names=output_names, optimize=True, verbose=False)
+                program = torch.onnx.export(
+                    module,
+                    args,
+                    dynamo=True,
+                    opset_version=opset,
+                    input_names=input_names,
+                    output_names=output_names,
+                    optimize=True,
+                    verbose=False,
+                )
                 export.notes = "dynamo export only worked with static shapes"
             external = name.startswith("bert_tiny") and not name.endswith("cls")
             program.save(str(path), external_data=external)
@@ -254,7 +419,10 @@ def export(name, module, args, input_names, output_names, dynamic_axes, out_dir:
 def _takes_varargs(module) -> bool:
     import inspect
 
-    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in inspect.signature(module.forward).parameters.values())
+    return any(
+        p.kind is inspect.Parameter.VAR_POSITIONAL
+        for p in inspect.signature(module.forward).parameters.values()
+    )
 
 
 def _entry(path: Path, name, source, exporter, args, input_names, notes=""):
@@ -263,8 +431,16 @@ def _entry(path: Path, name, source, exporter, args, input_names, notes=""):
     model = onnx.load(str(path), load_external_data=False)
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 0)
     shapes = [list(a.shape) for a in args]
-    return {"model": name, "file": path.name, "source": source, "exporter": exporter, "opset": opset,
-            "inputs": input_names, "shapes": shapes, "notes": notes}
+    return {
+        "model": name,
+        "file": path.name,
+        "source": source,
+        "exporter": exporter,
+        "opset": opset,
+        "inputs": input_names,
+        "shapes": shapes,
+        "notes": notes,
+    }
 
 
 def build(out_dir: Path, only: list[str]) -> list[dict]:
@@ -283,10 +459,23 @@ def build(out_dir: Path, only: list[str]) -> list[dict]:
             if only and name not in only:
                 continue
             randomize(module).eval()  # a wrapper left in training mode makes dynamo export dropout
-            for exporter, opset in (("torchscript", 14 if source == "transformers" else 13), ("dynamo", 18)):
+            for exporter, opset in (
+                ("torchscript", 14 if source == "transformers" else 13),
+                ("dynamo", 18),
+            ):
                 started = time.perf_counter()
                 try:
-                    path = export(name, module, args, input_names, output_names, axes, out_dir, exporter, opset)
+                    path = export(
+                        name,
+                        module,
+                        args,
+                        input_names,
+                        output_names,
+                        axes,
+                        out_dir,
+                        exporter,
+                        opset,
+                    )
                 except Exception as exc:
                     message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
                     failures.append({"model": name, "exporter": exporter, "error": message})
@@ -294,7 +483,9 @@ def build(out_dir: Path, only: list[str]) -> list[dict]:
                     if "--debug" in sys.argv:
                         traceback.print_exc()
                     continue
-                entries.append(_entry(path, name, source, exporter, args, input_names, export.notes))
+                entries.append(
+                    _entry(path, name, source, exporter, args, input_names, export.notes)
+                )
                 print(f"  {path.name}: {time.perf_counter() - started:.1f}s", flush=True)
     entries += shipped_models(out_dir, only)
     return entries, failures
@@ -305,11 +496,31 @@ def build(out_dir: Path, only: list[str]) -> list[dict]:
 SHIPPED = [
     # (package module, relative file, corpus name, input shapes)
     ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx", "ppocr_v4_det", [[1, 3, 64, 64]]),
-    ("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "ppocr_mobile_cls", [[1, 3, 48, 192]]),
+    (
+        "rapidocr_onnxruntime",
+        "models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+        "ppocr_mobile_cls",
+        [[1, 3, 48, 192]],
+    ),
     ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx", "ppocr_v4_rec", [[1, 3, 48, 64]]),
-    ("silero_vad", "data/silero_vad_16k_op15.onnx", "silero_vad_16k_op15", [[1, 512], [2, 1, 128], []]),
-    ("silero_vad", "data/silero_vad_16k_sequence.onnx", "silero_vad_16k_sequence", [[2, 576], [1, 1, 128], [1, 1, 128]]),
-    ("silero_vad", "data/silero_vad_openvino_16k.onnx", "silero_vad_openvino_16k", [[1, 576], [2, 1, 128]]),
+    (
+        "silero_vad",
+        "data/silero_vad_16k_op15.onnx",
+        "silero_vad_16k_op15",
+        [[1, 512], [2, 1, 128], []],
+    ),
+    (
+        "silero_vad",
+        "data/silero_vad_16k_sequence.onnx",
+        "silero_vad_16k_sequence",
+        [[2, 576], [1, 1, 128], [1, 1, 128]],
+    ),
+    (
+        "silero_vad",
+        "data/silero_vad_openvino_16k.onnx",
+        "silero_vad_openvino_16k",
+        [[1, 576], [2, 1, 128]],
+    ),
     ("silero_vad", "data/silero_vad_half.onnx", "silero_vad_half", [[1, 512], [2, 1, 128]]),
 ]
 
@@ -335,9 +546,18 @@ def shipped_models(out_dir: Path, only: list[str]) -> list[dict]:
         inputs = [inp.name for inp in model.graph.input if inp.name not in weights]
         producer = model.producer_name or "unknown"
         opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 0)
-        entries.append({"model": name, "file": target.name, "source": f"pip:{package.split('_')[0]}",
-                        "exporter": producer, "opset": opset, "inputs": inputs, "shapes": shapes,
-                        "notes": "trained weights shipped in the package"})
+        entries.append(
+            {
+                "model": name,
+                "file": target.name,
+                "source": f"pip:{package.split('_')[0]}",
+                "exporter": producer,
+                "opset": opset,
+                "inputs": inputs,
+                "shapes": shapes,
+                "notes": "trained weights shipped in the package",
+            }
+        )
         print(f"  {target.name}: copied from {package}", flush=True)
     return entries
 
@@ -355,8 +575,11 @@ def main(argv=None) -> int:
         old = json.loads(manifest_path.read_text())
         keep = [e for e in old["models"] if e["model"] not in args.only]
         entries = keep + entries
-        failures = [f for f in old.get("export_failures", [])
-                    if f["model"] not in args.only and f["model"] not in ("transformers", "torchvision")] + failures
+        failures = [
+            f
+            for f in old.get("export_failures", [])
+            if f["model"] not in args.only and f["model"] not in ("transformers", "torchvision")
+        ] + failures
     manifest_path.write_text(json.dumps({"models": entries, "export_failures": failures}, indent=1))
     print(f"{len(entries)} model files, {len(failures)} export failures -> {manifest_path}")
     return 0

@@ -30,10 +30,10 @@ TOLERANCE = 1e-3
 # What investigation found for rows that fail; shown in the table's notes while they still fail.
 KNOWN_CAUSES = {
     "gpt2_tiny_torchscript.onnx": "MindSpore 2.10 CPU ops.softmax bug: a row that is all -inf (a fully masked "
-                                  "query under a random 0/1 attention mask) zeroes the following rows; the logits "
-                                  "before the softmax match",
+    "query under a random 0/1 attention mask) zeroes the following rows; the logits "
+    "before the softmax match",
     "ppocr_v4_det.onnx": "float32 rounding: the pre-sigmoid map matches at 1.2e-6 relative, but random-noise input "
-                         "drives trained logits to a scale where that is ~0.1 absolute around 0",
+    "drives trained logits to a scale where that is ~0.1 absolute around 0",
 }
 
 
@@ -49,14 +49,29 @@ def convert_one(corpus: Path, entry: dict, work: Path) -> dict:
     source = onnx.load(str(model_file), load_external_data=False)
     ops = collections.Counter(node.op_type for node in source.graph.node)
     row = {key: entry[key] for key in ("model", "file", "source", "exporter", "opset")}
-    row.update(nodes=sum(ops.values()), op_types=len(ops), converted=None, max_rel_error=None, seconds=None,
-               checkpoint_ok=None, passed=False, notes=entry.get("notes", ""), unconverted={})
+    row.update(
+        nodes=sum(ops.values()),
+        op_types=len(ops),
+        converted=None,
+        max_rel_error=None,
+        seconds=None,
+        checkpoint_ok=None,
+        passed=False,
+        notes=entry.get("notes", ""),
+        unconverted={},
+    )
     del source
     shapes = [tuple(shape) for shape in entry["shapes"]]
     started = time.perf_counter()
     try:
-        result = convert(model_file, shape=shapes, output=work / entry["model"], overwrite=True, verify=True,
-                         tolerance=1e30)  # the row records the error; the pass mark is applied below
+        result = convert(
+            model_file,
+            shape=shapes,
+            output=work / entry["model"],
+            overwrite=True,
+            verify=True,
+            tolerance=1e30,
+        )  # the row records the error; the pass mark is applied below
     except MindConverterError as exc:
         row["seconds"] = round(time.perf_counter() - started, 2)
         row["notes"] = _join(row["notes"], " ".join(str(exc).split())[:400])
@@ -71,15 +86,21 @@ def convert_one(corpus: Path, entry: dict, work: Path) -> dict:
         row["max_rel_error"] = float(result.verification["max_relative_error"])
         row["max_abs_error"] = max(float(o.max_abs_error) for o in result.verification["outputs"])
     try:
-        build_network(result.script_path, result.checkpoint_path)  # raises on missing/unexpected parameters
+        build_network(
+            result.script_path, result.checkpoint_path
+        )  # raises on missing/unexpected parameters
         row["checkpoint_ok"] = True
     except Exception as exc:
         row["checkpoint_ok"] = False
         row["notes"] = _join(row["notes"], f"checkpoint: {' '.join(str(exc).split())[:200]}")
     # the converter's own verdict: relative error <= 1e-3, or an absolute error below 1e-6 for
     # outputs whose scale is tiny (a sigmoid of very negative logits)
-    row["passed"] = bool(not result.unconverted and row["checkpoint_ok"] and result.verification is not None
-                         and result.verification["ok"])
+    row["passed"] = bool(
+        not result.unconverted
+        and row["checkpoint_ok"]
+        and result.verification is not None
+        and result.verification["ok"]
+    )
     return row
 
 
@@ -88,25 +109,48 @@ def _join(*parts: str) -> str:
 
 
 def run_subprocess(corpus: Path, entry: dict, work: Path, timeout: int) -> dict:
-    command = [sys.executable, __file__, "--corpus", str(corpus), "--one", entry["file"], "--work", str(work)]
+    command = [
+        sys.executable,
+        __file__,
+        "--corpus",
+        str(corpus),
+        "--one",
+        entry["file"],
+        "--work",
+        str(work),
+    ]
     started = time.perf_counter()
     env = dict(os.environ, GLOG_v="3")
     try:
-        done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(
+            command, check=False, capture_output=True, text=True, timeout=timeout, env=env
+        )
     except subprocess.TimeoutExpired:
         return _failed_row(entry, f"timed out after {timeout} s", time.perf_counter() - started)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("ROW "):
             return json.loads(line[4:])
     tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:300]
-    return _failed_row(entry, f"converter process failed (exit {done.returncode}): {tail}",
-                       time.perf_counter() - started)
+    return _failed_row(
+        entry,
+        f"converter process failed (exit {done.returncode}): {tail}",
+        time.perf_counter() - started,
+    )
 
 
 def _failed_row(entry: dict, note: str, seconds: float) -> dict:
     row = {key: entry[key] for key in ("model", "file", "source", "exporter", "opset")}
-    row.update(nodes=None, op_types=None, converted=None, max_rel_error=None, seconds=round(seconds, 2),
-               checkpoint_ok=None, passed=False, notes=note, unconverted={})
+    row.update(
+        nodes=None,
+        op_types=None,
+        converted=None,
+        max_rel_error=None,
+        seconds=round(seconds, 2),
+        checkpoint_ok=None,
+        passed=False,
+        notes=note,
+        unconverted={},
+    )
     return row
 
 
@@ -134,37 +178,53 @@ def write_table(rows: list[dict], failures: list[dict], doc: Path) -> str:
         "",
         f"**{passed} of {len(rows)} model files pass; {full} convert every operator.**",
         "",
-        ("| model | source | exporter | opset | operators (nodes / types) | converted % | max rel error "
-        "| time (s) | pass | notes |"),
+        (
+            "| model | source | exporter | opset | operators (nodes / types) | converted % | max rel error "
+            "| time (s) | pass | notes |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         ops = "—" if row["nodes"] is None else f"{row['nodes']} / {row['op_types']}"
         converted = "—" if row["converted"] is None else f"{row['converted']:.2f}"
         notes = row["notes"].replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {row['model']} | {row['source']} | {row['exporter']} | {row['opset']} | {ops} | {converted} "
-                     f"| {_fmt_error(row['max_rel_error'])} | {row['seconds']} | {'yes' if row['passed'] else 'no'} "
-                     f"| {notes} |")
+        lines.append(
+            f"| {row['model']} | {row['source']} | {row['exporter']} | {row['opset']} | {ops} | {converted} "
+            f"| {_fmt_error(row['max_rel_error'])} | {row['seconds']} | {'yes' if row['passed'] else 'no'} "
+            f"| {notes} |"
+        )
     if failures:
-        lines += ["", "## Models the builder could not export", "", "| model | exporter | reason |", "|---|---|---|"]
+        lines += [
+            "",
+            "## Models the builder could not export",
+            "",
+            "| model | exporter | reason |",
+            "|---|---|---|",
+        ]
         for failure in failures:
             reason = re.sub(r"\x1b\[[0-9;]*m", "", failure["error"]).replace("|", "\\|")[:200]
             lines.append(f"| {failure['model']} | {failure.get('exporter', '')} | {reason} |")
     text = "\n".join(lines) + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
-    doc.with_suffix(".json").write_text(json.dumps({"rows": rows, "export_failures": failures}, indent=1))
+    doc.with_suffix(".json").write_text(
+        json.dumps({"rows": rows, "export_failures": failures}, indent=1)
+    )
     return f"{passed}/{len(rows)} pass, {full}/{len(rows)} fully converted"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="/work/corpus")
-    parser.add_argument("--doc", default=str(Path(__file__).resolve().parents[2] / "docs" / "model_corpus.md"))
+    parser.add_argument(
+        "--doc", default=str(Path(__file__).resolve().parents[2] / "docs" / "model_corpus.md")
+    )
     parser.add_argument("--only", nargs="*", default=[], help="model names or files to run")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=900)
-    parser.add_argument("--work", default="", help="output folder for converted models (default: a temp dir)")
+    parser.add_argument(
+        "--work", default="", help="output folder for converted models (default: a temp dir)"
+    )
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     corpus = Path(args.corpus)
@@ -182,13 +242,18 @@ def main(argv=None) -> int:
     def run(entry):
         row = run_subprocess(corpus, entry, work, args.timeout)
         verdict = "PASS" if row["passed"] else "FAIL"
-        print(f"{verdict} {row['file']}: converted {row['converted']}% rel {_fmt_error(row['max_rel_error'])} "
-              f"{row['seconds']}s {row['notes'][:160]}", flush=True)
+        print(
+            f"{verdict} {row['file']}: converted {row['converted']}% rel {_fmt_error(row['max_rel_error'])} "
+            f"{row['seconds']}s {row['notes'][:160]}",
+            flush=True,
+        )
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         rows = list(pool.map(run, entries))
-    if args.only and Path(args.doc).with_suffix(".json").exists():  # a partial run updates the last table
+    if (
+        args.only and Path(args.doc).with_suffix(".json").exists()
+    ):  # a partial run updates the last table
         old = json.loads(Path(args.doc).with_suffix(".json").read_text())["rows"]
         done = {row["file"] for row in rows}
         rows = [row for row in old if row["file"] not in done] + rows

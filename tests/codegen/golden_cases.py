@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-GOLDEN_DIR = Path(__file__).resolve().parent
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 FIXTURES = GOLDEN_DIR.parent / "fixtures"
 IR_VERSION = 8
 
@@ -88,7 +88,9 @@ def _lstm_classifier(folder: Path) -> Path:
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, classes])],
         initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="golden")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="golden"
+    )
     return _save(model, folder / "lstm_classifier.onnx")
 
 
@@ -120,7 +122,9 @@ def _tensorflow_cnn(folder: Path) -> Path:
     graph = tf.Graph()
     with graph.as_default():
         x = tf.compat.v1.placeholder(tf.float32, [1, 8, 8, 3], name="image")
-        kernel = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32), name="conv/kernel")
+        kernel = tf.constant(
+            rng.standard_normal((3, 3, 3, 4)).astype(np.float32), name="conv/kernel"
+        )
         bias = tf.constant(rng.standard_normal(4).astype(np.float32), name="conv/bias")
         y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, kernel, 1, "SAME"), bias), name="conv/relu")
         y = tf.nn.max_pool2d(y, 2, 2, "VALID", name="pool")
