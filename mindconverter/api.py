@@ -13,28 +13,22 @@ from pathlib import Path
 
 import onnx
 
-from . import checkpoint as ckpt
+from .codegen.naming import module_name
+from .codegen.render import RenderedModel, UnconvertedSite, render_script
 from .errors import make_error
-from .ir import build_ir
-from .loading import check_model_path, load_model
+from .frontends.loading import check_model_path, load_model
+from .graph.ir import build_ir
+from .graph.specs import TensorSpec, detect_inputs, detect_outputs
+from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
-from .mapping import MappedNode, map_nodes
-from .naming import module_name
-from .output import AtomicOutputs, check_targets, prepare_folder
-from .patterns import lift_patterns
-from .preprocess import (
-    TensorSpec,
-    detect_inputs,
-    detect_outputs,
-    fix_input_shapes,
-    parse_shape,
-    remove_initializer_inputs,
-    resolve_input_shapes,
-    select_inputs_outputs,
-    simplify,
-)
-from .render import RenderedModel, UnconvertedSite, render_script
-from .report import converted_rate, op_counts, render_report, weight_map
+from .outputs import checkpoint as ckpt
+from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
+from .outputs.report import converted_rate, op_counts, render_report, weight_map
+from .passes.fix_shapes import fix_input_shapes, parse_shape, resolve_input_shapes
+from .passes.lift_patterns import lift_patterns
+from .passes.map_operators import map_nodes
+from .passes.pipeline import simplify
+from .passes.select_io import remove_initializer_inputs, select_inputs_outputs
 from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
 
 ShapeArg = str | Sequence[int]

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from .errors import make_error
-from .ir import IRGraph
+from .graph.ir import IRGraph
 
 DEFAULT_TOLERANCE = 1e-3
 _module_counter = itertools.count()

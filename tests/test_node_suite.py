@@ -1,7 +1,7 @@
 """The ONNX backend node test suite, end to end (slow; CI runs it: ``pytest -m slow -n 2``).
 
 Every in-scope node test is converted with the real pipeline, run in MindSpore with the generated
-checkpoint and compared with the suite's reference outputs (``mindconverter.suite``). A test must
+checkpoint and compared with the suite's reference outputs (``tools/node_suite.py``). A test must
 pass, or be listed with its reason in ``docs/node_suite_known_failures.json`` (then it is an
 expected failure). A known failure that starts passing fails too, so the list stays true.
 """
@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from mindconverter import suite
+from tools import node_suite as suite
 
 TIMEOUT = int(os.environ.get("NODE_SUITE_TIMEOUT", "120"))  # seconds per test
 

@@ -10,8 +10,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from mindconverter.patterns import DOMAIN, lift_patterns
-from mindconverter.preprocess import simplify
+from mindconverter.passes.lift_patterns import DOMAIN, lift_patterns
+from mindconverter.passes.pipeline import simplify
 
 from .helpers import assert_matches, make_model
 

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mindconverter import suite  # noqa: E402 - after the sys.path set-up above
+from tools import node_suite as suite  # noqa: E402 - after the sys.path set-up above
 
 RESULTS_FILE = ROOT / "docs" / "node_suite_results.json"
 OPERATORS_FILE = ROOT / "docs" / "operators.md"
@@ -349,9 +349,9 @@ def render_operators(
             "(or the test's own looser tolerance)."
         ),
         "Out of scope: training, sequence/optional, string, random, `ai.onnx.ml` and quantization",
-        "operators (`mindconverter.suite.exclusion_reason`). Graph inputs that an exporter would store as",
+        "operators (`tools.node_suite.exclusion_reason`). Graph inputs that an exporter would store as",
         "constants (shapes, axes, pads, layer weights...) are frozen into initializers first",
-        "(`mindconverter.suite.freeze_parameter_inputs` documents the rule).",
+        "(`tools.node_suite.freeze_parameter_inputs` documents the rule).",
         "",
         "Status: *supported* = a mapper exists and every suite test using the operator passes;",
         "*supported, N documented exception(s)* = some tests fail, each for the documented reason listed",

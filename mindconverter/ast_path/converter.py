@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import make_error
-from ..output import AtomicOutputs, check_targets, prepare_folder
+from ..outputs.atomic import AtomicOutputs, check_targets, prepare_folder
 from .mapping import (
     PARAM_LIKE_ATTRS,
     ROOT_IMPORTS,

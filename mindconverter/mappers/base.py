@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..ir import IRGraph, IRNode
+    from ..graph.ir import IRGraph, IRNode
 
 
 class Unsupported(Exception):
@@ -280,3 +280,16 @@ def ms_dtype_name(dtype: np.dtype) -> str:
     """The MindSpore dtype attribute name for a numpy dtype (``float32``, ``bool_``...)."""
     name = np.dtype(dtype).name
     return "bool_" if name == "bool" else name
+
+
+@dataclass
+class MappedNode:
+    """A node with its mapped description, or the reason it was not converted."""
+
+    node: IRNode
+    result: Any = None
+    reason: str | None = None
+
+    @property
+    def converted(self) -> bool:
+        return self.reason is None

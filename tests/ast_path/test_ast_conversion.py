@@ -361,8 +361,8 @@ def test_output_folder_that_is_a_file(tmp_path):
 
 
 def test_docs_are_generated_from_the_mapping_files():
-    from mindconverter.ast_path import gen_docs
+    from tools import gen_ast_docs as gen_docs
 
     assert gen_docs.DOC_PATH.read_text(encoding="utf-8") == gen_docs.render(), (
-        "docs/ast_path.md is out of date: python -m mindconverter.ast_path.gen_docs"
+        "docs/ast_path.md is out of date: python tools/gen_ast_docs.py"
     )

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mindconverter import convert
-from mindconverter.checkpoint import read_checkpoint
 from mindconverter.errors import ArgumentError
+from mindconverter.outputs.checkpoint import read_checkpoint
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MODELS = sorted(p.name for p in FIXTURES.glob("tiny_*.onnx") if "bert" not in p.name)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from mindconverter import suite
 from tests.helpers import assert_matches, make_model, single_op_model
+from tools import node_suite as suite
 
 rng = np.random.default_rng(7)
 

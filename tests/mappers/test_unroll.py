@@ -8,7 +8,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from mindconverter import convert
-from mindconverter.unroll import unroll_loops
+from mindconverter.passes.unroll_loops import unroll_loops
 from tests.helpers import assert_matches, make_model
 
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL

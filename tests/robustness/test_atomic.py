@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import mindconverter.checkpoint as ckpt
-import mindconverter.output as output_module
+import mindconverter.outputs.atomic as output_module
+import mindconverter.outputs.checkpoint as ckpt
 from mindconverter import convert
 from mindconverter.errors import MindConverterError
 from tests.robustness.util import error_of, run_cli, save, snapshot, valid_model

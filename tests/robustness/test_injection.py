@@ -19,7 +19,7 @@ import pytest
 from onnx import helper
 
 from mindconverter import convert
-from mindconverter.naming import Namer, class_name, comment_text, identifier, module_name
+from mindconverter.codegen.naming import Namer, class_name, comment_text, identifier, module_name
 from tests.helpers import make_model
 
 

@@ -15,7 +15,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from onnx import external_data_helper, helper
 
-from .errors import make_error
+from ..errors import make_error
 
 MIN_OPSET = 7
 SUPPORTED_SUFFIXES = (".onnx", ".pb")
@@ -159,7 +159,7 @@ def load_model(
             or importlib.util.find_spec("tf2onnx") is None
         ):
             raise make_error("TF_STACK_MISSING", f"'{path.name}' is a TensorFlow GraphDef.")
-        from .tf_loading import load_graphdef
+        from ..frontends.tf_graphdef import load_graphdef
 
         model = load_graphdef(path, input_nodes, output_nodes, shapes)
         check_opset(model)

@@ -28,6 +28,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
+from ..graph.specs import static_shapes
+from ..graph.subgraphs import has_subgraph
+
 MAX_ITERATIONS = 4096
 MAX_UNROLLED_NODES = 200_000
 
@@ -46,7 +50,6 @@ class _Graph:
     """What unrolling needs from the main graph: constants, static shapes, fresh names."""
 
     def __init__(self, model: onnx.ModelProto):
-        from .preprocess import static_shapes  # preprocess imports this module
 
         self.model = model
         self.opsets = {entry.domain or "": entry.version for entry in model.opset_import}
@@ -168,18 +171,13 @@ class _Copier:
         return rename
 
     def _evaluate(self, node: onnx.NodeProto) -> None:
-        from .preprocess import NOT_FOLDABLE, _evaluate_node, _has_subgraph
 
-        if (
-            node.op_type in NOT_FOLDABLE
-            or _has_subgraph(node)
-            or node.domain not in ("", "ai.onnx")
-        ):
+        if node.op_type in NOT_FOLDABLE or has_subgraph(node) or node.domain not in ("", "ai.onnx"):
             return
         inputs = [self.state.const(name) if name else None for name in node.input]
         if any(value is None for name, value in zip(node.input, inputs) if name):
             return
-        results = _evaluate_node(node, self.state.opsets, inputs)
+        results = evaluate_node(node, self.state.opsets, inputs)
         if results is not None:
             for name, value in zip(node.output, results):
                 if name:

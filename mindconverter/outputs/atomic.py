@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import make_error
+from ..errors import make_error
 
 
 def prepare_folder(folder: Path) -> Path:

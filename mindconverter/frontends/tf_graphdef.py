@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from .errors import make_error
+from ..errors import make_error
 
 # The ONNX opset tf2onnx is asked for: its newest well-tested one that every mapper handles.
 TF_OPSET = 17
@@ -267,7 +267,7 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
     these unconverted. Here each list becomes a dense tensor: Reserve -> Fill with zeros,
     FromTensor and Stack -> Identity, GetItem -> GatherV2 on axis 0, SetItem -> TensorScatterUpdate
     of one row; the loop ops carrying it get the element dtype instead of ``variant``. tf2onnx then
-    makes an ordinary ONNX Loop, which the preprocessing unrolls (mindconverter/unroll.py).
+    makes an ordinary ONNX Loop, which the preprocessing unrolls (mindconverter/passes/unroll_loops.py).
     The dense shape comes from the graph's constant element shapes and sizes; when a dimension is
     unknown there (a model traced with a dynamic batch) the graph is run once in TensorFlow on
     zeros of the ``feeds`` shapes (input name -> shape) to read it from the stacked list.

@@ -6,26 +6,10 @@ could not be converted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from .errors import make_error
-from .ir import IRGraph, IRNode
-from .mappers.base import NodeContext, Unsupported
-from .mappers.registry import MapperRegistry
-
-
-@dataclass
-class MappedNode:
-    """A node with its mapped description, or the reason it was not converted."""
-
-    node: IRNode
-    result: Any = None
-    reason: str | None = None
-
-    @property
-    def converted(self) -> bool:
-        return self.reason is None
+from ..errors import make_error
+from ..graph.ir import IRGraph
+from ..mappers.base import MappedNode, NodeContext, Unsupported
+from ..mappers.registry import MapperRegistry
 
 
 def map_nodes(graph: IRGraph, registry: MapperRegistry, debug: bool = False) -> list[MappedNode]:

@@ -25,7 +25,8 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from .preprocess import static_shapes, subgraph_references
+from ..graph.specs import static_shapes
+from ..graph.subgraphs import subgraph_references
 
 DOMAIN = "ai.mindconverter"
 DOMAIN_VERSION = 1

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import jinja2
 
-from .checkpoint import tensor_type_name
-from .ir import IRGraph
-from .mapping import MappedNode
-from .naming import comment_text
-from .render import RenderedModel
+from ..codegen.naming import comment_text
+from ..codegen.render import RenderedModel
+from ..graph.ir import IRGraph
+from ..mappers.base import MappedNode
+from ..outputs.checkpoint import tensor_type_name
 
 
 @dataclass
@@ -57,7 +57,7 @@ def render_report(
 ) -> str:
     """The text report: the familiar [UnConvert] lines, rate, then inputs, outputs, counts."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("mindconverter", "templates"),
+        loader=jinja2.PackageLoader("mindconverter.outputs", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .ir import IRGraph
-from .mapping import MappedNode
+from ..graph.ir import IRGraph
+from ..mappers.base import MappedNode
 
 # Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent.
 ACTIVATION_CELLS = {
@@ -203,7 +203,7 @@ def _all_blocks(block: Block) -> list[Block]:
 def _is_chain_element(item, graph: IRGraph) -> bool:
     if isinstance(item, Block):
         return len(item.inputs) == 1 and len(item.outputs) == 1
-    from .mappers.base import Call, Cell, Input
+    from ..mappers.base import Call, Cell, Input
 
     result = item.result
     if not item.converted or len(item.node.outputs) != 1:

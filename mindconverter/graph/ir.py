@@ -16,8 +16,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .errors import make_error
-from .preprocess import FoldRecord, static_shapes
+from ..errors import make_error
+from ..graph.provenance import FoldRecord
+from ..graph.specs import static_shapes
 
 
 @dataclass

@@ -83,7 +83,7 @@ def tensor_type_name(dtype: np.dtype) -> str:
     """MindSpore's checkpoint type string for a numpy dtype (``Float32``...)."""
     name = np.dtype(dtype).name
     if name not in TENSOR_TYPES:
-        from .errors import make_error
+        from ..errors import make_error
 
         raise make_error(
             "UNSUPPORTED_DTYPE",

@@ -17,9 +17,10 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from . import __version__
-from .ir import IRGraph
-from .mappers.base import (
+from .. import __version__
+from ..codegen.naming import CELL_MEMBERS, Namer, comment_text, identifier
+from ..graph.ir import IRGraph
+from ..mappers.base import (
     BinOp,
     Call,
     Cell,
@@ -28,6 +29,7 @@ from .mappers.base import (
     Input,
     Item,
     Lit,
+    MappedNode,
     Neg,
     Outputs,
     Param,
@@ -36,9 +38,7 @@ from .mappers.base import (
     Weight,
     ms_dtype_name,
 )
-from .mapping import MappedNode
-from .naming import CELL_MEMBERS, Namer, comment_text, identifier
-from .recover import ACTIVATION_CELLS, Block, module_path, recover_blocks
+from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path, recover_blocks
 
 # Constants with at most this many elements are written into the script as literals.
 INLINE_CONST_LIMIT = 16
@@ -835,7 +835,7 @@ class ScriptRenderer:
         body: list[str],
     ) -> str:
         env = jinja2.Environment(
-            loader=jinja2.PackageLoader("mindconverter", "templates"),
+            loader=jinja2.PackageLoader("mindconverter.codegen", "templates"),
             keep_trailing_newline=True,
             trim_blocks=True,
             lstrip_blocks=True,

@@ -1,7 +1,7 @@
 """Generate docs/ast_path.md (user guide + mapping table) from the mapping data files.
 
-python -m mindconverter.ast_path.gen_docs            # writes docs/ast_path.md
-python -m mindconverter.ast_path.gen_docs --check    # exit 1 if the file is out of date
+python tools/gen_ast_docs.py            # writes docs/ast_path.md
+python tools/gen_ast_docs.py --check    # exit 1 if the file is out of date
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .converter import torch_display
-from .mapping import load_table
+from mindconverter.ast_path.converter import torch_display
+from mindconverter.ast_path.mapping import load_table
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "ast_path.md"
+DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "ast_path.md"
 
 GUIDE = """\
 # Converting a PyTorch script (deprecated AST path)
@@ -132,7 +132,7 @@ the report lists the counts, the unconverted APIs and the helpers added to the s
 ## Mapping table
 
 The table is generated from the data files `mindconverter/ast_path/mappings/*.json` by
-`python -m mindconverter.ast_path.gen_docs`. A template names PyTorch's parameters; UPPER-CASE
+`python tools/gen_ast_docs.py`. A template names PyTorch's parameters; UPPER-CASE
 words are conversion-time rules (`OPT(x)`: only when given; `DEFAULT(x, d)`; `MOMENTUM(m)` =
 `1 - m`; `PAD_MODE`/`CONV_PAD`: PyTorch padding to MindSpore `pad_mode`/`padding`;
 `POOL_PAD_MODE`: `'pad'` when padding/ceil_mode/dilation is given; `SHAPE(*size)`: varargs as one
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
             print(
-                f"{args.output} is out of date; run python -m mindconverter.ast_path.gen_docs",
+                f"{args.output} is out of date; run python tools/gen_ast_docs.py",
                 file=sys.stderr,
             )
             return 1

@@ -1,0 +1,105 @@
+"""Pass: combine the declared input shapes with --shape and write them into the graph."""
+
+from __future__ import annotations
+
+import re
+
+import onnx
+
+from ..errors import make_error
+from ..graph.specs import TensorSpec
+
+# A dimension beyond this is not a real size (it would not fit in memory) but an export bug.
+MAX_DIMENSION = 1 << 40
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """Parse ``"1,3,224,224"`` into a tuple of positive ints (raises ArgumentError)."""
+    stripped = text.strip().strip("[]()")
+    if not stripped:
+        raise make_error("BAD_SHAPE", f"Empty shape '{text}'.")
+    dims = []
+    for part in stripped.split(","):
+        part = part.strip()
+        if re.fullmatch(r"-\s*[0-9]+", part):
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' has dimension {part}; dimensions must be positive."
+            )
+        if not re.fullmatch(r"[+]?[0-9]+", part):
+            shown = part if part else "(empty)"
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' is not a shape: '{shown}' is not a whole number."
+            )
+        value = int(part)
+        if value <= 0:
+            raise make_error(
+                "BAD_SHAPE", f"'{text}' has dimension {value}; dimensions must be positive."
+            )
+        if value > MAX_DIMENSION:
+            raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}, which is too large.")
+        dims.append(value)
+    return tuple(dims)
+
+
+def resolve_input_shapes(
+    specs: list[TensorSpec], shapes: list[tuple[int, ...]] | None
+) -> dict[str, tuple[int, ...]]:
+    """Combine declared input shapes with --shape values; checks count and static dims."""
+    if shapes and len(shapes) != len(specs):
+        names = ", ".join(spec.name for spec in specs)
+        raise make_error(
+            "SHAPE_COUNT",
+            f"{len(shapes)} shape(s) given for {len(specs)} input(s) ({names}).",
+        )
+    resolved = {}
+    for index, spec in enumerate(specs):
+        given = shapes[index] if shapes else None
+        declared = spec.shape
+        for dim in declared or []:
+            if isinstance(dim, int) and (dim < 0 or dim > MAX_DIMENSION):
+                raise make_error(
+                    "ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}."
+                )
+        if given is None:
+            if spec.is_static and 0 in declared:
+                raise make_error(
+                    "SHAPE_REQUIRED",
+                    f"Input {spec.describe()} declares a dimension of size 0 (an empty tensor).",
+                )
+            if not spec.is_static:
+                raise make_error(
+                    "SHAPE_REQUIRED",
+                    f"Input {spec.describe()} has dynamic or unknown dimensions.",
+                )
+            resolved[spec.name] = tuple(declared)
+            continue
+        if declared is not None and declared and len(declared) != len(given):
+            raise make_error(
+                "SHAPE_CONFLICT",
+                f"--shape {','.join(map(str, given))} has rank {len(given)} but input {spec.describe()} "
+                f"has rank {len(declared)}.",
+            )
+        for axis, (want, have) in enumerate(zip(given, declared or [])):
+            if isinstance(have, int) and have > 0 and have != want:
+                raise make_error(
+                    "SHAPE_CONFLICT",
+                    f"--shape gives {want} for axis {axis} of input {spec.describe()}, which is static "
+                    f"{have}.",
+                )
+        resolved[spec.name] = tuple(given)
+    return resolved
+
+
+def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Write the concrete input shapes into the graph and forget stale intermediate shapes."""
+    for inp in model.graph.input:
+        if inp.name not in shapes:
+            continue
+        tensor_type = inp.type.tensor_type
+        tensor_type.ClearField("shape")
+        tensor_type.shape.SetInParent()  # a scalar keeps an empty (rank 0) shape, not an unknown one
+        for size in shapes[inp.name]:
+            tensor_type.shape.dim.add().dim_value = size
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")

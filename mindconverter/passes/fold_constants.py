@@ -1,0 +1,133 @@
+"""Pass: replace nodes whose inputs are all known by their computed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
+from ..graph.provenance import FoldRecord
+from ..graph.specs import static_shapes
+from ..graph.subgraphs import has_subgraph
+
+# A folded constant may grow to this many bytes beyond the size of its inputs before we keep
+# computing it at run time instead (e.g. a huge ConstantOfShape).
+FOLD_GROWTH_LIMIT = 64 << 20
+
+
+def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bool:
+    """Replace nodes whose inputs are all known by initializers. Returns whether anything changed.
+
+    ``Shape`` and ``Size`` of statically shaped values count as known. ``records`` gains, for
+    each folded tensor that derives from weights, the source initializers and the steps applied.
+    """
+    graph = model.graph
+    opsets = {entry.domain or "": entry.version for entry in model.opset_import}
+    shapes = static_shapes(model)
+    constants: dict[str, np.ndarray] = {}
+    source_of: dict[str, FoldRecord] = dict(records)
+    for init in graph.initializer:
+        constants[init.name] = None  # loaded lazily: weights are only read when a fold needs them
+        source_of.setdefault(init.name, FoldRecord([init.name]))
+    init_by_name = {init.name: init for init in graph.initializer}
+    graph_outputs = {out.name for out in graph.output}
+
+    def value(name: str) -> np.ndarray:
+        if constants.get(name) is None:
+            constants[name] = numpy_helper.to_array(init_by_name[name])
+        return constants[name]
+
+    kept, new_initializers, changed = [], [], False
+    for node in graph.node:
+        result = None
+        if node.domain not in ("", "ai.onnx") or node.op_type in NOT_FOLDABLE or has_subgraph(node):
+            kept.append(node)
+            continue
+        if node.op_type == "Shape" and node.input[0] in shapes:
+            result = [_shape_slice(shapes[node.input[0]], node)]
+        elif node.op_type == "Size" and node.input[0] in shapes:
+            result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
+        elif node.op_type == "Constant" or all(
+            (not name) or name in constants for name in node.input
+        ):
+            inputs = [value(name) if name else None for name in node.input]
+            if not _fold_size_ok(node, inputs, shapes):
+                kept.append(node)
+                continue
+            result = evaluate_node(node, opsets, inputs)
+            if result is not None:
+                size_in = sum(arr.nbytes for arr in inputs if arr is not None)
+                if sum(arr.nbytes for arr in result) > size_in + FOLD_GROWTH_LIMIT:
+                    result = None
+        if result is None or any(out in graph_outputs for out in node.output):
+            kept.append(node)
+            continue
+        changed = True
+        weight_sources = [source_of[n] for n in node.input if n and n in source_of]
+        for out_name, array in zip(node.output, result):
+            if not out_name:
+                continue
+            constants[out_name] = array
+            init_by_name[out_name] = numpy_helper.from_array(array, out_name)
+            new_initializers.append(init_by_name[out_name])
+            shapes[out_name] = tuple(array.shape)
+            if weight_sources and node.op_type not in ("Shape", "Size"):
+                main = max(weight_sources, key=lambda rec: len(rec.sources))
+                source_of[out_name] = records[out_name] = FoldRecord(
+                    list(main.sources), main.steps + [_describe_step(node)]
+                )
+    if changed:
+        del graph.node[:]
+        graph.node.extend(kept)
+        graph.initializer.extend(new_initializers)
+    return changed
+
+
+# Operators whose output size is set by input *values* (not shapes): fold them only when the size
+# is known to be reasonable, so a hostile ConstantOfShape([1e6, 1e6]) is never materialised.
+_SIZE_FROM_VALUES = {
+    "ConstantOfShape",
+    "Expand",
+    "Tile",
+    "Range",
+    "Resize",
+    "Upsample",
+    "Pad",
+    "OneHot",
+    "EyeLike",
+    "CenterCropPad",
+    "Col2Im",
+}
+
+
+def _fold_size_ok(node: onnx.NodeProto, inputs: list, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether evaluating ``node`` at conversion time may stay near FOLD_GROWTH_LIMIT (the exact
+    check runs on the result; this one only stops monstrous arrays from being built)."""
+    budget = sum(arr.nbytes for arr in inputs if arr is not None) + FOLD_GROWTH_LIMIT
+    for out in node.output:
+        if out and out in shapes:
+            size = 1
+            for dim in shapes[out]:
+                size *= max(int(dim), 0)
+            if size > 2 * budget:  # elements, at least one byte each
+                return False
+        elif out and node.op_type in _SIZE_FROM_VALUES:
+            return False  # size unknown and driven by values: keep it for run time
+    return True
+
+
+def _shape_slice(shape: tuple[int, ...], node: onnx.NodeProto) -> np.ndarray:
+    attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+    start, end = attrs.get("start", 0), attrs.get("end", None)
+    return np.array(shape[slice(start, end)], dtype=np.int64)
+
+
+def _describe_step(node: onnx.NodeProto) -> str:
+    attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+    shown = ", ".join(
+        f"{k}={list(v) if isinstance(v, (list, tuple)) else v}"
+        for k, v in attrs.items()
+        if isinstance(v, (int, float, list, tuple))
+    )
+    return f"{node.op_type}({shown})"

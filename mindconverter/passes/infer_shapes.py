@@ -1,0 +1,68 @@
+"""Pass: ONNX shape inference (with data propagation where it is safe)."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import shape_inference
+
+from ..errors import make_error
+
+
+def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Run ONNX shape inference with data propagation (shape arithmetic included).
+
+    Data propagation keeps every element of 1-D integer values as a proto message (hundreds of
+    bytes each), so a hostile ``Range(0, 1e9)`` would exhaust memory: it is only used when a first
+    pass without it shows no integer vector longer than ``DATA_PROP_LIMIT``.
+    """
+    try:
+        plain = shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=False
+        )
+        if _long_integer_vectors(plain):
+            return plain
+        return shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
+    except MemoryError:
+        raise make_error(
+            "ABSURD_DIMENSION", "Shape inference ran out of memory on the declared sizes."
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - InferenceError, RuntimeError, ValidationError...
+        raise make_error(
+            "SHAPE_INFERENCE_FAILED", str(exc).splitlines()[0] if str(exc) else ""
+        ) from None
+
+
+# Longest integer vector for which shape inference may propagate values (real shape tensors are tiny).
+DATA_PROP_LIMIT = 4096
+
+
+_INTEGER_TYPES = {
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.INT16,
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.UINT64,
+    onnx.TensorProto.UINT32,
+    onnx.TensorProto.UINT16,
+    onnx.TensorProto.UINT8,
+}
+
+
+def _long_integer_vectors(model: onnx.ModelProto) -> bool:
+    graph = model.graph
+    for init in graph.initializer:
+        if (
+            init.data_type in _INTEGER_TYPES
+            and len(init.dims) == 1
+            and init.dims[0] > DATA_PROP_LIMIT
+        ):
+            return True
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        tensor_type = info.type.tensor_type
+        if tensor_type.elem_type in _INTEGER_TYPES and len(tensor_type.shape.dim) == 1:
+            dim = tensor_type.shape.dim[0]
+            if not dim.HasField("dim_value") or dim.dim_value > DATA_PROP_LIMIT:
+                return True
+    return False
