@@ -11,24 +11,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import onnx
-
 from .codegen.naming import module_name
 from .codegen.render import RenderedModel, UnconvertedSite, render_script
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
-from .graph.ir import build_ir
-from .graph.specs import TensorSpec, detect_inputs, detect_outputs
+from .graph import Graph
+from .graph.specs import TensorSpec
 from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
 from .outputs import checkpoint as ckpt
 from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
 from .outputs.report import converted_rate, op_counts, render_report, weight_map
-from .passes.fix_shapes import fix_input_shapes, parse_shape, resolve_input_shapes
-from .passes.lift_patterns import lift_patterns
-from .passes.map_operators import map_nodes
-from .passes.pipeline import simplify
-from .passes.select_io import remove_initializer_inputs, select_inputs_outputs
+from .passes.context import PassContext
+from .passes.fix_shapes import parse_shape
+from .passes.pipeline import PIPELINE, run_passes
 from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
 
 ShapeArg = str | Sequence[int]
@@ -146,42 +142,64 @@ def convert(
     paths = output_paths(model_path, output_dir, report_dir)
     check_targets(paths.all(), overwrite)
 
-    model = load_model(model_path, input_nodes, output_nodes, shapes)
+    graph = Graph(load_model(model_path, input_nodes, output_nodes, shapes))
     if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
-        input_nodes = [inp.name for inp in model.graph.input]
-        output_nodes = [out.name for out in model.graph.output]
-    model = select_inputs_outputs(model, list(input_nodes or []), list(output_nodes or []))
-    input_specs, output_specs = detect_inputs(model), detect_outputs(model)
-    say("Detected inputs:  " + "; ".join(spec.describe() for spec in input_specs))
-    say("Detected outputs: " + "; ".join(spec.describe() for spec in output_specs))
-    resolved = resolve_input_shapes(input_specs, shapes)
-    reference = None
-    if verify:  # onnxruntime runs the model as the user gave it, before our rewrites
-        reference = onnx.ModelProto()
-        reference.CopyFrom(model)
-    remove_initializer_inputs(model)
-
-    source_initializers = {init.name for init in model.graph.initializer}
-    fix_input_shapes(model, resolved)
-    model, fold_records = simplify(model)
-    lifted = lift_patterns(model)
-    if lifted:
-        say("Lifted layers: " + ", ".join(f"{count} {name}" for name, count in lifted.items()))
-    graph = build_ir(model, fold_records, source_initializers)
-    del model
-    registry = registry or default_registry()
-    mapped = map_nodes(graph, registry, debug=debug)
-    rendered = render_script(graph, mapped, model_path.name, resolved)
+        input_nodes = [inp.name for inp in graph.model.graph.input]
+        output_nodes = [out.name for out in graph.model.graph.output]
+    context = PassContext(
+        registry=registry or default_registry(),
+        input_nodes=list(input_nodes or []),
+        output_nodes=list(output_nodes or []),
+        shapes=shapes,
+        keep_reference=verify,
+        debug=debug,
+        log=say,
+    )
+    run_passes(graph, context, PIPELINE)
+    rendered = render_script(
+        graph, context.mapped, context.tree, model_path.name, context.resolved_shapes
+    )
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
         raise make_error(
             "UNSUPPORTED_OPERATORS",
             f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.",
         )
+    verification = _write_outputs(
+        paths, graph, context, rendered, model_path.name, overwrite, tolerance, graph_mode, say
+    )
+    mapped = context.mapped
+    result = ConversionResult(
+        paths=paths,
+        inputs=context.input_specs,
+        outputs=context.output_specs,
+        converted_rate=converted_rate(mapped),
+        unconverted=rendered.unconverted,
+        operator_counts={row.op: row.total for row in op_counts(mapped)},
+        parameter_count=len(rendered.entries),
+        seconds=time.perf_counter() - started,
+        verification=verification,
+    )
+    if verification is not None and not verification["ok"]:
+        raise make_error("VERIFY_MISMATCH", describe(verification))
+    return result
 
+
+def _write_outputs(
+    paths: OutputPaths,
+    graph: Graph,
+    context: PassContext,
+    rendered: RenderedModel,
+    model_name: str,
+    overwrite: bool,
+    tolerance: float,
+    graph_mode: bool,
+    say: Callable[[str], None],
+) -> dict | None:
+    """Write script, checkpoint, report and weight map at once (verifying the staged files)."""
     input_lines = [
         f"{spec.name} -> {var}: {_shape_text(graph, spec.name)}"
-        for spec, var in zip(input_specs, rendered.input_names)
+        for spec, var in zip(context.input_specs, rendered.input_names)
     ]
     output_lines = [f"{name}: {_shape_text(graph, name)}" for name in graph.outputs]
     verification = None
@@ -193,12 +211,12 @@ def convert(
                 stream, ((entry.name, entry.array) for entry in rendered.entries)
             ),
         )
-        if verify:
+        if context.reference is not None:
             if rendered.unconverted:
                 say("Verification skipped: the script contains unconverted operators.")
             else:
                 verification = verify_conversion(
-                    reference,
+                    context.reference,
                     graph,
                     outputs.staged_path(paths.script),
                     outputs.staged_path(paths.checkpoint),
@@ -208,9 +226,9 @@ def convert(
                 say(describe(verification))
         report_text = render_report(
             graph=graph,
-            mapped=mapped,
+            mapped=context.mapped,
             rendered=rendered,
-            model_name=model_path.name,
+            model_name=model_name,
             script_name=paths.script.name,
             checkpoint_name=paths.checkpoint.name,
             inputs=input_lines,
@@ -220,21 +238,7 @@ def convert(
         outputs.write_text(paths.report, report_text)
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
         outputs.publish()
-
-    result = ConversionResult(
-        paths=paths,
-        inputs=input_specs,
-        outputs=output_specs,
-        converted_rate=converted_rate(mapped),
-        unconverted=rendered.unconverted,
-        operator_counts={row.op: row.total for row in op_counts(mapped)},
-        parameter_count=len(rendered.entries),
-        seconds=time.perf_counter() - started,
-        verification=verification,
-    )
-    if verification is not None and not verification["ok"]:
-        raise make_error("VERIFY_MISMATCH", describe(verification))
-    return result
+    return verification
 
 
 def _shape_text(graph, name: str) -> str:

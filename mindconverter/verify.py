@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from .errors import make_error
-from .graph.ir import IRGraph
+from .graph import Graph
 
 DEFAULT_TOLERANCE = 1e-3
 _module_counter = itertools.count()
@@ -33,7 +33,7 @@ class OutputComparison:
     ok: bool
 
 
-def index_bounds(graph: IRGraph) -> dict[str, int]:
+def index_bounds(graph: Graph) -> dict[str, int]:
     """For integer inputs used as Gather indices into a constant table, the table size."""
     bounds: dict[str, int] = {}
     consumers = graph.consumers()
@@ -49,7 +49,7 @@ def index_bounds(graph: IRGraph) -> dict[str, int]:
     return bounds
 
 
-def random_inputs(graph: IRGraph, seed: int = 0) -> list[np.ndarray]:
+def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
     """Random inputs matching each graph input's shape and dtype, in the graph's order."""
     rng = np.random.default_rng(seed)
     bounds = index_bounds(graph)
@@ -177,7 +177,7 @@ def compare_outputs(
 
 def verify_conversion(
     reference: onnx.ModelProto,
-    graph: IRGraph,
+    graph: Graph,
     script: Path,
     checkpoint: Path,
     tolerance: float = DEFAULT_TOLERANCE,

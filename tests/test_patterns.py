@@ -10,8 +10,11 @@ import onnx
 import pytest
 from onnx import helper
 
+from mindconverter.graph import Graph
+from mindconverter.mappers.registry import default_registry
+from mindconverter.passes.context import PassContext
 from mindconverter.passes.lift_patterns import DOMAIN, lift_patterns
-from mindconverter.passes.pipeline import simplify
+from mindconverter.passes.pipeline import SIMPLIFY, run_passes
 
 from .helpers import assert_matches, make_model
 
@@ -131,9 +134,10 @@ def tanh_gelu_nodes(x, out, p, cube="pow"):
 
 
 def _lifted(model):
-    simplified, _ = simplify(model)
-    counts = lift_patterns(simplified)
-    return counts, simplified
+    graph = Graph(model)
+    run_passes(graph, PassContext(default_registry()), SIMPLIFY)
+    counts = lift_patterns(graph)
+    return counts, graph.model
 
 
 def _script(result):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import __version__
 from ..codegen.naming import CELL_MEMBERS, Namer, comment_text, identifier
-from ..graph.ir import IRGraph
+from ..graph import Graph
 from ..mappers.base import (
     BinOp,
     Call,
@@ -38,7 +38,7 @@ from ..mappers.base import (
     Weight,
     ms_dtype_name,
 )
-from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path, recover_blocks
+from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path
 
 # Constants with at most this many elements are written into the script as literals.
 INLINE_CONST_LIMIT = 16
@@ -255,9 +255,7 @@ def _with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
 class ScriptRenderer:
     """Renders one model; create one per conversion."""
 
-    def __init__(
-        self, graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict
-    ):
+    def __init__(self, graph: Graph, mapped: list[MappedNode], model_name: str, input_shapes: dict):
         self.graph = graph
         self.mapped = mapped
         self.model_name = model_name
@@ -569,8 +567,7 @@ class ScriptRenderer:
 
     # --- whole script ------------------------------------------------------------------
     def render(self) -> RenderedModel:
-        root = recover_blocks(self.graph, self.mapped)
-        top = self._render_block(root, prefix="", is_root=True)
+        top = self._render_block(self.tree, prefix="", is_root=True)
         classes = self._merge_classes()
         root_init = [self._join(line, top.builder, {}, classes) for line in top.builder.init_lines]
         code = self._fill_template(top.args, top.returns, classes, root_init, top.builder.body)
@@ -915,7 +912,9 @@ def format_code(code: str) -> str:
 
 
 def render_script(
-    graph: IRGraph, mapped: list[MappedNode], model_name: str, input_shapes: dict
+    graph: Graph, mapped: list[MappedNode], tree: Block, model_name: str, input_shapes: dict
 ) -> RenderedModel:
-    """Render the MindSpore script for the mapped graph."""
-    return ScriptRenderer(graph, mapped, model_name, input_shapes).render()
+    """Render the MindSpore script for the mapped graph and its recovered module tree."""
+    renderer = ScriptRenderer(graph, mapped, model_name, input_shapes)
+    renderer.tree = tree
+    return renderer.render()

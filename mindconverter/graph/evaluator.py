@@ -1,4 +1,8 @@
-"""The one node evaluator: runs a single ONNX node on known values at conversion time."""
+"""The one evaluator of ONNX nodes at conversion time (onnx's reference implementation).
+
+Folding and unrolling run single nodes on known values (:func:`evaluate_node`); pattern lifting
+runs a short chain on a probe input to check what it computes (:func:`evaluate_chain`).
+"""
 
 from __future__ import annotations
 
@@ -65,3 +69,34 @@ NOT_FOLDABLE = {
     "OptionalGetElement",
     "OptionalHasElement",
 }
+
+
+def evaluate_chain(
+    nodes: list[onnx.NodeProto],
+    x_name: str,
+    x_value: np.ndarray,
+    out: str,
+    initializers: list[onnx.TensorProto],
+    opset: int,
+) -> np.ndarray | None:
+    """Run ``nodes`` on ``x_value`` fed as ``x_name`` and return value ``out``; None on failure."""
+    elem = helper.np_dtype_to_tensor_dtype(x_value.dtype)
+    graph = helper.make_graph(
+        [_without_metadata(node) for node in nodes],
+        "chain",
+        [helper.make_tensor_value_info(x_name, elem, list(x_value.shape))],
+        [helper.make_tensor_value_info(out, 0, None)],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        return np.asarray(ReferenceEvaluator(model).run(None, {x_name: x_value})[0])
+    except Exception:  # the chain is not what it seemed: the caller keeps it as it is
+        return None
+
+
+def _without_metadata(node: onnx.NodeProto) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.metadata_props[:]
+    return copy

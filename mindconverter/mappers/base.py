@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..graph.ir import IRGraph, IRNode
+    from ..graph import Graph, Node
 
 
 class Unsupported(Exception):
@@ -146,7 +146,7 @@ class Outputs:
 class NodeContext:
     """Read-only view of one node for a mapper: attributes, input/output shapes, constants."""
 
-    def __init__(self, graph: IRGraph, node: IRNode, domain_opset: int | None = None):
+    def __init__(self, graph: Graph, node: Node, domain_opset: int | None = None):
         self.graph = graph
         self.node = node
         self.opset = domain_opset if domain_opset is not None else graph.opset
@@ -286,7 +286,7 @@ def ms_dtype_name(dtype: np.dtype) -> str:
 class MappedNode:
     """A node with its mapped description, or the reason it was not converted."""
 
-    node: IRNode
+    node: Node
     result: Any = None
     reason: str | None = None
 

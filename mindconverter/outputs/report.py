@@ -10,7 +10,7 @@ import jinja2
 
 from ..codegen.naming import comment_text
 from ..codegen.render import RenderedModel
-from ..graph.ir import IRGraph
+from ..graph import Graph
 from ..mappers.base import MappedNode
 from ..outputs.checkpoint import tensor_type_name
 
@@ -45,7 +45,7 @@ def _qualified(domain: str, op_type: str) -> str:
 
 def render_report(
     *,
-    graph: IRGraph,
+    graph: Graph,
     mapped: list[MappedNode],
     rendered: RenderedModel,
     model_name: str,

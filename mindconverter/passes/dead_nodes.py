@@ -5,7 +5,9 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
+from ..graph import Graph
 from ..graph.subgraphs import subgraph_references
+from .context import PassContext
 
 
 def remove_unused_initializers(model: onnx.ModelProto) -> None:
@@ -33,3 +35,18 @@ def remove_dead_nodes(model: onnx.ModelProto) -> None:
         kept.reverse()
         del graph.node[:]
         graph.node.extend(kept)
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Remove nodes that reach no output, then initializers nothing reads."""
+    remove_dead_nodes(graph.model)
+    remove_unused_initializers(graph.model)
+    graph.edited()
+    return True
+
+
+def run_unused_initializers(graph: Graph, context: PassContext) -> bool:
+    """Remove initializers nothing reads (after folding replaced their readers)."""
+    remove_unused_initializers(graph.model)
+    graph.edited()
+    return True

@@ -7,7 +7,9 @@ import re
 import onnx
 
 from ..errors import make_error
+from ..graph import Graph
 from ..graph.specs import TensorSpec
+from .context import PassContext
 
 # A dimension beyond this is not a real size (it would not fit in memory) but an export bug.
 MAX_DIMENSION = 1 << 40
@@ -103,3 +105,21 @@ def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]])
     del model.graph.value_info[:]
     for out in model.graph.output:
         out.type.tensor_type.ClearField("shape")
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Resolve every input's shape from the model and --shape, and write it into the graph."""
+    context.resolved_shapes = resolve_input_shapes(context.input_specs, context.shapes)
+    remove_initializer_inputs(graph.model)
+    fix_input_shapes(graph.model, context.resolved_shapes)
+    graph.edited()
+    return True
+
+
+def remove_initializer_inputs(model: onnx.ModelProto) -> None:
+    """Drop graph inputs that are really weights (old exporters list initializers as inputs)."""
+    weights = {init.name for init in model.graph.initializer}
+    kept = [inp for inp in model.graph.input if inp.name not in weights]
+    if len(kept) != len(model.graph.input):
+        del model.graph.input[:]
+        model.graph.input.extend(kept)

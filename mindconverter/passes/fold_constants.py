@@ -6,10 +6,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..graph import Graph
 from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
 from ..graph.provenance import FoldRecord
 from ..graph.specs import static_shapes
 from ..graph.subgraphs import has_subgraph
+from .context import PassContext
 
 # A folded constant may grow to this many bytes beyond the size of its inputs before we keep
 # computing it at run time instead (e.g. a huge ConstantOfShape).
@@ -131,3 +133,11 @@ def _describe_step(node: onnx.NodeProto) -> str:
         if isinstance(v, (int, float, list, tuple))
     )
     return f"{node.op_type}({shown})"
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Fold what can be computed at conversion time; provenance goes to ``graph.fold_records``."""
+    changed = fold_constants(graph.model, graph.fold_records)
+    if changed:
+        graph.edited()
+    return changed

@@ -6,6 +6,8 @@ import onnx
 from onnx import shape_inference
 
 from ..errors import make_error
+from ..graph import Graph
+from .context import PassContext
 
 
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -65,4 +67,10 @@ def _long_integer_vectors(model: onnx.ModelProto) -> bool:
             dim = tensor_type.shape.dim[0]
             if not dim.HasField("dim_value") or dim.dim_value > DATA_PROP_LIMIT:
                 return True
+    return False
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Infer the shape and type of every value (replaces the graph's value infos)."""
+    graph.replace_model(infer_shapes(graph.model))
     return False

@@ -5,6 +5,9 @@ from __future__ import annotations
 import onnx
 from onnx import helper, numpy_helper
 
+from ..graph import Graph
+from .context import PassContext
+
 
 def inline_constant_ifs(model: onnx.ModelProto) -> bool:
     """Replace each ``If`` whose condition is a known constant by the branch it takes.
@@ -41,4 +44,12 @@ def inline_constant_ifs(model: onnx.ModelProto) -> bool:
     if changed:
         del graph.node[:]
         graph.node.extend(nodes)
+    return changed
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Inline every ``If`` whose condition is a known constant."""
+    changed = inline_constant_ifs(graph.model)
+    if changed:
+        graph.edited()
     return changed

@@ -1,4 +1,4 @@
-"""Stage 3b: lift decomposed layers back to what a person writes.
+"""Pass: lift decomposed layers back to what a person writes.
 
 Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm`` below
 opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, GELU becomes an Erf or Tanh
@@ -22,11 +22,12 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from onnx import helper
 
-from ..graph.specs import static_shapes
+from ..graph import Graph
+from ..graph.evaluator import evaluate_chain
 from ..graph.subgraphs import subgraph_references
+from .context import PassContext
 
 DOMAIN = "ai.mindconverter"
 DOMAIN_VERSION = 1
@@ -37,41 +38,23 @@ _MAX_GELU_NODES = 14
 
 
 class _Index:
-    """Producers, consumers, constants and shapes of a graph, updated as chains are fused."""
+    """The graph being fused: its constants, shapes and dtypes, plus which chains were replaced."""
 
-    def __init__(self, model: onnx.ModelProto):
-        graph = model.graph
-        self.model = model
-        self.opsets = {entry.domain or "": entry.version for entry in model.opset_import}
-        self.producer: dict[str, onnx.NodeProto] = {}
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.model = graph.model
+        self.producer: dict[str, onnx.NodeProto] = dict(graph.producers)
         self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
-        for node in graph.node:
-            for out in node.output:
-                if out:
-                    self.producer[out] = node
-            for name in node.input:
-                if name:
-                    self.consumers[name].append(node)
-        self.pinned = {out.name for out in graph.output} | subgraph_references(graph)
-        self.inits = {init.name: init for init in graph.initializer}
-        self._arrays: dict[str, np.ndarray] = {}
-        self.shapes = static_shapes(model)
-        self.dtypes = {}
-        for info in list(graph.input) + list(graph.value_info) + list(graph.output):
-            elem = info.type.tensor_type.elem_type
-            if elem:
-                self.dtypes[info.name] = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-        for init in graph.initializer:
-            self.dtypes[init.name] = np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type))
+        for name, readers in graph.consumer_nodes.items():
+            self.consumers[name] = list(readers)
+        self.pinned = set(graph.outputs) | subgraph_references(graph.model.graph)
+        self.shapes = graph.shapes
+        self.dtypes = graph.dtypes
         self.dead: set[int] = set()  # id() of nodes removed by a fusion
         self.placed: dict[int, onnx.NodeProto] = {}  # id() of a chain's last node -> fused node
 
     def const(self, name: str) -> np.ndarray | None:
-        if not name or name not in self.inits:
-            return None
-        if name not in self._arrays:
-            self._arrays[name] = numpy_helper.to_array(self.inits[name])
-        return self._arrays[name]
+        return self.graph.constant(name)
 
     def scalar(self, name: str) -> float | None:
         value = self.const(name)
@@ -129,34 +112,12 @@ class _Index:
     ) -> np.ndarray | None:
         """Run ``nodes`` on ``x_value`` for input ``x_name`` with the graph's constants."""
         feeds_needed = {name for node in nodes for name in node.input if name and name != x_name}
-        inits = []
-        for name in sorted(feeds_needed):
-            if name in self.inits:
-                inits.append(self.inits[name])
+        inits = self.graph.initializers
         produced = {o for node in nodes for o in node.output}
-        if any(name not in produced and name not in self.inits for name in feeds_needed):
+        if any(name not in produced and name not in inits for name in feeds_needed):
             return None
-        elem = helper.np_dtype_to_tensor_dtype(x_value.dtype)
-        graph = helper.make_graph(
-            [_plain_copy(node) for node in nodes],
-            "chain",
-            [helper.make_tensor_value_info(x_name, elem, list(x_value.shape))],
-            [helper.make_tensor_value_info(out, 0, None)],
-            inits,
-        )
-        opset = self.opsets.get("", 17)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        try:
-            return np.asarray(ReferenceEvaluator(model).run(None, {x_name: x_value})[0])
-        except Exception:
-            return None
-
-
-def _plain_copy(node: onnx.NodeProto) -> onnx.NodeProto:
-    copy = onnx.NodeProto()
-    copy.CopyFrom(node)
-    del copy.metadata_props[:]
-    return copy
+        needed = [inits[name] for name in sorted(feeds_needed) if name in inits]
+        return evaluate_chain(nodes, x_name, x_value, out, needed, self.graph.opsets.get("", 17))
 
 
 def _close(actual: np.ndarray | None, expected: np.ndarray, dtype: np.dtype) -> bool:
@@ -505,19 +466,30 @@ def _lift_linears(index: _Index) -> int:
 
 # --- driver -------------------------------------------------------------------------------
 
-PASSES: list[tuple[str, Callable[[_Index], int]]] = [
+LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("Gelu", _lift_gelus),
     ("LayerNorm", _lift_layer_norms),
     ("Linear", _lift_linears),
 ]
 
 
-def lift_patterns(model: onnx.ModelProto) -> dict[str, int]:
+def run(graph: Graph, context: PassContext) -> bool:
+    """Fuse decomposed LayerNorm, GELU and Linear chains in place; counts go to ``context.lifted``."""
+    context.lifted = lift_patterns(graph)
+    if context.lifted:
+        context.say(
+            "Lifted layers: " + ", ".join(f"{n} {name}" for name, n in context.lifted.items())
+        )
+    return bool(context.lifted)
+
+
+def lift_patterns(graph: Graph) -> dict[str, int]:
     """Fuse decomposed LayerNorm, GELU and Linear chains in place; returns how many of each."""
-    index = _Index(model)
+    model = graph.model
+    index = _Index(graph)
     counts = {}
-    for name, run in PASSES:
-        found = run(index)
+    for name, lift in LIFTS:
+        found = lift(index)
         if found:
             counts[name] = found
     if not counts:
@@ -537,4 +509,5 @@ def lift_patterns(model: onnx.ModelProto) -> dict[str, int]:
     if len(kept) != len(model.graph.initializer):
         del model.graph.initializer[:]
         model.graph.initializer.extend(kept)
+    graph.edited()
     return counts

@@ -7,12 +7,13 @@ could not be converted.
 from __future__ import annotations
 
 from ..errors import make_error
-from ..graph.ir import IRGraph
+from ..graph import Graph
 from ..mappers.base import MappedNode, NodeContext, Unsupported
 from ..mappers.registry import MapperRegistry
+from .context import PassContext
 
 
-def map_nodes(graph: IRGraph, registry: MapperRegistry, debug: bool = False) -> list[MappedNode]:
+def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> list[MappedNode]:
     """Map every node; a mapper's internal error becomes an unconverted node (or raises with debug)."""
     mapped = []
     for node in graph.nodes:
@@ -39,3 +40,9 @@ def map_nodes(graph: IRGraph, registry: MapperRegistry, debug: bool = False) -> 
             continue
         mapped.append(MappedNode(node, result=result))
     return mapped
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Map every node with the context's registry; the results go to ``context.mapped``."""
+    context.mapped = map_nodes(graph, context.registry, debug=context.debug)
+    return False

@@ -9,6 +9,9 @@ import sys
 import onnx
 import onnxoptimizer
 
+from ..graph import Graph
+from .context import PassContext
+
 # Graph clean-ups from onnxoptimizer that never change what a layer is (no fusing of Conv+BN or
 # MatMul+Add: those are kept as the user wrote them).
 # Dead nodes are removed by remove_dead_nodes: onnxoptimizer's eliminate_deadend ignores reads
@@ -67,3 +70,9 @@ def _quiet_stderr():
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Tidy the graph with onnxoptimizer (identity, no-op and consecutive-op clean-ups)."""
+    graph.replace_model(run_optimizer(graph.model))
+    return True

@@ -1,32 +1,95 @@
-"""The ordered list of passes that turns a loaded model into a graph ready for mapping."""
+"""The ordered list of passes from a loaded model to a mapped graph with its module tree.
+
+Every pass is a function ``run(graph, context) -> bool`` (whether it changed the graph) in a
+module of its own; :data:`PIPELINE` is the order they run in, and :func:`run_passes` runs it.
+"""
 
 from __future__ import annotations
 
-import onnx
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from ..graph.provenance import FoldRecord
-from .dead_nodes import remove_dead_nodes, remove_unused_initializers
-from .fold_constants import fold_constants
-from .infer_shapes import infer_shapes
-from .inline_ifs import inline_constant_ifs
-from .optimize import run_optimizer
-from .unroll_loops import unroll_loops
+from ..graph import Graph
+from . import (
+    check_graph,
+    dead_nodes,
+    fix_shapes,
+    fold_constants,
+    infer_shapes,
+    inline_ifs,
+    keep_reference,
+    lift_patterns,
+    map_operators,
+    optimize,
+    recover_hierarchy,
+    select_io,
+    unroll_loops,
+)
+from .context import PassContext
+
+PassFn = Callable[[Graph, PassContext], bool]
 
 
-def simplify(
-    model: onnx.ModelProto, max_rounds: int = 500
-) -> tuple[onnx.ModelProto, dict[str, FoldRecord]]:
-    """Infer shapes and fold constants until nothing changes, then tidy with onnxoptimizer."""
-    records: dict[str, FoldRecord] = {}
-    model = infer_shapes(model)
-    for _ in range(max_rounds):
-        folded = fold_constants(model, records)
-        if not (inline_constant_ifs(model) or unroll_loops(model) or folded):
-            break
-        remove_unused_initializers(model)
-        model = infer_shapes(model)
-    model = run_optimizer(model)
-    remove_dead_nodes(model)
-    remove_unused_initializers(model)
-    model = infer_shapes(model)
-    return model, records
+@dataclass(frozen=True)
+class Pass:
+    """One named step of the pipeline."""
+
+    name: str
+    run: PassFn
+
+    def apply(self, graph: Graph, context: PassContext) -> bool:
+        return bool(self.run(graph, context))
+
+
+@dataclass(frozen=True)
+class UntilSettled:
+    """Passes repeated, in order, until a round changes nothing; after a round that changed the
+    graph, the ``tidy`` passes run before the next round."""
+
+    name: str
+    passes: tuple[PassFn, ...]
+    tidy: tuple[PassFn, ...] = ()
+    max_rounds: int = 500
+
+    def apply(self, graph: Graph, context: PassContext) -> bool:
+        changed_any = False
+        for _ in range(self.max_rounds):
+            changed = [bool(run(graph, context)) for run in self.passes]
+            if not any(changed):
+                break
+            changed_any = True
+            for run in self.tidy:
+                run(graph, context)
+        return changed_any
+
+
+Step = Pass | UntilSettled
+
+SIMPLIFY: tuple[Step, ...] = (
+    Pass("infer shapes", infer_shapes.run),
+    UntilSettled(
+        "fold constants, inline constant Ifs and unroll loops until settled",
+        passes=(fold_constants.run, inline_ifs.run, unroll_loops.run),
+        tidy=(dead_nodes.run_unused_initializers, infer_shapes.run),
+    ),
+    Pass("tidy with onnxoptimizer", optimize.run),
+    Pass("remove dead nodes", dead_nodes.run),
+    Pass("infer shapes", infer_shapes.run),
+)
+
+PIPELINE: tuple[Step, ...] = (
+    Pass("select inputs and outputs", select_io.run),
+    Pass("keep the source model for verification", keep_reference.run),
+    Pass("fix input shapes", fix_shapes.run),
+    *SIMPLIFY,
+    Pass("lift decomposed layers", lift_patterns.run),
+    Pass("check the graph", check_graph.run),
+    Pass("map operators", map_operators.run),
+    Pass("recover the module hierarchy", recover_hierarchy.run),
+)
+
+
+def run_passes(graph: Graph, context: PassContext, steps: Sequence[Step] = PIPELINE) -> None:
+    """Run ``steps`` (the whole pipeline by default) on ``graph`` in order."""
+    for step in steps:
+        step.apply(graph, context)

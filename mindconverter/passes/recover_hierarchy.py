@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..graph.ir import IRGraph
+from ..graph import Graph
 from ..mappers.base import MappedNode
+from .context import PassContext
 
 # Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent.
 ACTIVATION_CELLS = {
@@ -96,7 +97,7 @@ def _parent(path: str) -> str:
     return path.rsplit(".", 1)[0] if "." in path else ""
 
 
-def _interface(block: Block, graph: IRGraph, read_outside: set[str]) -> None:
+def _interface(block: Block, graph: Graph, read_outside: set[str]) -> None:
     produced, consumed = [], []
     for mapped in block.nodes():
         consumed.extend(n for n in mapped.node.inputs if n)
@@ -154,7 +155,7 @@ def _settle(block: Block) -> None:
         block.items[index : index + 1] = victim.items
 
 
-def _hoist_shared_inputs(block: Block, graph: IRGraph, graph_nodes=None) -> None:
+def _hoist_shared_inputs(block: Block, graph: Graph, graph_nodes=None) -> None:
     """Move out of a child block the nodes that only transform the child's inputs for others too.
 
     Exporters file a computation shared by several layers (BERT's attention-mask transform)
@@ -200,7 +201,7 @@ def _all_blocks(block: Block) -> list[Block]:
     return result
 
 
-def _is_chain_element(item, graph: IRGraph) -> bool:
+def _is_chain_element(item, graph: Graph) -> bool:
     if isinstance(item, Block):
         return len(item.inputs) == 1 and len(item.outputs) == 1
     from ..mappers.base import Call, Cell, Input
@@ -232,7 +233,7 @@ def _item_name(item, parent: str) -> str | None:
     return path.rsplit(".", 1)[-1] if _parent(path) == parent else None
 
 
-def _mark_sequential(block: Block, graph: IRGraph) -> None:
+def _mark_sequential(block: Block, graph: Graph) -> None:
     """A container whose numbered children run one after the other becomes a SequentialCell."""
     for child in block.child_blocks():
         _mark_sequential(child, graph)
@@ -262,7 +263,7 @@ def _mark_sequential(block: Block, graph: IRGraph) -> None:
         block.indices = indices
 
 
-def _segments(graph: IRGraph, mapped: list[MappedNode]) -> list[list[MappedNode]]:
+def _segments(graph: Graph, mapped: list[MappedNode]) -> list[list[MappedNode]]:
     """Split the node sequence where exactly one computed value is alive (a block boundary)."""
     last_use: dict[str, int] = {}
     for index, m in enumerate(mapped):
@@ -321,7 +322,7 @@ _CLOSING_OPS = {
 }
 
 
-def mine_repeated_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
+def mine_repeated_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     """For files without module hints: segments whose wiring repeats become blocks."""
     root = Block("", "")
     segments = []
@@ -353,7 +354,7 @@ def mine_repeated_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
     return root
 
 
-def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
+def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     """The module tree of the model from exporter hints, else from repeated structure."""
     paths = {id(m): module_path(m.node) for m in mapped}
     modules: set[str] = set()
@@ -399,3 +400,9 @@ def recover_blocks(graph: IRGraph, mapped: list[MappedNode]) -> Block:
         block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")
     _mark_sequential(root, graph)
     return root
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Group the mapped nodes into the module tree code generation renders (``context.tree``)."""
+    context.tree = recover_blocks(graph, context.mapped)
+    return False

@@ -8,16 +8,9 @@ import onnx
 from onnx import shape_inference
 
 from ..errors import make_error
+from ..graph import Graph
 from ..graph.specs import detect_inputs, detect_outputs
-
-
-def remove_initializer_inputs(model: onnx.ModelProto) -> None:
-    """Drop graph inputs that are really weights (old exporters list initializers as inputs)."""
-    weights = {init.name for init in model.graph.initializer}
-    kept = [inp for inp in model.graph.input if inp.name not in weights]
-    if len(kept) != len(model.graph.input):
-        del model.graph.input[:]
-        model.graph.input.extend(kept)
+from .context import PassContext
 
 
 def _close_names(name: str, candidates: list[str]) -> str:
@@ -103,3 +96,16 @@ def select_inputs_outputs(
             "UNKNOWN_NODE",
             f"Cannot cut the graph between {wanted_inputs} and {wanted_outputs}: {exc}",
         ) from None
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Cut the graph to the chosen inputs and outputs and record what they are."""
+    model = select_inputs_outputs(graph.model, context.input_nodes, context.output_nodes)
+    if model is not graph.model:
+        graph.replace_model(model)
+    else:
+        graph.edited()
+    context.input_specs, context.output_specs = detect_inputs(model), detect_outputs(model)
+    context.say("Detected inputs:  " + "; ".join(spec.describe() for spec in context.input_specs))
+    context.say("Detected outputs: " + "; ".join(s.describe() for s in context.output_specs))
+    return True

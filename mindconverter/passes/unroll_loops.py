@@ -28,55 +28,42 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..graph import Graph
 from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
-from ..graph.specs import static_shapes
+from ..graph.graph import claim_name
 from ..graph.subgraphs import has_subgraph
+from .context import PassContext
 
 MAX_ITERATIONS = 4096
 MAX_UNROLLED_NODES = 200_000
 
 
-def _claim(taken: set[str], wanted: str) -> str:
-    """``wanted``, or ``wanted_2``, ``wanted_3``... whichever is free; marks it taken."""
-    name, count = wanted, 1
-    while name in taken:
-        count += 1
-        name = f"{wanted}_{count}"
-    taken.add(name)
-    return name
+class _Unrolling:
+    """What unrolling needs from the main graph: constants (and values it computed), static
+    shapes, fresh names, and the initializers it adds."""
 
-
-class _Graph:
-    """What unrolling needs from the main graph: constants, static shapes, fresh names."""
-
-    def __init__(self, model: onnx.ModelProto):
-
-        self.model = model
-        self.opsets = {entry.domain or "": entry.version for entry in model.opset_import}
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.opsets = graph.opsets
         self.opset = self.opsets.get("", 1)
-        self.inits = {init.name: init for init in model.graph.initializer}
-        self.values: dict[str, np.ndarray] = {}
-        self.shapes = static_shapes(model)
-        self.names = {inp.name for inp in model.graph.input} | set(self.inits)
-        self.names |= {out for node in model.graph.node for out in node.output}
-        self.node_names = {node.name for node in model.graph.node}
+        self.values: dict[str, np.ndarray] = {}  # body values computed at conversion time
+        self.shapes = graph.shapes
+        self.names = graph.value_names()
+        self.node_names = graph.node_names()
         self.new_initializers: list[onnx.TensorProto] = []
 
     def const(self, name: str) -> np.ndarray | None:
         if name in self.values:
             return self.values[name]
-        if name in self.inits:
-            self.values[name] = numpy_helper.to_array(self.inits[name])
-            return self.values[name]
-        return None
+        return self.graph.constant(name)
 
     def fresh(self, wanted: str) -> str:
         """A value name not used yet in the model."""
-        return _claim(self.names, wanted)
+        return claim_name(self.names, wanted)
 
     def fresh_node(self, wanted: str) -> str:
         """A node name not used yet in the model."""
-        return _claim(self.node_names, wanted)
+        return claim_name(self.node_names, wanted)
 
     def add_const(self, wanted: str, array: np.ndarray) -> str:
         name = self.fresh(wanted)
@@ -85,16 +72,25 @@ class _Graph:
         return name
 
 
-def unroll_loops(model: onnx.ModelProto) -> bool:
+def run(graph: Graph, context: PassContext) -> bool:
     """Replace every main-graph Loop/Scan with a known iteration count by its unrolled body."""
-    graph = model.graph
+    changed = unroll_loops(graph)
+    if changed:
+        graph.edited()
+    return changed
+
+
+def unroll_loops(graph: Graph) -> bool:
+    """Unroll in place; returns whether anything changed (the caller marks the graph edited)."""
+    model = graph.model
     if not any(
-        node.op_type in ("Loop", "Scan") and node.domain in ("", "ai.onnx") for node in graph.node
+        node.op_type in ("Loop", "Scan") and node.domain in ("", "ai.onnx")
+        for node in model.graph.node
     ):
         return False
-    state = _Graph(model)
+    state = _Unrolling(graph)
     nodes, changed = [], False
-    for node in graph.node:
+    for node in model.graph.node:
         unrolled = None
         if node.domain in ("", "ai.onnx"):
             if node.op_type == "Loop":
@@ -107,9 +103,9 @@ def unroll_loops(model: onnx.ModelProto) -> bool:
             nodes.extend(unrolled)
             changed = True
     if changed:
-        del graph.node[:]
-        graph.node.extend(nodes)
-        graph.initializer.extend(state.new_initializers)
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+        model.graph.initializer.extend(state.new_initializers)
     return changed
 
 
@@ -129,7 +125,7 @@ def _scalar(array: np.ndarray | None):
 class _Copier:
     """Emits copies of a body graph with renamed values, one per iteration."""
 
-    def __init__(self, node: onnx.NodeProto, body: onnx.GraphProto, state: _Graph):
+    def __init__(self, node: onnx.NodeProto, body: onnx.GraphProto, state: _Unrolling):
         self.node, self.body, self.state = node, body, state
         self.prefix = node.name or node.op_type.lower()
         self.nodes: list[onnx.NodeProto] = []
@@ -240,7 +236,7 @@ def _condition_cone(body: onnx.GraphProto, carried: int) -> set[str]:
     return wanted
 
 
-def _unroll_loop(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | None:
+def _unroll_loop(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto] | None:
     body = _attr(node, "body")
     inputs = list(node.input) + [""] * max(0, 2 - len(node.input))
     carried_in = inputs[2:]
@@ -298,7 +294,7 @@ def _unroll_loop(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | 
     return copier.nodes
 
 
-def _unroll_scan(node: onnx.NodeProto, state: _Graph) -> list[onnx.NodeProto] | None:
+def _unroll_scan(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto] | None:
     body = _attr(node, "body")
     num_scan = _attr(node, "num_scan_inputs")
     if body is None or num_scan is None:

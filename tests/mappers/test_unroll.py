@@ -8,6 +8,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from mindconverter import convert
+from mindconverter.graph import Graph
 from mindconverter.passes.unroll_loops import unroll_loops
 from tests.helpers import assert_matches, make_model
 
@@ -168,7 +169,7 @@ def test_data_dependent_loop_stays_and_is_reported(tmp_path):
         [("h_last", np.float32, (2, 4)), ("h_all", np.float32, None)],
         {"trip": np.array(5, np.int64), "go": np.array(True), "half": np.array(0.5, np.float32)},
     )
-    assert unroll_loops(model) is False
+    assert unroll_loops(Graph(model)) is False
     onnx.save(model, str(tmp_path / "model.onnx"))
     result = convert(tmp_path / "model.onnx", output=tmp_path / "out")
     assert [u.op_type for u in result.unconverted] == ["Loop"]

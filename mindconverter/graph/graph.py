@@ -1,0 +1,224 @@
+"""The one graph every pass reads and edits.
+
+A :class:`Graph` holds the ONNX ``ModelProto`` being converted (nodes, value infos, subgraphs),
+its weights by name (decoded to numpy once, on first use), where folded constants came from, and
+indexes derived from the model (static shapes, dtypes, producers, consumers, topological node
+views). A pass that edits the model calls :meth:`Graph.edited` (or :meth:`Graph.replace_model`),
+which drops the derived indexes so the next question sees the new graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .node import Node, attribute_value, topological_order
+from .provenance import FoldRecord
+from .specs import static_shapes
+
+# Attributes derived from the model; dropped on every edit.
+_DERIVED = (
+    "shapes",
+    "dtypes",
+    "producers",
+    "consumer_nodes",
+    "nodes",
+    "used_values",
+)
+
+
+class Weights(Mapping):
+    """The model's initializers as numpy arrays, decoded lazily and at most once each."""
+
+    def __init__(self, graph: Graph):
+        self._graph = graph
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        array = self._arrays.get(name)
+        if array is None:
+            tensor = self._graph.initializers.get(name)
+            if tensor is None:
+                raise KeyError(name)
+            array = self._arrays[name] = numpy_helper.to_array(tensor)
+        return array
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._graph.initializers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._graph.initializers)
+
+    def __len__(self) -> int:
+        return len(self._graph.initializers)
+
+    def forget(self) -> None:
+        """Drop decoded arrays whose initializer is gone or was replaced."""
+        current = self._graph.initializers
+        self._arrays = {name: a for name, a in self._arrays.items() if name in current}
+
+
+class Graph:
+    """The model under conversion and everything passes and mappers ask of it."""
+
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.fold_records: dict[str, FoldRecord] = {}
+        # Names of initializers as stored in the source file (before folding made new ones).
+        self.source_initializers: set[str] = {init.name for init in model.graph.initializer}
+        self._initializers: dict[str, onnx.TensorProto] | None = None
+        self.constants = Weights(self)
+
+    # --- editing -------------------------------------------------------------------------
+    def replace_model(self, model: onnx.ModelProto) -> None:
+        """Continue with ``model`` (e.g. the result of shape inference or the optimizer)."""
+        self.model = model
+        self.edited()
+
+    def edited(self) -> None:
+        """Forget every index derived from the model: call after changing it in place."""
+        self._initializers = None
+        for name in _DERIVED:
+            self.__dict__.pop(name, None)
+        self.constants.forget()
+
+    # --- the model's parts ---------------------------------------------------------------
+    @property
+    def initializers(self) -> dict[str, onnx.TensorProto]:
+        """Initializer protos by name."""
+        if self._initializers is None:
+            self._initializers = {init.name: init for init in self.model.graph.initializer}
+        return self._initializers
+
+    @property
+    def opsets(self) -> dict[str, int]:
+        """Imported opset version per domain (``""`` for the default domain)."""
+        return {entry.domain or "": entry.version for entry in self.model.opset_import}
+
+    @property
+    def opset(self) -> int:
+        """The default domain's opset version."""
+        opsets = self.opsets
+        return opsets.get("", opsets.get("ai.onnx", 0))
+
+    @property
+    def producer(self) -> str:
+        """The tool that wrote the model, with its version."""
+        return f"{self.model.producer_name} {self.model.producer_version}".strip()
+
+    @property
+    def inputs(self) -> list[str]:
+        """Names of the real graph inputs (not weights), in the model's order."""
+        return [inp.name for inp in self.model.graph.input if inp.name not in self.initializers]
+
+    @property
+    def outputs(self) -> list[str]:
+        """Names of the graph outputs, in the model's order."""
+        return [out.name for out in self.model.graph.output]
+
+    def constant(self, name: str) -> np.ndarray | None:
+        """The value of initializer ``name``, or None when it is not a constant."""
+        return self.constants[name] if name and name in self.initializers else None
+
+    # --- derived indexes (rebuilt after an edit) -----------------------------------------
+    @cached_property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every value whose shape is fully known, by name."""
+        return static_shapes(self.model)
+
+    @cached_property
+    def dtypes(self) -> dict[str, np.dtype]:
+        """The element type of every value whose type is known, by name."""
+        graph = self.model.graph
+        dtypes: dict[str, np.dtype] = {}
+        for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+            dtype = _dtype_of(info.type.tensor_type.elem_type)
+            if dtype is not None:
+                dtypes[info.name] = dtype
+        for init in graph.initializer:
+            dtype = _dtype_of(init.data_type)
+            if dtype is not None:
+                dtypes[init.name] = dtype
+        return dtypes
+
+    @cached_property
+    def producers(self) -> dict[str, onnx.NodeProto]:
+        """The node writing each value."""
+        return {out: node for node in self.model.graph.node for out in node.output if out}
+
+    @cached_property
+    def consumer_nodes(self) -> dict[str, list[onnx.NodeProto]]:
+        """The nodes reading each value, once per read (``Mul(x, x)`` reads ``x`` twice)."""
+        readers: dict[str, list[onnx.NodeProto]] = {}
+        for node in self.model.graph.node:
+            for name in node.input:
+                if name:
+                    readers.setdefault(name, []).append(node)
+        return readers
+
+    @cached_property
+    def nodes(self) -> list[Node]:
+        """The nodes in topological order with decoded attributes (what mappers read)."""
+        available = set(self.inputs) | set(self.initializers)
+        ordered = topological_order(list(self.model.graph.node), available)
+        return [
+            Node(
+                name=node.name or f"{node.op_type}_{index}",
+                op_type=node.op_type,
+                domain=node.domain if node.domain != "ai.onnx" else "",
+                attrs={attr.name: attribute_value(attr) for attr in node.attribute},
+                inputs=list(node.input),
+                outputs=list(node.output),
+                metadata={entry.key: entry.value for entry in node.metadata_props},
+            )
+            for index, node in enumerate(ordered)
+        ]
+
+    @cached_property
+    def used_values(self) -> frozenset[str]:
+        """Names of values some node reads or the graph returns."""
+        used = {name for node in self.nodes for name in node.inputs if name}
+        return frozenset(used | set(self.outputs))
+
+    def consumers(self) -> dict[str, list[Node]]:
+        """Map each value name to the (decoded) nodes that read it."""
+        result: dict[str, list[Node]] = {}
+        for node in self.nodes:
+            for name in node.inputs:
+                if name:
+                    result.setdefault(name, []).append(node)
+        return result
+
+    def value_names(self) -> set[str]:
+        """Every value name the main graph defines (a new set the caller may extend)."""
+        graph = self.model.graph
+        names = {inp.name for inp in graph.input} | set(self.initializers)
+        names |= {out for node in graph.node for out in node.output}
+        return names
+
+    def node_names(self) -> set[str]:
+        """Every node name of the main graph (a new set the caller may extend)."""
+        return {node.name for node in self.model.graph.node}
+
+
+def claim_name(taken: set[str], wanted: str) -> str:
+    """``wanted``, or ``wanted_2``, ``wanted_3``... whichever is free; adds it to ``taken``."""
+    name, count = wanted, 1
+    while name in taken:
+        count += 1
+        name = f"{wanted}_{count}"
+    taken.add(name)
+    return name
+
+
+def _dtype_of(elem_type: int) -> np.dtype | None:
+    if not elem_type:
+        return None
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError):
+        return None
