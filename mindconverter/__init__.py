@@ -3,9 +3,8 @@
 The public API is :func:`convert`; see docs/usage.md.
 """
 
-__version__ = "0.1.0"
-
 from .api import ConversionResult, convert
 from .errors import MindConverterError
+from .version import __version__
 
 __all__ = ["ConversionResult", "MindConverterError", "__version__", "convert"]

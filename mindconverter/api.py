@@ -21,7 +21,8 @@ from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
 from .outputs import checkpoint as ckpt
 from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
-from .outputs.report import converted_rate, op_counts, render_report, weight_map
+from .outputs.report import converted_rate, op_counts, render_report
+from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape
 from .passes.pipeline import PIPELINE, run_passes

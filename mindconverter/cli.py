@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .errors import MindConverterError, make_error
 
 DESCRIPTION = (

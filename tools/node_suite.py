@@ -579,9 +579,9 @@ def run_node_test(
     test: NodeTest, data_dir: Path | None = None, work_dir: Path | None = None, registry=None
 ) -> Outcome:
     """Convert one node test, run it in MindSpore and compare with the references."""
-    from . import convert
-    from .errors import MindConverterError
-    from .verify import run_mindspore
+    from mindconverter import convert
+    from mindconverter.errors import MindConverterError
+    from mindconverter.verify import run_mindspore
 
     started = time.perf_counter()
     data_dir = Path(data_dir) if data_dir else default_data_dir()

@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.naming import CELL_MEMBERS, Namer, comment_text, identifier
 from ..graph import Graph
 from ..mappers.base import (

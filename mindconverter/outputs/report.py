@@ -1,8 +1,7 @@
-"""Stage 7: the conversion report (text) and the weight-mapping table (JSON)."""
+"""The conversion report: [UnConvert] lines, the converted rate, inputs, outputs and counts."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -12,7 +11,6 @@ from ..codegen.naming import comment_text
 from ..codegen.render import RenderedModel
 from ..graph import Graph
 from ..mappers.base import MappedNode
-from ..outputs.checkpoint import tensor_type_name
 
 
 @dataclass
@@ -88,32 +86,4 @@ def render_report(
         converted_nodes=sum(m.converted for m in mapped),
         op_counts=op_counts(mapped),
         verification=verification,
-    )
-
-
-def weight_map(rendered: RenderedModel, model_key: str) -> str:
-    """The weight-mapping JSON: one entry per checkpoint parameter with its source weight."""
-    rows = []
-    for entry in rendered.entries:
-        row = {
-            "converted_weight": {
-                "name": entry.name,
-                "shape": [int(d) for d in entry.array.shape],
-                "data_type": tensor_type_name(entry.array.dtype),
-            },
-            "source_weight": {
-                "name": entry.source,
-                "shape": [int(d) for d in (entry.source_shape or entry.array.shape)],
-                "data_type": entry.source_dtype or str(entry.array.dtype),
-            },
-        }
-        if entry.transform:
-            row["transform"] = entry.transform
-        rows.append(row)
-    lines = [f"    {json.dumps(row, ensure_ascii=True)}" for row in rows]
-    body = ",\n".join(lines)
-    return (
-        f"{{\n  {json.dumps(model_key)}: [\n{body}\n  ]\n}}\n"
-        if rows
-        else json.dumps({model_key: []}) + "\n"
     )
