@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from .version import __version__
 from .errors import MindConverterError, make_error
+from .version import __version__
 
 DESCRIPTION = (
     "Convert a trained model to MindSpore: an ONNX (.onnx) or frozen TensorFlow (.pb) model becomes a "

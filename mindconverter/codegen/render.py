@@ -17,7 +17,6 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from ..version import __version__
 from ..codegen.naming import CELL_MEMBERS, Namer, comment_text, identifier
 from ..graph import Graph
 from ..mappers.base import (
@@ -39,6 +38,7 @@ from ..mappers.base import (
     ms_dtype_name,
 )
 from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path
+from ..version import __version__
 
 # Constants with at most this many elements are written into the script as literals.
 INLINE_CONST_LIMIT = 16
