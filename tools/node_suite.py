@@ -4,7 +4,7 @@ Each node test is a small ONNX model (usually one operator) with reference input
 :func:`run_node_test` converts one test with the real pipeline (:func:`mindconverter.convert`),
 runs the generated script with the generated checkpoint in MindSpore and compares the outputs with
 the suite's references. ``tools/run_node_suite.py`` runs all in-scope tests and regenerates
-``docs/operators.md``; ``tests/test_node_suite.py`` runs them under pytest (marker ``slow``).
+``docs/operators.md``; ``tests/tools/test_node_suite.py`` runs them under pytest (marker ``slow``).
 
 Test data. The onnx wheel ships no node test data and ``backend-test-tools generate-data`` writes
 only the model tests, so :func:`ensure_test_data` writes the node tests from

@@ -12,7 +12,7 @@ from mindconverter import __version__
 from mindconverter.cli import main
 from tests.helpers import make_model
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_version_and_help(capsys):

@@ -15,8 +15,7 @@ from mindconverter.mappers.registry import default_registry
 from mindconverter.passes.context import PassContext
 from mindconverter.passes.lift_patterns import DOMAIN, lift_patterns
 from mindconverter.passes.pipeline import SIMPLIFY, run_passes
-
-from .helpers import assert_matches, make_model
+from tests.helpers import assert_matches, make_model
 
 RNG = np.random.default_rng(7)
 F32 = np.float32

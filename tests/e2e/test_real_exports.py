@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from .helpers import assert_matches, make_model
+from tests.helpers import assert_matches, make_model
 
 F32 = np.float32
 
