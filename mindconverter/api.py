@@ -6,6 +6,7 @@ process.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
 from .outputs.report import converted_rate, op_counts, render_report
 from .outputs.weight_map import weight_map
 from .passes.context import PassContext
-from .passes.fix_shapes import parse_shape
+from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
 from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
 
@@ -94,22 +95,77 @@ def output_paths(model_file: Path, output: Path, report: Path | None) -> OutputP
     )
 
 
-def _normalise_shapes(shape: Sequence[ShapeArg] | None) -> list[tuple[int, ...]] | None:
+def _normalise_shapes(
+    shape: Sequence[ShapeArg] | None,
+) -> list[tuple[str | None, tuple[int, ...]]] | None:
+    """Shape requests as (input name or None, dims): from ``"1,3,8,8 2,4"``, ``["x=1,3,8,8"]``,
+    ``(1, 3, 8, 8)`` or ``[(1, 3, 8, 8), ()]`` (``()`` is a scalar)."""
     if shape is None:
         return None
     if isinstance(shape, str):
         shape = shape.split()
-    if shape and all(isinstance(d, int) for d in shape):
+    if not isinstance(shape, (list, tuple)):
+        raise make_error(
+            "BAD_SHAPE", f"shape must be a string or a sequence, not {type(shape).__name__}."
+        )
+    if shape and all(_is_whole_number(d) for d in shape):
         shape = [shape]
     result = []
     for item in shape:
         if isinstance(item, str):
-            result.append(parse_shape(item))
-        elif len(item) == 0:  # a scalar input (rank 0), e.g. a sample rate
-            result.append(())
+            result.append(parse_shape_request(item))
+        elif isinstance(item, (list, tuple)) and all(_is_whole_number(d) for d in item):
+            dims = ",".join(str(int(d)) for d in item)
+            result.append((None, parse_shape(dims) if item else ()))
         else:
-            result.append(parse_shape(",".join(str(int(d)) for d in item)))
+            raise make_error(
+                "BAD_SHAPE", f"{item!r} is not a shape: give whole numbers, e.g. (1, 3, 224, 224)."
+            )
     return result or None
+
+
+def _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance) -> None:
+    """Reject argument values and types the CLI could never pass, with the CLI's error codes."""
+    for label, value in (("model_file", model_file), ("output", output), ("report", report)):
+        if value is None and label == "report":
+            continue
+        if not isinstance(value, (str, Path)):
+            raise make_error("BAD_ARGUMENT", f"{label} must be a path, not {type(value).__name__}.")
+        if not str(value).strip():
+            raise make_error("BAD_ARGUMENT", f"{label} is empty; give a file or folder name.")
+    for label, names in (("input_nodes", input_nodes), ("output_nodes", output_nodes)):
+        if names is None:
+            continue
+        if isinstance(names, str) or not isinstance(names, (list, tuple)):
+            raise make_error("BAD_ARGUMENT", f"{label} must be a list of names.")
+        if not all(isinstance(name, str) and name for name in names):
+            raise make_error("BAD_ARGUMENT", f"{label} has an empty name or one that is not text.")
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, (int, float))
+        or not math.isfinite(tolerance)
+        or tolerance <= 0
+    ):
+        raise make_error("BAD_ARGUMENT", f"tolerance must be a positive number, not {tolerance!r}.")
+
+
+def _in_input_order(
+    shapes: list[tuple[str | None, tuple[int, ...]]] | None, input_nodes: Sequence[str] | None
+) -> list[tuple[int, ...]] | None:
+    """Plain shapes in ``input_nodes`` order (a TensorFlow graph needs one per input)."""
+    if not shapes:
+        return None
+    named = {name: dims for name, dims in shapes if name is not None}
+    positional = iter(dims for name, dims in shapes if name is None)
+    ordered = [
+        named[name] if name in named else next(positional, None) for name in input_nodes or []
+    ]
+    ordered += list(positional)
+    return [dims for dims in ordered if dims is not None]
+
+
+def _is_whole_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def convert(
@@ -136,6 +192,7 @@ def convert(
     """
     started = time.perf_counter()
     say = log or (lambda message: None)
+    _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance)
     model_path = check_model_path(model_file)
     shapes = _normalise_shapes(shape)
     output_dir = prepare_folder(Path(output))
@@ -143,7 +200,8 @@ def convert(
     paths = output_paths(model_path, output_dir, report_dir)
     check_targets(paths.all(), overwrite)
 
-    graph = Graph(load_model(model_path, input_nodes, output_nodes, shapes))
+    graphdef_shapes = _in_input_order(shapes, input_nodes)
+    graph = Graph(load_model(model_path, input_nodes, output_nodes, graphdef_shapes))
     if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
         input_nodes = [inp.name for inp in graph.model.graph.input]
         output_nodes = [out.name for out in graph.model.graph.output]

@@ -7,7 +7,6 @@ code; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import textwrap
 import traceback
@@ -58,9 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--shape",
         nargs="+",
-        metavar="D,D,...",
-        help="input shape(s), one per input, space-separated (e.g. 1,3,224,224). Needed only for dynamic "
-        "dimensions; must agree with the model's static dimensions",
+        metavar="[NAME=]D,D,...",
+        help="input shape(s), space-separated: one per input in order (e.g. 1,3,224,224), one per input "
+        "with dynamic dimensions (fully static inputs, scalars included, may be left out), or by name "
+        "(input_ids=1,128; 'sr=' is a scalar). Must agree with the model's static dimensions",
     )
     parser.add_argument(
         "--input_nodes",
@@ -125,14 +125,13 @@ def run(args: argparse.Namespace) -> int:
     """Carry out a parsed command line; returns the exit code."""
     if bool(args.model_file) == bool(args.in_file):
         raise make_error("MISSING_ARGUMENT")
-    if not math.isfinite(args.tolerance) or args.tolerance <= 0:
-        raise make_error(
-            "BAD_ARGUMENT", f"--tolerance must be a positive number, not {args.tolerance}."
-        )
     for option in ("input_nodes", "output_nodes"):
         for name in getattr(args, option) or []:
             if not name:
                 raise make_error("BAD_ARGUMENT", f"--{option} has an empty name.")
+    for option in ("output", "report"):
+        if getattr(args, option) is not None and not getattr(args, option).strip():
+            raise make_error("BAD_ARGUMENT", f"--{option} is empty; give a folder name.")
     if args.in_file:
         from .ast_path import convert_script
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import helper
 
 from mindconverter import __version__
@@ -138,3 +139,33 @@ def test_shape_conflict_is_a_usage_error(capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "[ArgumentError] code 2000002" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", ["--output", "--report"])
+def test_empty_output_folder_is_a_usage_error(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.chdir(tmp_path)
+    model = FIXTURES / "tiny_resnet_dynamo.onnx"
+    code = main(["--model_file", str(model), "--shape", "1,3,32,32", option, ""])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "BAD_ARGUMENT" not in err and "code 2" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_shapes_by_name_and_static_scalars_left_out(tmp_path, capsys):
+    model = make_model(
+        [
+            helper.make_node("Cast", ["sr"], ["srf"], to=onnx.TensorProto.FLOAT),
+            helper.make_node("Mul", ["x", "srf"], ["y"]),
+        ],
+        [("x", np.float32, ["batch", 4]), ("sr", np.int64, [])],
+        [("y", np.float32, ["batch", 4])],
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    for run, shape in enumerate((["2,4"], ["x=2,4", "sr="])):
+        out = tmp_path / f"out{run}"
+        code = main(
+            ["--model_file", str(tmp_path / "m.onnx"), "--shape", *shape, "--output", str(out)]
+        )
+        assert code == 0, capsys.readouterr().err
+        assert (out / "m.py").is_file()

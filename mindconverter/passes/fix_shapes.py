@@ -43,19 +43,60 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def parse_shape_request(text: str) -> tuple[str | None, tuple[int, ...]]:
+    """``"1,3,224,224"`` (the next input's shape) or ``"name=1,3,224,224"`` (input ``name``'s;
+    ``"name="`` is a scalar)."""
+    if "=" in text:
+        name, _, dims = text.rpartition("=")
+        if not name:
+            raise make_error("BAD_SHAPE", f"'{text}' names no input before '='.")
+        return name, (parse_shape(dims) if dims.strip() else ())
+    return None, parse_shape(text)
+
+
+def _assign_shapes(
+    specs: list[TensorSpec], shapes: list[tuple[str | None, tuple[int, ...]]]
+) -> dict[str, tuple[int, ...]]:
+    """Which input each requested shape is for: named ones by name; unnamed ones in order to every
+    remaining input, or (when fewer are given) to the remaining inputs that are not fully static."""
+    known = {spec.name for spec in specs}
+    named: dict[str, tuple[int, ...]] = {}
+    for name, dims in shapes:
+        if name is None:
+            continue
+        if name not in known:
+            names = ", ".join(spec.name for spec in specs)
+            raise make_error(
+                "UNKNOWN_NODE", f"--shape names '{name}', which is not an input ({names})."
+            )
+        if name in named:
+            raise make_error("DUPLICATE_NODE", f"--shape gives input '{name}' twice.")
+        named[name] = dims
+    positional = [dims for name, dims in shapes if name is None]
+    remaining = [spec for spec in specs if spec.name not in named]
+    if len(positional) != len(remaining):
+        needing = [spec for spec in remaining if not spec.is_static]
+        if len(positional) != len(needing):
+            names = ", ".join(spec.name for spec in remaining)
+            dynamic = ", ".join(spec.name for spec in needing) or "none"
+            raise make_error(
+                "SHAPE_COUNT",
+                f"{len(positional)} shape(s) given for {len(remaining)} input(s) ({names}); "
+                f"inputs with dynamic dimensions: {dynamic}. Give one shape per input, one per "
+                "dynamic input, or name them (NAME=D,D,...).",
+            )
+        remaining = needing
+    return named | {spec.name: dims for spec, dims in zip(remaining, positional)}
+
+
 def resolve_input_shapes(
-    specs: list[TensorSpec], shapes: list[tuple[int, ...]] | None
+    specs: list[TensorSpec], shapes: list[tuple[str | None, tuple[int, ...]]] | None
 ) -> dict[str, tuple[int, ...]]:
     """Combine declared input shapes with --shape values; checks count and static dims."""
-    if shapes and len(shapes) != len(specs):
-        names = ", ".join(spec.name for spec in specs)
-        raise make_error(
-            "SHAPE_COUNT",
-            f"{len(shapes)} shape(s) given for {len(specs)} input(s) ({names}).",
-        )
+    given_by_name = _assign_shapes(specs, shapes or [])
     resolved = {}
-    for index, spec in enumerate(specs):
-        given = shapes[index] if shapes else None
+    for spec in specs:
+        given = given_by_name.get(spec.name)
         declared = spec.shape
         for dim in declared or []:
             if isinstance(dim, int) and (dim < 0 or dim > MAX_DIMENSION):
@@ -75,21 +116,26 @@ def resolve_input_shapes(
                 )
             resolved[spec.name] = tuple(declared)
             continue
-        if declared is not None and declared and len(declared) != len(given):
-            raise make_error(
-                "SHAPE_CONFLICT",
-                f"--shape {','.join(map(str, given))} has rank {len(given)} but input {spec.describe()} "
-                f"has rank {len(declared)}.",
-            )
-        for axis, (want, have) in enumerate(zip(given, declared or [])):
-            if isinstance(have, int) and have > 0 and have != want:
-                raise make_error(
-                    "SHAPE_CONFLICT",
-                    f"--shape gives {want} for axis {axis} of input {spec.describe()}, which is static "
-                    f"{have}.",
-                )
+        _check_against_declared(spec, given)
         resolved[spec.name] = tuple(given)
     return resolved
+
+
+def _check_against_declared(spec: TensorSpec, given: tuple[int, ...]) -> None:
+    declared = spec.shape
+    if declared is not None and len(declared) != len(given):
+        raise make_error(
+            "SHAPE_CONFLICT",
+            f"--shape {','.join(map(str, given)) or '(scalar)'} has rank {len(given)} but input "
+            f"{spec.describe()} has rank {len(declared)}.",
+        )
+    for axis, (want, have) in enumerate(zip(given, declared or [])):
+        if isinstance(have, int) and have > 0 and have != want:
+            raise make_error(
+                "SHAPE_CONFLICT",
+                f"--shape gives {want} for axis {axis} of input {spec.describe()}, which is static "
+                f"{have}.",
+            )
 
 
 def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
