@@ -19,10 +19,12 @@ from onnx import helper, numpy_helper
 from .node import Node, attribute_value, topological_order
 from .provenance import FoldRecord
 from .specs import static_shapes
+from .symbolic import SymbolicValue
 
 # Attributes derived from the model; dropped on every edit.
 _DERIVED = (
     "shapes",
+    "symbolic_shapes",
     "dtypes",
     "producers",
     "consumer_nodes",
@@ -70,6 +72,8 @@ class Graph:
         self.fold_records: dict[str, FoldRecord] = {}
         # Names of initializers as stored in the source file (before folding made new ones).
         self.source_initializers: set[str] = {init.name for init in model.graph.initializer}
+        # Symbolic values of shape tensors from the last symbolic shape inference (see symbolic.py).
+        self.symbolic_values: dict[str, SymbolicValue] = {}
         self._initializers: dict[str, onnx.TensorProto] | None = None
         self.constants = Weights(self)
 
@@ -129,6 +133,29 @@ class Graph:
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Every value whose shape is fully known, by name."""
         return static_shapes(self.model)
+
+    @cached_property
+    def symbolic_shapes(self) -> dict[str, tuple[int | str, ...]]:
+        """Every value whose rank is known: static sizes as ints, named dimensions as strings."""
+        graph = self.model.graph
+        found: dict[str, tuple[int | str, ...]] = {}
+        for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+            tensor_type = info.type.tensor_type
+            if not tensor_type.HasField("shape"):
+                continue
+            dims = []
+            for dim in tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value >= 0:
+                    dims.append(int(dim.dim_value))
+                elif dim.HasField("dim_param") and dim.dim_param:
+                    dims.append(dim.dim_param)
+                else:
+                    break
+            else:
+                found[info.name] = tuple(dims)
+        for init in graph.initializer:
+            found[init.name] = tuple(int(d) for d in init.dims)
+        return found
 
     @cached_property
     def dtypes(self) -> dict[str, np.dtype]:

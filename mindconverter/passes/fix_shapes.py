@@ -138,8 +138,29 @@ def _check_against_declared(spec: TensorSpec, given: tuple[int, ...]) -> None:
             )
 
 
-def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
-    """Write the concrete input shapes into the graph and forget stale intermediate shapes."""
+def symbolic_input_shapes(
+    specs: list[TensorSpec], resolved: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[int | str, ...]]:
+    """Input shapes that keep every dimension the model declares dynamic as a name: its own
+    (``batch``, dynamo's ``s0``) or ``<input>_dim<axis>`` for an unnamed one."""
+    shapes = {}
+    for spec in specs:
+        declared = spec.shape if spec.shape is not None else [None] * len(resolved[spec.name])
+        dims: list[int | str] = []
+        for axis, dim in enumerate(declared):
+            if isinstance(dim, int) and dim > 0:
+                dims.append(dim)
+            elif isinstance(dim, str) and dim.strip():
+                dims.append(dim)
+            else:
+                dims.append(f"{spec.name}_dim{axis}")
+        shapes[spec.name] = tuple(dims)
+    return shapes
+
+
+def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int | str, ...]]) -> None:
+    """Write the input shapes (sizes, or names for symbolic dimensions) into the graph and forget
+    stale intermediate shapes."""
     for inp in model.graph.input:
         if inp.name not in shapes:
             continue
@@ -147,7 +168,10 @@ def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]])
         tensor_type.ClearField("shape")
         tensor_type.shape.SetInParent()  # a scalar keeps an empty (rank 0) shape, not an unknown one
         for size in shapes[inp.name]:
-            tensor_type.shape.dim.add().dim_value = size
+            if isinstance(size, str):
+                tensor_type.shape.dim.add().dim_param = size
+            else:
+                tensor_type.shape.dim.add().dim_value = size
     del model.graph.value_info[:]
     for out in model.graph.output:
         out.type.tensor_type.ClearField("shape")
@@ -157,7 +181,10 @@ def run(graph: Graph, context: PassContext) -> bool:
     """Resolve every input's shape from the model and --shape, and write it into the graph."""
     context.resolved_shapes = resolve_input_shapes(context.input_specs, context.shapes)
     remove_initializer_inputs(graph.model)
-    fix_input_shapes(graph.model, context.resolved_shapes)
+    shapes: dict[str, tuple[int | str, ...]] = dict(context.resolved_shapes)
+    if context.dynamic:
+        shapes = symbolic_input_shapes(context.input_specs, context.resolved_shapes)
+    fix_input_shapes(graph.model, shapes)
     graph.edited()
     return True
 

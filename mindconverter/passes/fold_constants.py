@@ -11,6 +11,7 @@ from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
 from ..graph.provenance import FoldRecord
 from ..graph.specs import static_shapes
 from ..graph.subgraphs import has_subgraph
+from ..graph.symbolic import is_numeric
 from .context import PassContext
 
 # A folded constant may grow to this many bytes beyond the size of its inputs before we keep
@@ -18,12 +19,19 @@ from .context import PassContext
 FOLD_GROWTH_LIMIT = 64 << 20
 
 
-def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bool:
+def fold_constants(
+    model: onnx.ModelProto,
+    records: dict[str, FoldRecord],
+    known: dict[str, np.ndarray] | None = None,
+) -> bool:
     """Replace nodes whose inputs are all known by initializers. Returns whether anything changed.
 
-    ``Shape`` and ``Size`` of statically shaped values count as known. ``records`` gains, for
-    each folded tensor that derives from weights, the source initializers and the steps applied.
+    ``Shape`` and ``Size`` of statically shaped values count as known, and so does every value in
+    ``known`` (shape arithmetic that symbolic inference found to be fixed, e.g. the static size of
+    one axis of a tensor with a dynamic batch). ``records`` gains, for each folded tensor that
+    derives from weights, the source initializers and the steps applied.
     """
+    known = known or {}
     graph = model.graph
     opsets = {entry.domain or "": entry.version for entry in model.opset_import}
     shapes = static_shapes(model)
@@ -50,6 +58,8 @@ def fold_constants(model: onnx.ModelProto, records: dict[str, FoldRecord]) -> bo
             result = [_shape_slice(shapes[node.input[0]], node)]
         elif node.op_type == "Size" and node.input[0] in shapes:
             result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
+        elif node.output and all(out in known for out in node.output):
+            result = [known[out] for out in node.output]
         elif node.op_type == "Constant" or all(
             (not name) or name in constants for name in node.input
         ):
@@ -137,7 +147,19 @@ def _describe_step(node: onnx.NodeProto) -> str:
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Fold what can be computed at conversion time; provenance goes to ``graph.fold_records``."""
-    changed = fold_constants(graph.model, graph.fold_records)
+    changed = fold_constants(graph.model, graph.fold_records, fixed_shape_values(graph))
     if changed:
         graph.edited()
     return changed
+
+
+def fixed_shape_values(graph: Graph) -> dict[str, np.ndarray]:
+    """Integer values that symbolic inference computed to plain numbers, as arrays."""
+    fixed = {}
+    for name, value in graph.symbolic_values.items():
+        dtype = graph.dtypes.get(name)
+        if name in graph.initializers or dtype is None or dtype.kind not in "iu":
+            continue
+        if is_numeric(value):
+            fixed[name] = np.array(value, dtype=dtype)
+    return fixed

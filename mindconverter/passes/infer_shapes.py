@@ -7,6 +7,7 @@ from onnx import shape_inference
 
 from ..errors import make_error
 from ..graph import Graph
+from ..graph.symbolic import infer_symbolic
 from .context import PassContext
 
 
@@ -71,6 +72,28 @@ def _long_integer_vectors(model: onnx.ModelProto) -> bool:
 
 
 def run(graph: Graph, context: PassContext) -> bool:
-    """Infer the shape and type of every value (replaces the graph's value infos)."""
+    """Infer the shape and type of every value (replaces the graph's value infos).
+
+    A graph whose inputs have named (symbolic) dimensions goes through symbolic inference, which
+    also records the symbolic values of its shape tensors in ``graph.symbolic_values``.
+    """
+    if has_symbolic_inputs(graph.model):
+        symbolic = infer_symbolic(graph.model)
+        if symbolic is not None:
+            graph.replace_model(symbolic.model)
+            graph.symbolic_values = symbolic.values
+            return False
     graph.replace_model(infer_shapes(graph.model))
+    graph.symbolic_values = {}
     return False
+
+
+def has_symbolic_inputs(model: onnx.ModelProto) -> bool:
+    """Whether any graph input has a dimension that is not a fixed size."""
+    weights = {init.name for init in model.graph.initializer}
+    return any(
+        not dim.HasField("dim_value")
+        for inp in model.graph.input
+        if inp.name not in weights
+        for dim in inp.type.tensor_type.shape.dim
+    )

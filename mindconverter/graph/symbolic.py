@@ -1,0 +1,85 @@
+"""Symbolic shape inference: named dimensions (``batch``, ``seq``) carried through the graph.
+
+onnxruntime ships a symbolic shape inference (``onnxruntime.tools.symbolic_shape_infer``) that
+propagates named dimensions with sympy, merges dimensions that must be equal, and, on the way,
+computes the value of every small integer tensor that holds shape arithmetic (``Shape`` →
+``Gather`` → ``Concat``) as sympy expressions. This module runs it and hands back both: the model
+with symbolic ``value_info`` and those values.
+
+Its public entry point writes a temporary file into the working folder when inference is
+incomplete, so the loop is driven here instead; any failure means: no symbolic result, and the
+caller falls back to ONNX's own shape inference.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+# Bound on inference rounds (each round re-runs the whole graph after merging symbols).
+MAX_ROUNDS = 8
+INT_MAX = 2**31 - 1
+
+SymbolicValue = Any  # an int, a sympy expression, or a tuple of those (one per element)
+
+
+@dataclass
+class SymbolicInference:
+    """A model with symbolic value infos, and the symbolic values of its shape tensors."""
+
+    model: onnx.ModelProto
+    values: dict[str, SymbolicValue]
+
+
+def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
+    """Run onnxruntime's symbolic shape inference; None when it is unavailable or fails."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:  # sympy missing, or an onnxruntime without the tool
+        return None
+    logger = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level, logger.level = logger.level, logging.CRITICAL  # its warnings would reach the terminal
+    try:
+        inference = SymbolicShapeInference(INT_MAX, True, False, 0)
+        inference._preprocess(model)
+        for _ in range(MAX_ROUNDS):
+            if not inference.run_:
+                break
+            inference._infer_impl()
+        inference._update_output_from_vi()
+        values = {name: plain_value(v) for name, v in inference.sympy_data_.items()}
+        return SymbolicInference(inference.out_mp_, values)
+    except Exception:  # noqa: BLE001 - any failure of the tool: fall back to ONNX inference
+        return None
+    finally:
+        logger.level = level
+
+
+def plain_value(value: Any) -> SymbolicValue:
+    """Numpy scalars and sympy integers as ints, lists and arrays as tuples."""
+    if isinstance(value, np.ndarray):
+        return (
+            tuple(plain_value(v) for v in value.tolist())
+            if value.ndim
+            else plain_value(value.item())
+        )
+    if isinstance(value, (list, tuple)):
+        return tuple(plain_value(v) for v in value)
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if getattr(value, "is_Integer", False):
+        return int(value)
+    return value
+
+
+def is_numeric(value: SymbolicValue) -> bool:
+    """Whether a symbolic value is fully known (only ints)."""
+    if isinstance(value, tuple):
+        return all(is_numeric(v) for v in value)
+    return isinstance(value, int)

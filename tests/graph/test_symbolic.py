@@ -1,0 +1,90 @@
+"""Symbolic shape inference: named dimensions and the symbolic values of shape tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import sympy
+from onnx import helper
+
+from mindconverter.graph import Graph
+from mindconverter.graph.specs import detect_inputs
+from mindconverter.graph.symbolic import infer_symbolic, is_numeric, plain_value
+from mindconverter.mappers.registry import default_registry
+from mindconverter.passes import fix_shapes, fold_constants, infer_shapes
+from mindconverter.passes.context import PassContext
+from mindconverter.passes.fix_shapes import parse_shape_request
+from tests.helpers import make_model
+
+
+def _heads_model() -> onnx.ModelProto:
+    """x[batch, seq, 8] reshaped to [batch, seq, 2, last] where last = 8 // 2 from the shape."""
+    ints = {"i0": np.array(0), "i1": np.array(1), "i2": np.array(2), "ax": np.array([0])}
+    ints["heads"] = np.array([2])
+    ints["two"] = np.array(2)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "i0"], ["b"]),
+        helper.make_node("Gather", ["shape", "i1"], ["t"]),
+        helper.make_node("Gather", ["shape", "i2"], ["d"]),
+        helper.make_node("Div", ["d", "two"], ["dh"]),
+        helper.make_node("Unsqueeze", ["b", "ax"], ["b1"]),
+        helper.make_node("Unsqueeze", ["t", "ax"], ["t1"]),
+        helper.make_node("Unsqueeze", ["dh", "ax"], ["dh1"]),
+        helper.make_node("Concat", ["b1", "t1", "heads", "dh1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    initializers = {name: value.astype(np.int64) for name, value in ints.items()}
+    return make_model(
+        nodes,
+        [("x", np.float32, ["batch", "seq", 8])],
+        [("y", np.float32, None)],
+        initializers,
+    )
+
+
+def test_symbolic_inference_names_dimensions_and_shape_values():
+    result = infer_symbolic(_heads_model())
+    assert result is not None
+    batch, seq = sympy.Symbol("batch", integer=True, positive=True), sympy.Symbol("seq")
+    assert result.values["d"] == 8 and result.values["dh"] == 4
+    target = result.values["target"]
+    assert [str(v) for v in target] == ["batch", "seq", "2", "4"]
+    assert target[0] == batch and str(target[1]) == str(seq)
+    output = next(v for v in result.model.graph.output if v.name == "y")
+    dims = [d.dim_param or d.dim_value for d in output.type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq", 2, 4]
+
+
+def test_plain_values_and_numeric_check():
+    assert plain_value(np.array([1, 2], dtype=np.int64)) == (1, 2)
+    assert plain_value(np.int64(3)) == 3 and plain_value(sympy.Integer(4)) == 4
+    assert is_numeric((1, (2, 3))) and not is_numeric((1, sympy.Symbol("n")))
+
+
+def _run(graph: Graph, context: PassContext, *passes) -> None:
+    for module in passes:
+        module.run(graph, context)
+
+
+def test_dynamic_dims_stay_named_and_fixed_arithmetic_folds():
+    graph = Graph(_heads_model())
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")], dynamic=True)
+    context.input_specs = detect_inputs(graph.model)
+    _run(graph, context, fix_shapes, infer_shapes, fold_constants)
+    assert context.resolved_shapes == {"x": (3, 5, 8)}
+    assert graph.symbolic_shapes["x"] == ("batch", "seq", 8)
+    assert graph.symbolic_shapes["y"] == ("batch", "seq", 2, 4)
+    # the static part of the shape arithmetic (8 // 2) is now a constant; batch and seq are not
+    assert "dh1" in graph.initializers and "d" not in {n.output[0] for n in graph.model.graph.node}
+    assert "b1" not in graph.initializers and "t1" not in graph.initializers
+
+
+def test_static_conversion_fixes_every_dimension():
+    graph = Graph(_heads_model())
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")])
+    context.input_specs = detect_inputs(graph.model)
+    _run(graph, context, fix_shapes, infer_shapes, fold_constants)
+    assert graph.symbolic_values == {}
+    assert graph.shapes["x"] == (3, 5, 8)
+    assert "target" in graph.initializers
