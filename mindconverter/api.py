@@ -181,6 +181,7 @@ def convert(
     verify: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     graph_mode: bool = False,
+    dynamic: bool = False,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -188,7 +189,10 @@ def convert(
     """Convert an ONNX model file into a MindSpore script, checkpoint, report and weight map.
 
     ``shape`` holds one shape per input (``"1,3,224,224"`` or ``(1, 3, 224, 224)``); it may be
-    omitted when the model's input shapes are static. Raises ``MindConverterError`` subclasses.
+    omitted when the model's input shapes are static. ``dynamic=True`` keeps the dimensions the
+    model declares dynamic symbolic in the generated network (work in progress: shape arithmetic
+    on them is rendered from ``ops.shape``; not every operator accepts it yet). Raises
+    ``MindConverterError`` subclasses.
     """
     started = time.perf_counter()
     say = log or (lambda message: None)
@@ -211,6 +215,7 @@ def convert(
         output_nodes=list(output_nodes or []),
         shapes=shapes,
         keep_reference=verify,
+        dynamic=dynamic,
         debug=debug,
         log=say,
     )

@@ -83,3 +83,24 @@ def is_numeric(value: SymbolicValue) -> bool:
     if isinstance(value, tuple):
         return all(is_numeric(v) for v in value)
     return isinstance(value, int)
+
+
+def python_expressible(value: SymbolicValue) -> bool:
+    """Whether a symbolic value is written with Python integer arithmetic alone: sums, products,
+    integer powers and floor division of named dimensions and integers."""
+    if isinstance(value, int):
+        return True
+    import sympy
+
+    if value.is_Symbol or value.is_Integer:
+        return True
+    if isinstance(value, (sympy.Add, sympy.Mul)):
+        return all(python_expressible(arg) for arg in value.args)
+    if isinstance(value, sympy.Pow):
+        base, exponent = value.args
+        return exponent.is_Integer and int(exponent) > 0 and python_expressible(base)
+    if isinstance(value, sympy.floor):
+        inner = value.args[0]
+        numerator, denominator = inner.as_numer_denom()
+        return python_expressible(numerator) and python_expressible(denominator)
+    return False

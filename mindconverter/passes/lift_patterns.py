@@ -26,11 +26,9 @@ from onnx import helper
 
 from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
+from ..graph.internal_domain import DOMAIN, declare_internal_domain
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
-
-DOMAIN = "ai.mindconverter"
-DOMAIN_VERSION = 1
 
 # Elementwise operators that may appear inside a GELU formula.
 _GELU_OPS = {"Mul", "Div", "Add", "Sub", "Pow", "Erf", "Tanh", "Sqrt"}
@@ -502,8 +500,7 @@ def lift_patterns(graph: Graph) -> dict[str, int]:
             nodes.append(node)
     del model.graph.node[:]
     model.graph.node.extend(nodes)
-    if not any(entry.domain == DOMAIN for entry in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
+    declare_internal_domain(model)
     used = {name for node in model.graph.node for name in node.input} | index.pinned
     kept = [init for init in model.graph.initializer if init.name in used]
     if len(kept) != len(model.graph.initializer):

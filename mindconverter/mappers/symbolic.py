@@ -1,0 +1,55 @@
+"""Shape arithmetic on dynamic dimensions (``ai.mindconverter::Dims``, made by the
+``lift_shape_arithmetic`` pass) -> Python integer expressions over ``ops.shape(x)[axis]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph.internal_domain import DOMAIN
+from .base import BinOp, Call, Input, Item, NodeContext, Unsupported
+from .registry import mapper
+
+
+@mapper("Dims", domain=DOMAIN)
+def dims(ctx: NodeContext):
+    """Dims -> a tuple (or one integer) of expressions in the named dimensions of its inputs."""
+    value = ctx.graph.symbolic_values.get(ctx.node.outputs[0])
+    if value is None:
+        raise Unsupported("the symbolic value of this shape computation is not known")
+    lookup = {
+        symbol: Item(Call("ops.shape", [Input(int(source))]), int(axis))
+        for symbol, source, axis in zip(ctx.attr("symbols"), ctx.attr("sources"), ctx.attr("axes"))
+    }
+    if ctx.attr("scalar", 0):
+        return integer_expression(value, lookup)
+    return tuple(integer_expression(item, lookup) for item in value)
+
+
+def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:
+    """A sympy integer expression (sums, products, powers, floor division) as an expression."""
+    import sympy
+
+    if isinstance(value, int) or value.is_Integer:
+        return int(value)
+    if value.is_Symbol:
+        return lookup[str(value)]
+    if isinstance(value, sympy.floor):
+        numerator, denominator = value.args[0].as_numer_denom()
+        return BinOp(
+            "//", integer_expression(numerator, lookup), integer_expression(denominator, lookup)
+        )
+    if isinstance(value, sympy.Pow):
+        base, exponent = value.args
+        return BinOp("**", integer_expression(base, lookup), int(exponent))
+    if isinstance(value, (sympy.Add, sympy.Mul)):
+        op = "+" if isinstance(value, sympy.Add) else "*"
+        terms = (
+            [integer_expression(arg, lookup) for arg in sympy.Add.make_args(value)]
+            if op == "+"
+            else [integer_expression(arg, lookup) for arg in sympy.Mul.make_args(value)]
+        )
+        result = terms[0]
+        for term in terms[1:]:
+            result = BinOp(op, result, term)
+        return result
+    raise Unsupported(f"the shape expression {value} has no Python integer form")

@@ -1,0 +1,27 @@
+"""Symbolic shape values as Python integer expressions."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+
+from mindconverter.mappers.base import BinOp, Unsupported
+from mindconverter.mappers.symbolic import integer_expression
+
+SEQ, BATCH = sympy.Symbol("seq", integer=True, positive=True), sympy.Symbol("batch")
+
+
+def test_symbols_integers_and_arithmetic():
+    lookup = {"seq": "T", "batch": "B"}
+    assert integer_expression(sympy.Integer(4), lookup) == 4
+    assert integer_expression(SEQ, lookup) == "T"
+    product = integer_expression(2 * SEQ * BATCH, lookup)
+    assert isinstance(product, BinOp) and product.op == "*"
+    halved = integer_expression(sympy.floor(SEQ / 2), lookup)
+    assert halved == BinOp("//", "T", 2)
+    assert integer_expression(SEQ**2, lookup) == BinOp("**", "T", 2)
+
+
+def test_expressions_without_a_python_form_are_unsupported():
+    with pytest.raises(Unsupported):
+        integer_expression(sympy.Max(SEQ, 3), {"seq": "T"})
