@@ -27,7 +27,7 @@ from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
-from .verify import DEFAULT_TOLERANCE, describe, verify_conversion
+from .verify import DEFAULT_TOLERANCE, describe, verification_shapes, verify_conversion
 
 ShapeArg = str | Sequence[int]
 
@@ -286,6 +286,7 @@ def _write_outputs(
                     outputs.staged_path(paths.checkpoint),
                     tolerance=tolerance,
                     graph_mode=graph_mode,
+                    shape_sets=verification_shapes(graph, context.resolved_shapes),
                 )
                 say(describe(verification))
         report_text = render_report(

@@ -49,13 +49,37 @@ def index_bounds(graph: Graph) -> dict[str, int]:
     return bounds
 
 
-def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
-    """Random inputs matching each graph input's shape and dtype, in the graph's order."""
+def verification_shapes(
+    graph: Graph, example: dict[str, tuple[int, ...]]
+) -> list[dict[str, tuple[int, ...]]]:
+    """The input shapes to verify at: the conversion's, and, when the network keeps named
+    dimensions, a second set where each named dimension is one larger (equal names stay equal)."""
+    sizes: dict[str, int] = {}
+    for name in graph.inputs:
+        for dim, size in zip(graph.symbolic_shapes.get(name, ()), example.get(name, ())):
+            if isinstance(dim, str):
+                sizes.setdefault(dim, size + 1)
+    if not sizes:
+        return [dict(example)]
+    other = {
+        name: tuple(
+            sizes[dim] if isinstance(dim, str) else size
+            for dim, size in zip(graph.symbolic_shapes.get(name, ()), example[name])
+        )
+        for name in graph.inputs
+    }
+    return [dict(example), other]
+
+
+def random_inputs(
+    graph: Graph, seed: int = 0, shapes: dict[str, tuple[int, ...]] | None = None
+) -> list[np.ndarray]:
+    """Random inputs matching each graph input's shape (or ``shapes``) and dtype, in order."""
     rng = np.random.default_rng(seed)
     bounds = index_bounds(graph)
     arrays = []
     for name in graph.inputs:
-        shape = graph.shapes[name]
+        shape = shapes[name] if shapes and name in shapes else graph.shapes[name]
         dtype = graph.dtypes.get(name, np.dtype(np.float32))
         if dtype.kind == "f":
             arrays.append(rng.standard_normal(shape).astype(dtype))
@@ -183,13 +207,16 @@ def verify_conversion(
     tolerance: float = DEFAULT_TOLERANCE,
     samples: int = 1,
     graph_mode: bool = False,
+    shape_sets: list[dict[str, tuple[int, ...]]] | None = None,
 ) -> dict:
-    """Compare MindSpore with onnxruntime on ``samples`` random input sets; returns a summary dict."""
+    """Compare MindSpore with onnxruntime on ``samples`` random input sets at each of
+    ``shape_sets`` (default: the graph's input shapes); returns a summary dict."""
     if importlib.util.find_spec("mindspore") is None:
         raise make_error("MINDSPORE_MISSING")
     worst: dict[str, OutputComparison] = {}
-    for seed in range(samples):
-        inputs = random_inputs(graph, seed)
+    shape_sets = shape_sets or [{}]
+    for seed, shapes in itertools.product(range(samples), shape_sets):
+        inputs = random_inputs(graph, seed, shapes)
         expected = run_onnxruntime(reference, dict(zip(graph.inputs, inputs)), graph.outputs)
         try:
             actual = run_mindspore(script, checkpoint, inputs, graph_mode=graph_mode)
@@ -206,6 +233,7 @@ def verify_conversion(
     rows = [worst[name] for name in graph.outputs if name in worst]
     return {
         "samples": samples,
+        "shapes": [shapes for shapes in shape_sets if shapes],
         "tolerance": tolerance,
         "outputs": rows,
         "ok": all(row.ok for row in rows),
@@ -222,4 +250,6 @@ def describe(summary: dict | None) -> str:
         for row in summary["outputs"]
     ]
     verdict = "MATCH" if summary["ok"] else "MISMATCH"
-    return f"Verification {verdict} vs onnxruntime: " + "; ".join(parts)
+    shapes = summary.get("shapes") or []
+    at = f" at {len(shapes)} input shapes" if len(shapes) > 1 else ""
+    return f"Verification {verdict} vs onnxruntime{at}: " + "; ".join(parts)

@@ -86,4 +86,17 @@ def render_report(
         converted_nodes=sum(m.converted for m in mapped),
         op_counts=op_counts(mapped),
         verification=verification,
+        verified_shapes=_shape_sets_text(verification),
     )
+
+
+def _shape_sets_text(verification: dict | None) -> list[str]:
+    """One line per input shape set verification ran at (names escaped)."""
+    if not verification:
+        return []
+    return [
+        comment_text(
+            "; ".join(f"{name}[{', '.join(map(str, dims))}]" for name, dims in shapes.items()), 400
+        )
+        for shapes in verification.get("shapes", [])
+    ]

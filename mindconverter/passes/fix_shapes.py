@@ -74,7 +74,7 @@ def _assign_shapes(
         named[name] = dims
     positional = [dims for name, dims in shapes if name is None]
     remaining = [spec for spec in specs if spec.name not in named]
-    if len(positional) != len(remaining):
+    if positional and len(positional) != len(remaining):
         needing = [spec for spec in remaining if not spec.is_static]
         if len(positional) != len(needing):
             names = ", ".join(spec.name for spec in remaining)
