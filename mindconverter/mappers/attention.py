@@ -10,6 +10,8 @@ every ``qk_matmul_output_mode``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from onnx import helper
@@ -54,17 +56,25 @@ def _add(total, part):
     return part if total is None else BinOp("+", total, part)
 
 
-@mapper("Attention", since=23)
-def attention(ctx: NodeContext):
-    """Attention -> softmax(q·kᵀ·scale [softcap] + mask) · v with reshapes for heads and caches."""
+@dataclass
+class _Layout:
+    """Query, key and value with heads first, and the sizes the computation needs."""
+
+    q: Any
+    k: Any
+    v: Any
+    batch: int
+    q_heads: int
+    q_len: int
+    head: int
+    kv_heads: int
+    kv_len: int
+    rank: int
+
+
+def _layout(ctx: NodeContext) -> _Layout:
+    """Heads-first q/k/v (3-D inputs are split into heads) and their sizes."""
     q_shape, k_shape, v_shape = ctx.require_shape(0), ctx.require_shape(1), ctx.require_shape(2)
-    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
-    if (
-        dtype.kind != "f"
-        or dtype.itemsize < 2
-        or dtype.name not in ("float16", "float32", "float64")
-    ):
-        raise Unsupported(f"Attention on {dtype.name} inputs")
     rank = len(q_shape)
     q, k, v = Input(0), Input(1), Input(2)
     if rank == 3:
@@ -75,70 +85,53 @@ def attention(ctx: NodeContext):
         q = _heads_first(q, q_shape, int(q_heads))
         k = _heads_first(k, k_shape, int(kv_heads))
         v = _heads_first(v, v_shape, int(kv_heads))
-        batch, q_heads, q_len, head = (
-            q_shape[0],
-            int(q_heads),
-            q_shape[1],
-            q_shape[2] // int(q_heads),
-        )
-        kv_heads, kv_len = int(kv_heads), k_shape[1]
-    elif rank == 4:
+        return _Layout(
+            q, k, v, q_shape[0], int(q_heads), q_shape[1], q_shape[2] // int(q_heads),
+            int(kv_heads), k_shape[1], rank,
+        )  # fmt: skip
+    if rank == 4:
         batch, q_heads, q_len, head = q_shape
-        kv_heads, kv_len = k_shape[1], k_shape[2]
-    else:
-        raise Unsupported(f"Attention on rank-{rank} inputs")
+        return _Layout(q, k, v, batch, q_heads, q_len, head, k_shape[1], k_shape[2], rank)
+    raise Unsupported(f"Attention on rank-{rank} inputs")
 
-    has_past = ctx.has_input(4) and ctx.has_input(5)
-    if ctx.has_input(4) != ctx.has_input(5):
-        raise Unsupported("past_key and past_value must be given together")
-    past_len = 0
-    if has_past:
-        past_len = int(ctx.require_shape(4)[2])
-        k = Call("ops.concat", [[Input(4), k]], {"axis": Lit(2)})
-        v = Call("ops.concat", [[Input(5), v]], {"axis": Lit(2)})
-    present_k = Temp(k, "present_key")
-    present_v = Temp(v, "present_value")
-    total_len = kv_len + past_len
-    nonpad = ctx.has_input(6)
-    if nonpad and has_past:
-        raise Unsupported("nonpad_kv_seqlen together with a past cache")
 
-    # --- additive bias -------------------------------------------------------------------
-    bias = None
-    static_allowed = np.ones((q_len, total_len), dtype=bool)  # what is known at conversion time
-    runtime_mask = False
-    if ctx.has_input(3):
-        mask_dtype = np.dtype(ctx.input_dtype(3) or dtype)
-        mask_shape = ctx.require_shape(3)
-        mask = Input(3)
-        pad = total_len - mask_shape[-1]
-        if pad > 0:
-            fill = NEG_INF
-            if mask_dtype == np.bool_:  # pad as int8 (0 = masked), then back to bool
-                mask = Call("ops.cast", [mask, DType("int8")])
-                fill = 0
-            mask = Call("ops.pad", [mask, Lit((0, pad))], {"value": Lit(fill)})
-            if mask_dtype == np.bool_:
-                mask = Call("ops.cast", [mask, DType("bool_")])
+def _input_mask(ctx: NodeContext, dtype: np.dtype, total_len: int):
+    """The attn_mask input (3) as an additive bias padded to the key length, or None."""
+    if not ctx.has_input(3):
+        return None
+    mask_dtype = np.dtype(ctx.input_dtype(3) or dtype)
+    mask_shape = ctx.require_shape(3)
+    mask = Input(3)
+    pad = total_len - mask_shape[-1]
+    if pad > 0:
+        fill = NEG_INF
+        if mask_dtype == np.bool_:  # pad as int8 (0 = masked), then back to bool
+            mask = Call("ops.cast", [mask, DType("int8")])
+            fill = 0
+        mask = Call("ops.pad", [mask, Lit((0, pad))], {"value": Lit(fill)})
         if mask_dtype == np.bool_:
-            mask = _bias_from_allowed(mask, dtype)
-        elif mask_dtype != dtype:
-            mask = Call("ops.cast", [mask, DType(dtype.name)])
-        bias = mask
-        runtime_mask = True
+            mask = Call("ops.cast", [mask, DType("bool_")])
+    if mask_dtype == np.bool_:
+        return _bias_from_allowed(mask, dtype)
+    if mask_dtype != dtype:
+        return Call("ops.cast", [mask, DType(dtype.name)])
+    return mask
 
+
+def _window_bias(ctx: NodeContext, dtype: np.dtype, q_len: int, total_len: int, past_len: int):
+    """The causal / sliding-window parts of the bias: (parts to add in order, whether they are
+    computed at run time, the allowed (query, key) pairs known at conversion time)."""
     left = int(ctx.attr("left_window_size", -1)) if ctx.opset >= 25 else -1
     right = int(ctx.attr("right_window_size", -1)) if ctx.opset >= 25 else -1
     causal = bool(int(ctx.attr("is_causal", 0)))
     rows = np.arange(q_len).reshape(-1, 1)
     cols = np.arange(total_len).reshape(1, -1)
-    if nonpad:
+    if ctx.has_input(6):
         # per-batch offset nonpad_kv_seqlen[b] - q_len; diff = i + offset - j
-        offset = Temp(
-            BinOp("-", Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]), Lit(q_len)), "offset"
-        )
+        lengths = Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))])
+        offset = Temp(BinOp("-", lengths, Lit(q_len)), "offset")
         diff = Temp(BinOp("+", Const((rows - cols).astype(np.int64)), offset), "diff")
-        allowed = None
+        parts, allowed = [], None
         if causal:
             allowed = BinOp(">=", diff, Lit(0))
         if left >= 0:
@@ -148,66 +141,34 @@ def attention(ctx: NodeContext):
             part = BinOp("<=", Neg(diff), Lit(right))
             allowed = part if allowed is None else Call("ops.logical_and", [allowed, part])
         if allowed is not None:
-            bias = _add(bias, _bias_from_allowed(allowed, dtype))
+            parts.append(_bias_from_allowed(allowed, dtype))
         keep = BinOp(
             "<",
             Const(np.arange(total_len, dtype=np.int64).reshape(1, 1, 1, -1)),
             Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]),
         )
-        bias = _add(bias, _bias_from_allowed(keep, dtype))
-        runtime_mask = True
-    else:
-        diff = rows + past_len - cols
-        allowed = np.ones_like(diff, dtype=bool)
-        if causal:
-            allowed &= diff >= 0
-        if left >= 0:
-            allowed &= diff <= left
-        if right >= 0:
-            allowed &= -diff <= right
-        if not allowed.all():
-            static_allowed = allowed
-            bias = _add(bias, _bias_from_allowed(Const(allowed), dtype))
-    if bias is not None:
-        bias = Temp(bias, "attn_bias")
+        return parts + [_bias_from_allowed(keep, dtype)], True, None
+    diff = rows + past_len - cols
+    allowed = np.ones_like(diff, dtype=bool)
+    if causal:
+        allowed &= diff >= 0
+    if left >= 0:
+        allowed &= diff <= left
+    if right >= 0:
+        allowed &= -diff <= right
+    if allowed.all():
+        return [], False, None
+    return [_bias_from_allowed(Const(allowed), dtype)], False, allowed
 
-    # --- scores ----------------------------------------------------------------------------
-    if kv_heads != q_heads:
-        if q_heads % kv_heads:
-            raise Unsupported(f"{q_heads} query heads cannot share {kv_heads} key/value heads")
-        reps = q_heads // kv_heads
-        k_used = Call("ops.repeat_interleave", [present_k, Lit(reps)], {"axis": Lit(1)})
-        v_used = Call("ops.repeat_interleave", [present_v, Lit(reps)], {"axis": Lit(1)})
-    else:
-        k_used, v_used = present_k, present_v
-    scale = ctx.attr("scale")
-    scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
-    root = math.sqrt(scale)
-    scores = Call(
-        "ops.matmul",
-        [
-            BinOp("*", q, Lit(root)),
-            Call("ops.transpose", [BinOp("*", k_used, Lit(root)), Lit((0, 1, 3, 2))]),
-        ],
-    )
-    softcap = ctx.attr("softcap")
-    if softcap is not None and float(softcap) > 0:
-        cap = float(softcap)
-        scores = BinOp("*", Call("ops.tanh", [BinOp("/", scores, Lit(cap))]), Lit(cap))
-    mode = int(ctx.attr("qk_matmul_output_mode", 0))
-    want_qk = ctx.output_used(3)
-    if want_qk and mode in (0, 1):
-        scores = Temp(scores, "scores")
-    with_bias = scores if bias is None else BinOp("+", scores, bias)
-    if want_qk and mode == 2:
-        with_bias = Temp(with_bias, "scores")
-    logits = with_bias
+
+def _probabilities(ctx: NodeContext, logits, bias, dtype: np.dtype, masked_at_run_time: bool):
+    """softmax over the keys in the requested precision; fully masked rows give 0."""
     precision = ctx.attr("softmax_precision")
     if precision is not None:
         soft_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(precision)))
         if soft_dtype != dtype:
             logits = Call("ops.cast", [logits, DType(soft_dtype.name)])
-    if runtime_mask or not static_allowed.any(axis=-1).all():
+    if masked_at_run_time:
         # Rows whose every key is masked attend nothing (ONNX defines their output as 0). They
         # are zeroed before the softmax too: MindSpore's softmax turns a whole tensor to 0 when
         # one row is all -inf.
@@ -219,12 +180,99 @@ def attention(ctx: NodeContext):
         probs = Call("ops.where", [masked_rows, Lit(0.0), Call("ops.softmax", [logits, Lit(-1)])])
     else:
         probs = Call("ops.softmax", [logits, Lit(-1)])
-    probs = Temp(Call("ops.cast", [probs, DType(dtype.name)]), "probs")
+    return Temp(Call("ops.cast", [probs, DType(dtype.name)]), "probs")
+
+
+def _shared_heads(layout: _Layout, present_k, present_v):
+    """Keys and values repeated so grouped key/value heads serve every query head."""
+    if layout.kv_heads == layout.q_heads:
+        return present_k, present_v
+    if layout.q_heads % layout.kv_heads:
+        raise Unsupported(
+            f"{layout.q_heads} query heads cannot share {layout.kv_heads} key/value heads"
+        )
+    reps = layout.q_heads // layout.kv_heads
+    k_used = Call("ops.repeat_interleave", [present_k, Lit(reps)], {"axis": Lit(1)})
+    v_used = Call("ops.repeat_interleave", [present_v, Lit(reps)], {"axis": Lit(1)})
+    return k_used, v_used
+
+
+def _scaled_scores(ctx: NodeContext, layout: _Layout, k_used):
+    """q·kᵀ·scale (the scale split over both factors), with the optional softcap."""
+    scale = ctx.attr("scale")
+    scale = 1.0 / math.sqrt(layout.head) if scale is None else float(scale)
+    root = math.sqrt(scale)
+    scores = Call(
+        "ops.matmul",
+        [
+            BinOp("*", layout.q, Lit(root)),
+            Call("ops.transpose", [BinOp("*", k_used, Lit(root)), Lit((0, 1, 3, 2))]),
+        ],
+    )
+    softcap = ctx.attr("softcap")
+    if softcap is not None and float(softcap) > 0:
+        cap = float(softcap)
+        scores = BinOp("*", Call("ops.tanh", [BinOp("/", scores, Lit(cap))]), Lit(cap))
+    return scores
+
+
+@mapper("Attention", since=23)
+def attention(ctx: NodeContext):
+    """Attention -> softmax(q·kᵀ·scale [softcap] + mask) · v with reshapes for heads and caches."""
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    if (
+        dtype.kind != "f"
+        or dtype.itemsize < 2
+        or dtype.name not in ("float16", "float32", "float64")
+    ):
+        raise Unsupported(f"Attention on {dtype.name} inputs")
+    layout = _layout(ctx)
+    has_past = ctx.has_input(4) and ctx.has_input(5)
+    if ctx.has_input(4) != ctx.has_input(5):
+        raise Unsupported("past_key and past_value must be given together")
+    k, v, past_len = layout.k, layout.v, 0
+    if has_past:
+        past_len = int(ctx.require_shape(4)[2])
+        k = Call("ops.concat", [[Input(4), k]], {"axis": Lit(2)})
+        v = Call("ops.concat", [[Input(5), v]], {"axis": Lit(2)})
+    present_k = Temp(k, "present_key")
+    present_v = Temp(v, "present_value")
+    total_len = layout.kv_len + past_len
+    if ctx.has_input(6) and has_past:
+        raise Unsupported("nonpad_kv_seqlen together with a past cache")
+
+    bias = _input_mask(ctx, dtype, total_len)
+    window, window_at_run_time, static_allowed = _window_bias(
+        ctx, dtype, layout.q_len, total_len, past_len
+    )
+    for part in window:
+        bias = _add(bias, part)
+    if bias is not None:
+        bias = Temp(bias, "attn_bias")
+    masked_at_run_time = (
+        ctx.has_input(3)
+        or window_at_run_time
+        or (static_allowed is not None and not static_allowed.any(axis=-1).all())
+    )
+
+    k_used, v_used = _shared_heads(layout, present_k, present_v)
+    scores = _scaled_scores(ctx, layout, k_used)
+    mode = int(ctx.attr("qk_matmul_output_mode", 0))
+    want_qk = ctx.output_used(3)
+    if want_qk and mode in (0, 1):
+        scores = Temp(scores, "scores")
+    with_bias = scores if bias is None else BinOp("+", scores, bias)
+    if want_qk and mode == 2:
+        with_bias = Temp(with_bias, "scores")
+    probs = _probabilities(ctx, with_bias, bias, dtype, masked_at_run_time)
     out = Call("ops.matmul", [probs, v_used])
-    if rank == 3:
+    if layout.rank == 3:
         out = Call(
             "ops.reshape",
-            [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, q_len, -1))],
+            [
+                Call("ops.transpose", [out, Lit((0, 2, 1, 3))]),
+                Lit((layout.batch, layout.q_len, -1)),
+            ],
         )
 
     qk_out = None
@@ -232,12 +280,8 @@ def attention(ctx: NodeContext):
         qk_out = {0: scores, 1: scores, 2: with_bias, 3: probs}.get(mode)
         if qk_out is None:
             raise Unsupported(f"qk_matmul_output_mode {mode}")
-        if mode != 3:
-            qk_out = (
-                Call("ops.cast", [qk_out, DType(dtype.name)])
-                if bias is not None and mode == 2
-                else qk_out
-            )
+        if mode == 2 and bias is not None:
+            qk_out = Call("ops.cast", [qk_out, DType(dtype.name)])
     exprs = [
         out,
         present_k if ctx.output_used(1) else None,

@@ -152,14 +152,6 @@ class NodeContext:
         self.opset = domain_opset if domain_opset is not None else graph.opset
 
     # --- node facts -----------------------------------------------------------------
-    @property
-    def op_type(self) -> str:
-        return self.node.op_type
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
     def attr(self, name: str, default: Any = None) -> Any:
         """The attribute value, or ``default`` (the ONNX default) when absent."""
         return self.node.attrs.get(name, default)
@@ -185,9 +177,6 @@ class NodeContext:
     def output_used(self, index: int) -> bool:
         """True when output ``index`` exists and something reads it (or the graph returns it)."""
         return self.has_output(index) and self.node.outputs[index] in self.graph.used_values
-
-    def input_name(self, index: int) -> str:
-        return self.node.inputs[index]
 
     def input_shape(self, index: int) -> tuple[int, ...] | None:
         return self.graph.shapes.get(self.node.inputs[index]) if self.has_input(index) else None

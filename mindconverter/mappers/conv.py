@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._common import compact, pad_call, spatial_attrs, spatial_pads
 from .base import Call, Cell, Input, Item, Lit, NodeContext, Unsupported
+from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
 _CONV_CELLS = {1: "nn.Conv1d", 2: "nn.Conv2d", 3: "nn.Conv3d"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import same_dtype_operand
 from .base import BinOp, Call, NodeContext
+from .common import same_dtype_operand
 from .registry import mapper
 
 

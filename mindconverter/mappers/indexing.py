@@ -1,5 +1,5 @@
 """Indexing operators: Gather, GatherElements, GatherND, ScatterElements/Scatter, ScatterND, TopK,
-NonZero, Compress, Unique.
+NonZero, Compress, Unique, TensorScatter.
 
 ONNX allows negative indices (counting from the end); MindSpore kernels do not, so run-time
 indices are wrapped with ``% dim`` (a floor modulo: exact for -dim..dim-1) and constant indices
@@ -21,6 +21,7 @@ from .base import (
     Lit,
     NodeContext,
     Outputs,
+    Temp,
     Unsupported,
     normalize_axis,
 )
@@ -250,3 +251,40 @@ def unique(ctx: NodeContext):
         else None,
     ]
     return Outputs(exprs)
+
+
+@mapper("TensorScatter", since=24)
+def tensor_scatter(ctx: NodeContext):
+    """TensorScatter -> write ``update`` into the cache at per-batch ``write_indices`` along ``axis``:
+    every cache position p reads update[p - write_index] where that lies in range (modulo the cache
+    length in circular mode) and keeps the cache value elsewhere."""
+    shape = ctx.require_shape(0)
+    update_shape = ctx.require_shape(1)
+    rank = len(shape)
+    axis = normalize_axis(int(ctx.attr("axis", -2)), rank)
+    if axis == 0:
+        raise Unsupported("TensorScatter along the batch axis")
+    mode = ctx.attr("mode", "linear")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("linear", "circular"):
+        raise Unsupported(f"TensorScatter mode {mode!r}")
+    length, count = shape[axis], update_shape[axis]
+    positions = np.arange(length, dtype=np.int64).reshape(
+        [length if a == axis else 1 for a in range(rank)]
+    )
+    source = Const(positions)
+    if ctx.has_input(2):
+        start = Call("ops.reshape", [Input(2), Lit((-1,) + (1,) * (rank - 1))])
+        source = BinOp("-", source, start)
+        if mode == "circular":
+            source = BinOp("%", BinOp("+", source, Lit(length)), Lit(length))
+    source = Temp(source, "source")
+    inside = Call("ops.logical_and", [BinOp(">=", source, Lit(0)), BinOp("<", source, Lit(count))])
+    index_shape = tuple(update_shape[a] if a != axis else length for a in range(rank))
+    index = Call(
+        "ops.broadcast_to", [Call("ops.clip", [source, Lit(0), Lit(count - 1)]), Lit(index_shape)]
+    )
+    written = Call("ops.gather_elements", [Input(1), Lit(axis), index])
+    return Call(
+        "ops.where", [Call("ops.broadcast_to", [inside, Lit(tuple(shape))]), written, Input(0)]
+    )

@@ -1,10 +1,18 @@
-"""Linear algebra: Gemm and MatMul (``nn.Dense`` when the weight is a constant)."""
+"""Linear algebra: Gemm and MatMul (as ``nn.Dense`` where the weight is constant), Einsum and Det."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Input, Lit, NodeContext
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    Input,
+    Lit,
+    NodeContext,
+    Unsupported,
+)
 from .registry import mapper
 
 
@@ -73,3 +81,113 @@ def matmul(ctx: NodeContext):
     ):
         return _dense(ctx, Input(0), 1, b_value.T, "transpose(1, 0)")
     return Call("ops.matmul", [ctx.operand(0), ctx.operand(1)])
+
+
+def _parse_einsum(equation: str, ranks: list[int]):
+    """Terms per operand and the output term, with '...' replaced by capital letters."""
+    equation = equation.replace(" ", "")
+    if "->" in equation:
+        lhs, out = equation.split("->")
+    else:
+        lhs, out = equation, None
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise Unsupported(f"Einsum equation '{equation}' does not match {len(ranks)} operands")
+    ell_rank = 0
+    for term, rank in zip(terms, ranks):
+        if "..." in term:
+            ell_rank = max(ell_rank, rank - (len(term) - 3))
+    ell = "".join(chr(ord("A") + i) for i in range(ell_rank))
+    expanded = []
+    for term, rank in zip(terms, ranks):
+        if "..." in term:
+            own = rank - (len(term) - 3)
+            term = term.replace("...", ell[ell_rank - own :])
+        if len(term) != rank:
+            raise Unsupported(f"Einsum term '{term}' does not match rank {rank}")
+        expanded.append(term)
+    if out is None:
+        letters = "".join(expanded)
+        out = ell + "".join(
+            sorted(ch for ch in set(letters) if letters.count(ch) == 1 and ch.islower())
+        )
+    else:
+        out = out.replace("...", ell)
+    return expanded, out
+
+
+def _einsum_sum_out(expr, term: str, sizes: dict[str, int], keep: set[str]):
+    """Sum away the letters of ``term`` not in ``keep``."""
+    drop = tuple(i for i, ch in enumerate(term) if ch not in keep)
+    if not drop:
+        return expr, term
+    expr = Call("ops.sum", [expr], {"dim": Lit(drop[0] if len(drop) == 1 else drop)})
+    return expr, "".join(ch for ch in term if ch in keep)
+
+
+def _einsum_permute(expr, term: str, order: str):
+    if term == order:
+        return expr
+    return Call("ops.transpose", [expr, Lit(tuple(term.index(ch) for ch in order))])
+
+
+def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
+    """Contract two operands with one batched matmul; returns (expr, term)."""
+    batch = [ch for ch in ta if ch in tb and ch in keep]
+    contract = [ch for ch in ta if ch in tb and ch not in keep]
+    left = [ch for ch in ta if ch not in tb]
+    right = [ch for ch in tb if ch not in ta]
+
+    def prod(chars):
+        return int(np.prod([sizes[ch] for ch in chars], dtype=np.int64))
+
+    a = _einsum_permute(a, ta, "".join(batch + left + contract))
+    b = _einsum_permute(b, tb, "".join(batch + contract + right))
+    bsz = tuple(sizes[ch] for ch in batch)
+    if len(left) != 1 or len(contract) != 1:
+        a = Call("ops.reshape", [a, Lit(bsz + (prod(left), prod(contract)))])
+    if len(right) != 1 or len(contract) != 1:
+        b = Call("ops.reshape", [b, Lit(bsz + (prod(contract), prod(right)))])
+    expr = Call("ops.matmul", [a, b])
+    term = "".join(batch + left + right)
+    if len(left) != 1 or len(right) != 1:
+        expr = Call("ops.reshape", [expr, Lit(tuple(sizes[ch] for ch in term))])
+    return expr, term
+
+
+@mapper("Einsum", since=12)
+def einsum(ctx: NodeContext):
+    """Einsum -> transposes, reshapes, sums and batched ops.matmul (MindSpore's CPU has no Einsum)."""
+    equation = ctx.attr("equation")
+    if isinstance(equation, bytes):
+        equation = equation.decode()
+    shapes = [ctx.require_shape(i) for i in range(ctx.num_inputs)]
+    terms, out = _parse_einsum(equation, [len(s) for s in shapes])
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes):
+        if len(set(term)) != len(term):
+            raise Unsupported(f"Einsum with a repeated index in one operand ('{term}', a diagonal)")
+        for ch, dim in zip(term, shape):
+            if sizes.setdefault(ch, int(dim)) != int(dim):
+                raise Unsupported(f"Einsum index '{ch}' with broadcast sizes {sizes[ch]} and {dim}")
+    exprs = [ctx.operand(i) for i in range(ctx.num_inputs)]
+    # letters only one operand uses and the output does not need are summed first
+    current, term = None, ""
+    for index, (expr, t) in enumerate(zip(exprs, terms)):
+        later = set(out).union(*terms[index + 1 :]) if index + 1 < len(terms) else set(out)
+        needed = later | set(term)
+        expr, t = _einsum_sum_out(expr, t, sizes, needed)
+        if current is None:
+            current, term = expr, t
+            continue
+        keep = set(out).union(*terms[index + 1 :]) if index + 1 < len(terms) else set(out)
+        current, term = _einsum_sum_out(current, term, sizes, keep | set(t))
+        current, term = _einsum_pair(current, term, expr, t, keep, sizes)
+    current, term = _einsum_sum_out(current, term, sizes, set(out))
+    return _einsum_permute(current, term, out)
+
+
+@mapper("Det", since=11)
+def det(ctx: NodeContext):
+    """Det -> ops.det over the last two axes."""
+    return Call("ops.det", [Input(0)])

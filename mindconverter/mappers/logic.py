@@ -6,8 +6,8 @@ carried a legacy ``broadcast``/``axis`` attribute pair that is not supported.
 
 from __future__ import annotations
 
-from ._common import same_dtype_operand
 from .base import BinOp, Call, Input, NodeContext
+from .common import same_dtype_operand
 from .registry import mapper
 
 

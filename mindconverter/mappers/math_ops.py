@@ -1,4 +1,4 @@
-"""Element-wise math: unary functions, Pow, Mod, Max/Min/Mean, Where, IsNaN/IsInf, CastLike, bit ops.
+"""Element-wise math: unary functions, Pow, Mod, Max/Min/Mean, Where, IsNaN/IsInf, bit ops.
 
 MindSpore's CPU kernels lack a few integer dtypes that ONNX allows (``ops.sign`` on int8/int16 and
 unsigned types, for instance); those cases compute in a supported dtype and cast back.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import same_dtype_operand
 from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Unsupported
+from .common import cast_to, require_dtype, same_dtype_operand
 from .registry import mapper
 
 
@@ -19,25 +19,14 @@ def _kind(ctx: NodeContext, index: int = 0) -> str:
     return np.dtype(dtype).kind if dtype is not None else "f"
 
 
-def _cast(value, dtype) -> Call:
-    return Call("ops.cast", [value, DType(np.dtype(dtype).name)])
-
-
-def _require_dtype(ctx: NodeContext, index: int) -> np.dtype:
-    dtype = ctx.input_dtype(index)
-    if dtype is None:
-        raise Unsupported(f"the dtype of input {index} ('{ctx.input_name(index)}') is unknown")
-    return np.dtype(dtype)
-
-
 def _unary(op_type: str, func: str, since: int = 1):
     """A mapper turning ``op_type`` into ``func(x)``; integer inputs are computed in float32 and cast back."""
 
     @mapper(op_type, since=since)
     def convert(ctx: NodeContext):
         if _kind(ctx) in "iub":
-            dtype = _require_dtype(ctx, 0)
-            return _cast(Call(func, [_cast(Input(0), np.float32)]), dtype)
+            dtype = require_dtype(ctx, 0)
+            return cast_to(Call(func, [cast_to(Input(0), np.float32)]), dtype)
         return Call(func, [Input(0)])
 
     convert.__name__ = convert.__qualname__ = op_type.lower()
@@ -85,11 +74,11 @@ def sign(ctx: NodeContext):
     """Sign -> ops.sign; unsigned -> (x != 0) as 0/1; int8/int16 via int32."""
     kind = _kind(ctx)
     if kind in "iu":
-        dtype = _require_dtype(ctx, 0)
+        dtype = require_dtype(ctx, 0)
         if kind == "u":
-            return _cast(_cast(Input(0), np.bool_), dtype)
+            return cast_to(cast_to(Input(0), np.bool_), dtype)
         if dtype.itemsize < 4:
-            return _cast(Call("ops.sign", [_cast(Input(0), np.int32)]), dtype)
+            return cast_to(Call("ops.sign", [cast_to(Input(0), np.int32)]), dtype)
     return Call("ops.sign", [Input(0)])
 
 
@@ -114,7 +103,7 @@ def pow_(ctx: NodeContext):
     An integer base with a floating exponent is raised in float64 and truncated back, as
     onnxruntime does; exponents of another dtype (allowed from opset 12) are cast to x's dtype.
     """
-    base_dtype = _require_dtype(ctx, 0)
+    base_dtype = require_dtype(ctx, 0)
     base_kind = base_dtype.kind
     literal = _scalar_exponent(ctx, base_kind)
     if literal is not None:
@@ -122,10 +111,10 @@ def pow_(ctx: NodeContext):
     exponent = ctx.operand(1) if ctx.is_const(1) else Input(1)
     exp_dtype = ctx.input_dtype(1)
     if base_kind in "iu" and exp_dtype is not None and np.dtype(exp_dtype).kind == "f":
-        raised = Call("ops.pow", [_cast(Input(0), np.float64), _cast(exponent, np.float64)])
-        return _cast(raised, base_dtype)
+        raised = Call("ops.pow", [cast_to(Input(0), np.float64), cast_to(exponent, np.float64)])
+        return cast_to(raised, base_dtype)
     if exp_dtype is not None and np.dtype(exp_dtype) != base_dtype:
-        exponent = _cast(exponent, base_dtype)
+        exponent = cast_to(exponent, base_dtype)
     return Call("ops.pow", [Input(0), exponent])
 
 
@@ -155,10 +144,10 @@ def max_(ctx: NodeContext):
     """Max (variadic) -> nested ops.maximum (uint16, which MindSpore's CPU maximum lacks, via int32)."""
     dtype = ctx.input_dtype(0)
     if dtype is not None and np.dtype(dtype) == np.uint16:
-        expr = _cast(Input(0), np.int32)
+        expr = cast_to(Input(0), np.int32)
         for index in range(1, ctx.num_inputs):
-            expr = Call("ops.maximum", [expr, _cast(ctx.operand(index), np.int32)])
-        return _cast(expr, dtype)
+            expr = Call("ops.maximum", [expr, cast_to(ctx.operand(index), np.int32)])
+        return cast_to(expr, dtype)
     return _variadic(ctx, "ops.maximum")
 
 
@@ -208,18 +197,6 @@ def is_inf(ctx: NodeContext):
     return Call("ops.zeros_like", [Input(0)], {"dtype": DType("bool")})
 
 
-@mapper("CastLike", since=15)
-def cast_like(ctx: NodeContext):
-    """CastLike -> ops.cast to the second input's dtype."""
-    target = _require_dtype(ctx, 1)
-    if target.kind not in "biuf":
-        raise Unsupported(f"cast to {target.name}")
-    source = ctx.input_dtype(0)
-    if source is not None and np.dtype(source) == target:
-        return Input(0)
-    return _cast(Input(0), target)
-
-
 @mapper("BitShift", since=11)
 def bit_shift(ctx: NodeContext):
     """BitShift -> ops.bitwise_left_shift / ops.bitwise_right_shift by the direction attribute.
@@ -236,7 +213,7 @@ def bit_shift(ctx: NodeContext):
     func = "ops.bitwise_left_shift" if direction == "LEFT" else "ops.bitwise_right_shift"
     x = ctx.operand(0) if ctx.is_const(0) else Input(0)
     amount = ctx.operand(1) if ctx.is_const(1) else Input(1)
-    dtype = _require_dtype(ctx, 0)
+    dtype = require_dtype(ctx, 0)
     bits = dtype.itemsize * 8
     known = ctx.const(1)
     if known is not None and np.all((known >= 0) & (known < bits)):

@@ -1,8 +1,24 @@
-"""Normalization: BatchNormalization (rank 2-5) and LRN."""
+"""Normalization and regularization layers: BatchNormalization, InstanceNormalization,
+LayerNormalization, GroupNormalization, RMSNormalization, LpNormalization,
+MeanVarianceNormalization, LRN and Dropout."""
 
 from __future__ import annotations
 
-from .base import BinOp, Call, Cell, Input, Lit, NodeContext, Unsupported
+import numpy as np
+
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    Input,
+    Lit,
+    NodeContext,
+    Outputs,
+    Temp,
+    Unsupported,
+    Weight,
+    normalize_axis,
+)
 from .registry import mapper
 
 
@@ -69,3 +85,206 @@ def lrn(ctx: NodeContext):
         mean = Call("ops.reshape", [mean, Lit(tuple(shape))])
     scale = Call("ops.pow", [BinOp("+", Lit(bias), BinOp("*", Lit(alpha), mean)), Lit(beta)])
     return BinOp("/", x, scale)
+
+
+def _group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight, eps: float):
+    channels = int(ctx.require_shape(0)[1])
+    kwargs = {"num_groups": groups, "num_channels": channels, "eps": eps}
+    return Cell(
+        "nn.GroupNorm",
+        kwargs=kwargs,
+        args=[Input(0)],
+        weights={"gamma": scale, "beta": bias},
+        role="norm",
+    )
+
+
+def _normalized(ctx: NodeContext, axes: tuple[int, ...], eps: float):
+    """``(x - mean) / sqrt(var + eps)`` over ``axes`` with functional ops (population variance)."""
+    centered = Temp(
+        BinOp(
+            "-", Input(0), Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)})
+        ),
+        "centered",
+    )
+    var = Call(
+        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
+    return BinOp("*", centered, Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]))
+
+
+def _channel_operand(ctx: NodeContext, index: int, rank: int):
+    """A per-channel vector input (scale/bias) shaped to broadcast over (N, C, *spatial)."""
+    shape = (-1,) + (1,) * (rank - 2)
+    return Call("ops.reshape", [ctx.operand(index), Lit(shape)])
+
+
+@mapper("InstanceNormalization", since=6)
+def instance_norm(ctx: NodeContext):
+    """InstanceNormalization -> nn.GroupNorm with one group per channel (per-channel scale/bias).
+
+    MindSpore's nn.InstanceNorm* has no CPU kernel; GroupNorm(C, C) is the same computation.
+    A scale or bias computed at run time falls back to functional ops.
+    """
+    rank = ctx.input_rank(0)
+    if rank < 3:
+        raise Unsupported(f"InstanceNormalization of a rank-{rank} input")
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if ctx.is_const(1) and ctx.is_const(2):
+        channels = int(ctx.require_shape(0)[1])
+        return _group_norm_cell(ctx, channels, ctx.weight(1), ctx.weight(2), eps)
+    normalized = _normalized(ctx, tuple(range(2, rank)), eps)
+    return BinOp(
+        "+", BinOp("*", normalized, _channel_operand(ctx, 1, rank)), _channel_operand(ctx, 2, rank)
+    )
+
+
+@mapper("LayerNormalization", since=17)
+def layer_norm(ctx: NodeContext):
+    """LayerNormalization -> nn.LayerNorm over X.shape[axis:] (gamma = Scale, beta = B or zeros).
+
+    A Scale/B computed at run time, or the Mean/InvStdDev outputs (training graphs), make it
+    functional ops instead.
+    """
+    shape = ctx.require_shape(0)
+    axis = normalize_axis(int(ctx.attr("axis", -1)), len(shape))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    normalized_shape = tuple(int(d) for d in shape[axis:])
+    if ctx.has_output(1) or ctx.has_output(2):
+        return _layer_norm_with_statistics(ctx, tuple(range(axis, len(shape))), eps)
+    if ctx.is_const(1) and (not ctx.has_input(2) or ctx.is_const(2)):
+        scale = ctx.require_const(1, "scale")
+        gamma = np.broadcast_to(scale, normalized_shape).astype(scale.dtype)
+        gamma_w = ctx.weight(1, gamma, "broadcast_to" if gamma.shape != scale.shape else "")
+        if ctx.has_input(2):
+            bias = ctx.require_const(2, "bias")
+            beta = np.broadcast_to(bias, normalized_shape).astype(bias.dtype)
+            beta_w = ctx.weight(2, beta, "broadcast_to" if beta.shape != bias.shape else "")
+        else:
+            beta_w = Weight(
+                np.zeros(normalized_shape, scale.dtype), "", "zeros (no bias in the source)"
+            )
+        kwargs = {
+            "normalized_shape": normalized_shape,
+            "begin_norm_axis": axis,
+            "begin_params_axis": axis,
+            "epsilon": eps,
+        }
+        return Cell(
+            "nn.LayerNorm",
+            kwargs=kwargs,
+            args=[Input(0)],
+            weights={"gamma": gamma_w, "beta": beta_w},
+            role="norm",
+        )
+    # ops.layer_norm has no CPU kernel: normalize with functional ops instead
+    y = BinOp("*", _normalized(ctx, tuple(range(axis, len(shape))), eps), ctx.operand(1))
+    return BinOp("+", y, ctx.operand(2)) if ctx.has_input(2) else y
+
+
+def _layer_norm_with_statistics(ctx: NodeContext, axes: tuple[int, ...], eps: float):
+    """LayerNormalization with its Mean and InvStdDev outputs (training graphs), as functional ops."""
+    mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
+    centered = Temp(BinOp("-", Input(0), mean), "centered")
+    var = Call(
+        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
+    inv_std = Temp(Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]), "inv_std")
+    y = BinOp("*", BinOp("*", centered, inv_std), ctx.operand(1))
+    if ctx.has_input(2):
+        y = BinOp("+", y, ctx.operand(2))
+    return Outputs([y, mean if ctx.has_output(1) else None, inv_std if ctx.has_output(2) else None])
+
+
+def _group_norm(ctx: NodeContext, per_channel: bool):
+    shape = ctx.require_shape(0)
+    if len(shape) < 2:
+        raise Unsupported(f"GroupNormalization of a rank-{len(shape)} input")
+    channels = int(shape[1])
+    groups = int(ctx.attr("num_groups"))
+    if channels % groups:
+        raise Unsupported(f"{channels} channels are not divisible into {groups} groups")
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if ctx.is_const(1) and ctx.is_const(2):
+        weights = []
+        for index in (1, 2):
+            value = ctx.require_const(index, "scale/bias").reshape(-1)
+            if per_channel:
+                weights.append(ctx.weight(index, value))
+            else:  # opset 18: one value per group, repeated over the group's channels
+                weights.append(
+                    ctx.weight(index, np.repeat(value, channels // groups), "repeat per group")
+                )
+        return _group_norm_cell(ctx, groups, weights[0], weights[1], eps)
+    if not per_channel:
+        raise Unsupported("a per-group scale/bias (GroupNormalization-18) computed at run time")
+    return Call(
+        "ops.group_norm",
+        [Input(0), Lit(groups)],
+        {"weight": ctx.operand(1), "bias": ctx.operand(2), "eps": Lit(eps)},
+    )
+
+
+@mapper("GroupNormalization", since=18, until=20)
+def group_norm_18(ctx: NodeContext):
+    """GroupNormalization-18 (scale/bias per group) -> nn.GroupNorm with the values repeated per channel."""
+    return _group_norm(ctx, per_channel=False)
+
+
+@mapper("GroupNormalization", since=21)
+def group_norm_21(ctx: NodeContext):
+    """GroupNormalization-21 (scale/bias per channel) -> nn.GroupNorm."""
+    return _group_norm(ctx, per_channel=True)
+
+
+@mapper("LpNormalization")
+def lp_normalization(ctx: NodeContext):
+    """LpNormalization -> x / ops.norm(x, p, axis, keepdim=True) (p = 1 or 2, no epsilon as in ONNX)."""
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise Unsupported(f"LpNormalization with p={p}")
+    axis = normalize_axis(int(ctx.attr("axis", -1)), ctx.input_rank(0))
+    norm = Call("ops.norm", [Input(0)], {"ord": Lit(p), "dim": Lit(axis), "keepdim": Lit(True)})
+    return BinOp("/", Input(0), norm)
+
+
+@mapper("MeanVarianceNormalization", since=9)
+def mean_variance_normalization(ctx: NodeContext):
+    """MeanVarianceNormalization -> (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over ``axes``."""
+    rank = ctx.input_rank(0)
+    axes = tuple(sorted(normalize_axis(int(a), rank) for a in ctx.attr("axes", [0, 2, 3])))
+    mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
+    square_mean = Call(
+        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
+    std = Call("ops.sqrt", [BinOp("-", square_mean, BinOp("*", mean, mean))])
+    return BinOp("/", BinOp("-", Input(0), mean), BinOp("+", std, Lit(1e-9)))
+
+
+@mapper("RMSNormalization", since=23)
+def rms_normalization(ctx: NodeContext):
+    """RMSNormalization -> x * rsqrt(mean(x², axes from ``axis`` on) + eps) * scale."""
+    rank = ctx.input_rank(0)
+    axis = normalize_axis(int(ctx.attr("axis", -1)), rank)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    axes = tuple(range(axis, rank))
+    mean_sq = Call(
+        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
+    )
+    normalized = BinOp("*", Input(0), Call("ops.rsqrt", [BinOp("+", mean_sq, Lit(eps))]))
+    return BinOp("*", normalized, ctx.operand(1))
+
+
+@mapper("Dropout")
+def dropout(ctx: NodeContext):
+    """Dropout -> nn.Dropout(p=ratio), an identity at inference that keeps the model trainable."""
+    if ctx.output_used(1):
+        raise Unsupported("the mask output of Dropout is not supported")
+    ratio = 0.5
+    if ctx.opset < 12:
+        ratio = float(ctx.attr("ratio", 0.5))
+    elif ctx.has_input(1):
+        ratio = float(np.asarray(ctx.require_const(1, "the dropout ratio")).reshape(()))
+    if ctx.has_input(2) and ctx.const(2) is not None and bool(np.asarray(ctx.const(2)).reshape(())):
+        raise Unsupported("Dropout in training mode")
+    return Cell("nn.Dropout", {"p": ratio}, [Input(0)], role="dropout")

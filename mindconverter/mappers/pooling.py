@@ -1,4 +1,5 @@
-"""Pooling: MaxPool, AveragePool (1-D/2-D/3-D) as ``nn.*Pool*`` cells; global pooling as reductions."""
+"""Pooling: MaxPool, AveragePool, LpPool (1-D/2-D/3-D), their global forms, MaxUnpool and
+RoiAlign."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import math
 
 import numpy as np
 
-from ._common import compact, pad_call, spatial_attrs, spatial_pads
-from .base import BinOp, Call, Cell, Const, Input, Lit, NodeContext, Unsupported
+from .base import BinOp, Call, Cell, Const, DType, Input, Lit, NodeContext, Unsupported
+from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
 _MAX_CELLS = {1: "nn.MaxPool1d", 2: "nn.MaxPool2d", 3: "nn.MaxPool3d"}
@@ -97,3 +98,164 @@ def global_average_pool(ctx: NodeContext):
 def global_max_pool(ctx: NodeContext):
     """GlobalMaxPool -> ops.amax over the spatial axes, keeping them."""
     return Call("ops.amax", [Input(0)], {"axis": Lit(_spatial_axes(ctx)), "keepdims": Lit(True)})
+
+
+_AVG_CELLS = {1: "nn.AvgPool1d", 2: "nn.AvgPool2d", 3: "nn.AvgPool3d"}
+
+
+_UNPOOL_OPS = {1: "ops.max_unpool1d", 2: "ops.max_unpool2d", 3: "ops.max_unpool3d"}
+
+
+def _abs_pow(value, p: int):
+    """``|x| ** p`` written the way a person would (``x * x`` for p = 2)."""
+    if p == 2:
+        return BinOp("*", value, value)
+    magnitude = Call("ops.abs", [value])
+    return magnitude if p == 1 else BinOp("**", magnitude, Lit(p))
+
+
+def _root(value, p: int):
+    if p == 1:
+        return value
+    if p == 2:
+        return Call("ops.sqrt", [value])
+    return BinOp("**", value, Lit(1.0 / p))
+
+
+def _lp_p(ctx: NodeContext) -> int:
+    p = ctx.attr("p", 2)
+    if float(p) != int(p) or int(p) < 1:
+        raise Unsupported(f"Lp pooling with p={p}")
+    return int(p)
+
+
+@mapper("LpPool", since=2)
+def lp_pool(ctx: NodeContext):
+    """LpPool -> (AvgPool(|x|^p) * window size) ** (1/p), padding with zeros (they add nothing to the sum).
+
+    ceil_mode is honoured by padding the end so the last partial window fits; dilations are not.
+    """
+    shape = ctx.require_shape(0)
+    rank = len(shape) - 2
+    if rank not in _AVG_CELLS:
+        raise Unsupported(f"{rank}-D LpPool")
+    p = _lp_p(ctx)
+    kernel, strides, dilations = spatial_attrs(ctx, rank)
+    if any(d != 1 for d in dilations):
+        raise Unsupported("dilated LpPool")
+    begin, end = spatial_pads(ctx, shape[2:], kernel, strides, dilations)
+    out_shape = ctx.output_shape(0)
+    if out_shape is not None and len(out_shape) == len(shape):
+        # pad the end so that exactly the ONNX output windows fit (covers ceil_mode)
+        end = [
+            max((o - 1) * s + k - (n + b), e)
+            for o, s, k, n, b, e in zip(out_shape[2:], strides, kernel, shape[2:], begin, end)
+        ]
+    elif int(ctx.attr("ceil_mode", 0)):
+        raise Unsupported("ceil_mode LpPool with an unknown output shape")
+    x = _abs_pow(Input(0), p)
+    if any(begin) or any(end):
+        x = pad_call(x, begin, end)
+    pooled = Cell(
+        _AVG_CELLS[rank],
+        kwargs={"kernel_size": compact(kernel), "stride": compact(strides)},
+        args=[x],
+        role="avgpool",
+    )
+    return _root(BinOp("*", pooled, Lit(float(math.prod(kernel)))), p)
+
+
+@mapper("GlobalLpPool", since=2)
+def global_lp_pool(ctx: NodeContext):
+    """GlobalLpPool -> (sum over the spatial axes of |x|^p) ** (1/p), keeping the axes."""
+    p = _lp_p(ctx)
+    axes = tuple(range(2, ctx.input_rank(0)))
+    total = Call("ops.sum", [_abs_pow(Input(0), p)], {"dim": Lit(axes), "keepdim": Lit(True)})
+    return _root(total, p)
+
+
+@mapper("MaxUnpool", since=9)
+def max_unpool(ctx: NodeContext):
+    """MaxUnpool -> ops.max_unpool1d/2d/3d with the explicit output size.
+
+    ONNX indices count over the whole flattened output, MindSpore's within one (N, C) plane: the
+    index is taken modulo the plane size.
+    """
+    shape = ctx.require_shape(0)
+    rank = len(shape) - 2
+    if rank not in _UNPOOL_OPS:
+        raise Unsupported(f"{rank}-D MaxUnpool")
+    kernel, strides, _ = spatial_attrs(ctx, rank)
+    pads = list(ctx.attr("pads", [0] * (2 * rank)))
+    begin, end = pads[:rank], pads[rank:]
+    if ctx.has_input(2):
+        target = ctx.const_ints(2, "output_shape")
+    else:
+        target = list(shape[:2]) + [
+            (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
+        ]
+    if len(target) != len(shape):
+        raise Unsupported(f"output_shape {target} does not match the input rank")
+    padding = begin if begin == end else [0] * rank
+    # MindSpore accepts an output size within one stride of its own default size
+    for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, target[2:]):
+        if abs(size - ((n - 1) * s - 2 * pad + k)) >= s:
+            raise Unsupported(
+                f"MaxUnpool output size {target} is too far from the size its kernel gives"
+            )
+    plane = math.prod(target[2:])
+    kwargs = {"stride": Lit(compact(strides))}
+    if any(padding):
+        kwargs["padding"] = Lit(compact(padding))
+    kwargs["output_size"] = Lit(tuple(int(v) for v in target))
+    return Call(
+        _UNPOOL_OPS[rank],
+        [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))],
+        kwargs,
+    )
+
+
+@mapper("RoiAlign", since=10)
+def roi_align(ctx: NodeContext):
+    """RoiAlign (avg mode, output_half_pixel coordinates, fixed sampling_ratio) -> ops.ROIAlign.
+
+    MindSpore takes the batch index as the first column of each ROI. Its kernel clamps ROI sizes
+    to at least one pixel (the legacy 'output_half_pixel' behaviour), so 'half_pixel' (the default
+    from opset 16) has no exact equivalent; neither has mode 'max' nor the adaptive
+    sampling_ratio 0.
+    """
+    mode = ctx.attr("mode", "avg")
+    if mode != "avg":
+        raise Unsupported(f"RoiAlign mode '{mode}' (MindSpore's ROIAlign averages)")
+    transform = ctx.attr(
+        "coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
+    )
+    if transform != "output_half_pixel":
+        raise Unsupported(
+            f"RoiAlign coordinate_transformation_mode '{transform}': MindSpore's ROIAlign clamps "
+            "ROI sizes to one pixel, which only 'output_half_pixel' does"
+        )
+    sampling = int(ctx.attr("sampling_ratio", 0))
+    if sampling <= 0:
+        raise Unsupported(
+            "RoiAlign with the adaptive sampling_ratio=0 (MindSpore needs a fixed sample count)"
+        )
+    if ctx.input_rank(0) != 4:
+        raise Unsupported("RoiAlign of a non-4-D input")
+    dtype = ctx.input_dtype(1)
+    index_column = Call(
+        "ops.expand_dims",
+        [
+            Call("ops.cast", [Input(2), DType(dtype.name if dtype is not None else "float32")]),
+            Lit(1),
+        ],
+    )
+    rois = Call("ops.concat", [[index_column, Input(1)]], {"axis": Lit(1)})
+    kwargs = {
+        "pooled_height": int(ctx.attr("output_height", 1)),
+        "pooled_width": int(ctx.attr("output_width", 1)),
+        "spatial_scale": float(ctx.attr("spatial_scale", 1.0)),
+        "sample_num": sampling,
+        "roi_end_mode": 0,
+    }
+    return Cell("ops.ROIAlign", kwargs=kwargs, args=[Input(0), rois], role="roi_align")

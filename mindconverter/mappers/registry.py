@@ -18,6 +18,8 @@ import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import onnx
+
 MapperFn = Callable[..., object]
 NEWEST = 10_000
 
@@ -70,11 +72,35 @@ class MapperRegistry:
         return decorate
 
     def lookup(self, op_type: str, opset: int, domain: str = "") -> MapperFn | None:
-        """The mapper for this operator at this opset version, or None."""
+        """The mapper for this operator at this opset version, or None.
+
+        The version that counts is the operator's definition in force at ``opset`` (its schema's
+        ``since_version``): a mapper written for the opset-13 definition serves opsets 13-17 when
+        the operator did not change in between.
+        """
+        version = schema_version(op_type, opset, domain)
         for spec in reversed(self._specs.get((domain, op_type), [])):
-            if spec.since <= opset <= spec.until:
+            if spec.since <= version <= spec.until:
                 return spec.fn
         return None
+
+    def why_missing(self, op_type: str, opset: int, domain: str = "") -> str:
+        """Why :meth:`lookup` found nothing: no mapper at all, or none for this definition."""
+        specs = self._specs.get((domain, op_type), [])
+        where = f"domain '{domain}'" if domain else f"opset {opset}"
+        if not specs:
+            return f"no mapper for '{op_type}' at {where}"
+        version = schema_version(op_type, opset, domain)
+        known = ", ".join(
+            f"{spec.since}-{spec.until}" if spec.until < NEWEST else f"{spec.since}+"
+            for spec in specs
+        )
+        newer = version > max(spec.until for spec in specs)
+        return (
+            f"'{op_type}' at {where} follows its opset-{version} definition, "
+            + ("newer than" if newer else "not covered by")
+            + f" the mappers mindconverter has (opsets {known})"
+        )
 
     def specs(self) -> list[MapperSpec]:
         """Every registration, sorted by domain and operator."""
@@ -84,18 +110,43 @@ class MapperRegistry:
         return sorted(op for dom, op in self._specs if dom == domain)
 
 
+def schema_version(op_type: str, opset: int, domain: str = "") -> int:
+    """The ``since_version`` of the operator's definition in force at ``opset`` (``opset`` itself
+    for operators ONNX does not define, e.g. custom domains)."""
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
+    except Exception:  # noqa: BLE001 - SchemaError for unknown operators and domains
+        return opset
+
+
+def check_no_overlaps(specs: Iterable[MapperSpec]) -> None:
+    """Raise when two registrations claim the same operator for overlapping opset ranges."""
+    claimed: dict[tuple[str, str], list[MapperSpec]] = {}
+    for spec in specs:
+        for other in claimed.get((spec.domain, spec.op_type), []):
+            if spec.since <= other.until and other.since <= spec.until:
+                raise RuntimeError(
+                    f"mappers {other.fn.__module__}.{other.fn.__name__} and "
+                    f"{spec.fn.__module__}.{spec.fn.__name__} both claim '{spec.op_type}' "
+                    f"for opsets {max(spec.since, other.since)}-{min(spec.until, other.until)}"
+                )
+        claimed.setdefault((spec.domain, spec.op_type), []).append(spec)
+
+
 def default_registry() -> MapperRegistry:
-    """A new registry holding every built-in mapper of the ``mindconverter.mappers`` package."""
+    """A new registry holding every built-in mapper of the ``mindconverter.mappers`` package;
+    raises when two built-in mappers claim the same operator and version."""
     from . import __name__ as package_name
     from . import __path__ as package_path
 
     registry = MapperRegistry()
     for info in sorted(pkgutil.iter_modules(package_path), key=lambda m: m.name):
-        if info.name in ("base", "registry") or info.name.startswith("_"):
+        if info.name in ("base", "common", "registry") or info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{package_name}.{info.name}")
         for value in vars(module).values():
             for spec in getattr(value, "mapper_specs", []):
                 if getattr(value, "__module__", None) == module.__name__:
                     registry.add(spec)
+    check_no_overlaps(registry.specs())
     return registry

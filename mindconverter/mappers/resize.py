@@ -1,4 +1,5 @@
-"""Resize (opsets 10-19) and Upsample (opsets 7-9), exact to the ONNX definition.
+"""Resize (opsets 10-19) and Upsample (opsets 7-9), exact to the ONNX definition, and spatial
+sampling: GridSample, AffineGrid and CenterCropPad.
 
 MindSpore's ``ops.interpolate`` does not cover every ONNX coordinate mode, rounding rule and cubic
 variant, so the interpolation is computed here, per resized axis, from the static shapes:
@@ -14,7 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import BinOp, Call, Const, Input, Lit, NodeContext, Unsupported, normalize_axis
+from .base import (
+    BinOp,
+    Call,
+    Const,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Unsupported,
+    normalize_axis,
+)
 from .registry import mapper
 
 
@@ -318,3 +329,78 @@ def upsample(ctx: NodeContext):
         for axis, (n, s) in enumerate(zip(shape, scales))
     }
     return _emit(ctx, specs, attrs)
+
+
+@mapper("GridSample", since=16)
+def grid_sample(ctx: NodeContext):
+    """GridSample -> ops.grid_sample (bilinear, zeros/border/reflection padding)."""
+    mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
+    padding = ctx.attr("padding_mode", "zeros")
+    mode, padding = (v.decode() if isinstance(v, bytes) else v for v in (mode, padding))
+    mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    if mode == "nearest":
+        # verified on the node suite: positions exactly halfway between pixels pick the other
+        # neighbour than ONNX's round-half-to-even
+        raise Unsupported(
+            "GridSample mode 'nearest' (MindSpore's grid_sample rounds halfway positions "
+            "differently from ONNX)"
+        )
+    if mode != "bilinear":
+        raise Unsupported(f"GridSample mode {mode!r} (MindSpore's grid_sample has no bicubic mode)")
+    rank = ctx.input_rank(0)
+    if rank not in (4, 5):
+        raise Unsupported(f"GridSample on a rank-{rank} input")
+    return Call(
+        "ops.grid_sample",
+        [Input(0), Input(1)],
+        {
+            "mode": Lit(mode),
+            "padding_mode": Lit(padding),
+            "align_corners": Lit(bool(int(ctx.attr("align_corners", 0)))),
+        },
+    )
+
+
+@mapper("CenterCropPad", since=18)
+def center_crop_pad(ctx: NodeContext):
+    """CenterCropPad -> a centred slice on axes that shrink, then ops.pad (zeros) on axes that grow
+    (the extra element of an odd difference goes to the end)."""
+    in_shape = ctx.require_shape(0)
+    rank = len(in_shape)
+    target = ctx.const_ints(1, "the target shape")
+    axes = [normalize_axis(int(a), rank) for a in ctx.attr("axes", list(range(rank)))]
+    if len(axes) != len(target):
+        raise Unsupported("CenterCropPad shape and axes differ in length")
+    crop = [slice(None)] * rank
+    pads = [(0, 0)] * rank
+    for axis, size in zip(axes, target):
+        dim = in_shape[axis]
+        if size < dim:
+            start = (dim - size) // 2
+            crop[axis] = slice(start, start + size)
+        elif size > dim:
+            before = (size - dim) // 2
+            pads[axis] = (before, size - dim - before)
+    value = Input(0)
+    if any(s != slice(None) for s in crop):
+        value = Item(value, tuple(crop))
+    padded = [a for a in range(rank) if pads[a] != (0, 0)]
+    if padded:
+        flat = []
+        for axis in range(rank - 1, min(padded) - 1, -1):  # ops.pad lists the last axis first
+            flat.extend(pads[axis])
+        value = Call("ops.pad", [value, Lit(tuple(flat))])
+    return value
+
+
+@mapper("AffineGrid", since=20)
+def affine_grid(ctx: NodeContext):
+    """AffineGrid -> ops.affine_grid(theta, size, align_corners)."""
+    size = ctx.const_ints(1, "the output size")
+    if len(size) not in (4, 5):
+        raise Unsupported(f"AffineGrid of a {len(size)}-element size")
+    return Call(
+        "ops.affine_grid",
+        [Input(0), Lit(tuple(size))],
+        {"align_corners": Lit(bool(int(ctx.attr("align_corners", 0))))},
+    )

@@ -1,8 +1,12 @@
-"""Signal processing: DFT as matrix products with constant cosine/sine tables."""
+"""Signal processing: DFT and STFT as matrix products with constant cosine/sine tables, Col2Im,
+and the window generators (Hann, Hamming, Blackman)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from onnx import helper
 
 from .base import (
     BinOp,
@@ -160,3 +164,49 @@ def stft(ctx: NodeContext):
         [[combine(tables[0], tables[1]), combine(tables[2], tables[3])]],
         {"axis": Lit(-1)},
     )
+
+
+def _window(ctx: NodeContext, coefficients: tuple[float, ...]):
+    """``sum_k (-1)^k a_k cos(2πkn/N)`` for n in [0, size), N = size (periodic) or size - 1."""
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.attr("output_datatype", 1))))
+    if dtype.kind != "f":
+        raise Unsupported(f"a window of dtype {dtype.name}")
+    size = ctx.const(0)
+    if size is not None:
+        length = int(np.asarray(size).reshape(-1)[0])
+        n = Call("ops.arange", [Lit(length)], {"dtype": DType("float32")})
+        denominator = Lit(float(length if int(ctx.attr("periodic", 1)) else length - 1))
+    else:
+        n = Call("ops.arange", [Input(0)], {"dtype": DType("float32")})
+        count = Call("ops.cast", [Input(0), DType("float32")])
+        denominator = count if int(ctx.attr("periodic", 1)) else BinOp("-", count, Lit(1.0))
+    phase = Temp(BinOp("/", BinOp("*", n, Lit(2 * math.pi)), denominator), "phase")
+    result = None
+    for k, a in enumerate(coefficients):
+        if k == 0:
+            continue
+        term = BinOp(
+            "*", Lit(a), Call("ops.cos", [BinOp("*", phase, Lit(float(k)))] if k > 1 else [phase])
+        )
+        result = BinOp(
+            "-" if k % 2 else "+", Lit(coefficients[0]) if result is None else result, term
+        )
+    return result if dtype == np.float32 else Call("ops.cast", [result, DType(dtype.name)])
+
+
+@mapper("HannWindow", since=17)
+def hann_window(ctx: NodeContext):
+    """HannWindow -> 0.5 - 0.5·cos(2πn/N) over ops.arange(size)."""
+    return _window(ctx, (0.5, 0.5))
+
+
+@mapper("HammingWindow", since=17)
+def hamming_window(ctx: NodeContext):
+    """HammingWindow -> α - (1-α)·cos(2πn/N), α = 25/46, over ops.arange(size)."""
+    return _window(ctx, (25 / 46, 21 / 46))
+
+
+@mapper("BlackmanWindow", since=17)
+def blackman_window(ctx: NodeContext):
+    """BlackmanWindow -> 0.42 - 0.5·cos(2πn/N) + 0.08·cos(4πn/N) over ops.arange(size)."""
+    return _window(ctx, (0.42, 0.5, 0.08))

@@ -21,8 +21,8 @@ def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> li
         opset = graph.opsets.get(domain, graph.opset if not domain else 1)
         fn = registry.lookup(node.op_type, opset, domain)
         if fn is None:
-            where = f"domain '{domain}'" if domain else f"opset {opset}"
-            mapped.append(MappedNode(node, reason=f"no mapper for '{node.op_type}' at {where}"))
+            reason = registry.why_missing(node.op_type, opset, domain)
+            mapped.append(MappedNode(node, reason=reason))
             continue
         try:
             result = fn(NodeContext(graph, node, opset))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import Call, Const, Input, Lit, NodeContext, Unsupported
+from .base import Call, Const, DType, Input, Lit, NodeContext, Unsupported
 
 
 def compact(values: Sequence[int]):
@@ -88,3 +88,16 @@ def axes_input_or_attr(ctx: NodeContext, input_index: int, since: int) -> list[i
         return ctx.const_ints(input_index, "axes")
     axes = ctx.attr("axes")
     return None if axes is None else [int(a) for a in axes]
+
+
+def cast_to(value, dtype) -> Call:
+    """``ops.cast(value, <dtype>)``."""
+    return Call("ops.cast", [value, DType(np.dtype(dtype).name)])
+
+
+def require_dtype(ctx: NodeContext, index: int) -> np.dtype:
+    """The dtype of input ``index``; Unsupported when it is not known."""
+    dtype = ctx.input_dtype(index)
+    if dtype is None:
+        raise Unsupported(f"the dtype of input {index} ('{ctx.node.inputs[index]}') is unknown")
+    return np.dtype(dtype)

@@ -1,0 +1,172 @@
+"""Shape manipulation: Shape, Size, Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand,
+Tile, DepthToSpace and SpaceToDepth."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import (
+    Call,
+    Const,
+    Input,
+    Lit,
+    NodeContext,
+    Unsupported,
+    normalize_axis,
+)
+from .common import axes_input_or_attr
+from .registry import mapper
+
+
+@mapper("Shape")
+def shape(ctx: NodeContext):
+    """Shape -> a constant int64 vector when the input shape is static (``start``/``end`` honoured);
+    a run-time shape is not supported."""
+    shape = ctx.input_shape(0)
+    if shape is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+        raise Unsupported(
+            "the input's shape is not known at conversion time; give --shape for every input"
+        )
+    rank = len(shape)
+    start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
+    end = ctx.attr("end", None) if ctx.opset >= 15 else None
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = rank if end is None else int(end)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return Const(np.array(shape[start:end], dtype=np.int64))
+
+
+@mapper("Flatten")
+def flatten(ctx: NodeContext):
+    """Flatten -> ops.flatten (axis 1) or ops.reshape to 2-D."""
+    rank = ctx.input_rank(0)
+    axis = int(ctx.attr("axis", 1))
+    axis = normalize_axis(
+        axis + rank if axis < 0 else axis, rank + 1
+    )  # valid range is [-rank, rank]
+    if axis == 1:
+        return Call("ops.flatten", [Input(0)])
+    shape = ctx.require_shape(0)
+    return Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1))])
+
+
+@mapper("Reshape")
+def reshape(ctx: NodeContext):
+    """Reshape -> ops.reshape with ONNX's 0 (copy) resolved and -1 kept."""
+    if ctx.opset < 5:
+        target = list(ctx.attr("shape"))
+    else:
+        target = ctx.const_ints(1, "the target shape")
+    allow_zero = int(ctx.attr("allowzero", 0))
+    in_shape = ctx.input_shape(0)
+    resolved = []
+    for axis, size in enumerate(target):
+        if size == 0 and not allow_zero:
+            if in_shape is None:
+                raise Unsupported("Reshape copies a dimension of an input whose shape is unknown")
+            size = in_shape[axis]
+        resolved.append(int(size))
+    return Call("ops.reshape", [Input(0), Lit(tuple(resolved))])
+
+
+@mapper("Transpose")
+def transpose(ctx: NodeContext):
+    """Transpose -> ops.transpose (reversed axes by default)."""
+    rank = ctx.input_rank(0)
+    perm = ctx.attr("perm")
+    perm = tuple(int(p) for p in perm) if perm is not None else tuple(reversed(range(rank)))
+    return Call("ops.transpose", [Input(0), Lit(perm)])
+
+
+@mapper("Squeeze")
+def squeeze(ctx: NodeContext):
+    """Squeeze -> ops.squeeze (axes from the attribute before opset 13, the input after)."""
+    axes = axes_input_or_attr(ctx, 1, since=13)
+    if axes is None:
+        return Call("ops.squeeze", [Input(0)])
+    rank = ctx.input_rank(0)
+    axes = tuple(sorted(normalize_axis(a, rank) for a in axes))
+    return Call("ops.squeeze", [Input(0)], {"axis": Lit(axes[0] if len(axes) == 1 else axes)})
+
+
+@mapper("Unsqueeze")
+def unsqueeze(ctx: NodeContext):
+    """Unsqueeze -> ops.unsqueeze for one axis, ops.reshape for several."""
+    axes = axes_input_or_attr(ctx, 1, since=13)
+    if axes is None:
+        raise Unsupported("Unsqueeze without axes")
+    out_rank = ctx.input_rank(0) + len(axes)
+    axes = sorted(normalize_axis(a, out_rank) for a in axes)
+    if len(axes) == 1:
+        return Call("ops.unsqueeze", [Input(0)], {"dim": Lit(axes[0])})
+    out_shape = ctx.output_shape(0)
+    if out_shape is None:
+        expr = Input(0)
+        for axis in axes:
+            expr = Call("ops.unsqueeze", [expr], {"dim": Lit(axis)})
+        return expr
+    return Call("ops.reshape", [Input(0), Lit(tuple(int(d) for d in out_shape))])
+
+
+@mapper("Expand", since=8)
+def expand(ctx: NodeContext):
+    """Expand -> ops.broadcast_to the (bidirectionally) broadcast shape."""
+    in_shape = ctx.require_shape(0)
+    target = ctx.const_ints(1, "the Expand shape")
+    out = tuple(int(d) for d in np.broadcast_shapes(tuple(in_shape), tuple(target)))
+    if out == tuple(in_shape):
+        return Input(0)
+    return Call("ops.broadcast_to", [ctx.operand(0), Lit(out)])
+
+
+@mapper("Tile", since=6)
+def tile(ctx: NodeContext):
+    """Tile -> ops.tile with constant repeats."""
+    repeats = tuple(ctx.const_ints(1, "the Tile repeats"))
+    if all(r == 1 for r in repeats):
+        return Input(0)
+    return Call("ops.tile", [ctx.operand(0), Lit(repeats)])
+
+
+@mapper("Size")
+def size(ctx: NodeContext):
+    """Size of a statically shaped value -> an int64 constant."""
+    shape = ctx.require_shape(0)
+    return Const(np.array(int(np.prod(shape, dtype=np.int64)), np.int64))
+
+
+def _reorder(value, first: tuple[int, ...], perm: tuple[int, ...], final: tuple[int, ...]):
+    return Call(
+        "ops.reshape",
+        [Call("ops.transpose", [Call("ops.reshape", [value, Lit(first)]), Lit(perm)]), Lit(final)],
+    )
+
+
+@mapper("DepthToSpace")
+def depth_to_space(ctx: NodeContext):
+    """DepthToSpace -> ops.pixel_shuffle (CRD) or reshape/transpose/reshape (DCR)."""
+    n, c, h, w = ctx.require_shape(0)
+    bs = int(ctx.attr("blocksize"))
+    mode = ctx.attr("mode", "DCR") if ctx.opset >= 11 else "DCR"
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    out_c = c // (bs * bs)
+    if mode == "CRD":
+        return Call("ops.pixel_shuffle", [Input(0), Lit(bs)])
+    return _reorder(
+        Input(0), (n, bs, bs, out_c, h, w), (0, 3, 4, 1, 5, 2), (n, out_c, h * bs, w * bs)
+    )
+
+
+@mapper("SpaceToDepth")
+def space_to_depth(ctx: NodeContext):
+    """SpaceToDepth -> reshape/transpose/reshape (blocks become the leading channel factor in DCR
+    mode, the trailing one in CRD mode, opset 28)."""
+    n, c, h, w = ctx.require_shape(0)
+    bs = int(ctx.attr("blocksize"))
+    mode = ctx.attr("mode", "DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    perm = (0, 1, 3, 5, 2, 4) if mode == "CRD" else (0, 3, 5, 1, 2, 4)
+    return _reorder(
+        Input(0), (n, c, h // bs, bs, w // bs, bs), perm, (n, c * bs * bs, h // bs, w // bs)
+    )

@@ -1,0 +1,148 @@
+"""Joining, splitting and padding: Concat, Split, Slice, Pad and ReverseSequence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import (
+    Call,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Unpack,
+    Unsupported,
+    normalize_axis,
+)
+from .registry import mapper
+
+INT64_MAX = 2**63 - 1
+
+
+@mapper("Concat")
+def concat(ctx: NodeContext):
+    """Concat -> ops.concat over the given axis."""
+    parts = tuple(
+        ctx.operand(i)
+        for i in range(ctx.num_inputs)
+        if ctx.has_input(i) and (ctx.input_shape(i) is None or 0 not in ctx.input_shape(i))
+    )
+    axis = int(ctx.attr("axis"))
+    if len(parts) == 1:
+        return parts[0]
+    return Call("ops.concat", [parts], {"axis": Lit(axis)})
+
+
+@mapper("Split")
+def split(ctx: NodeContext):
+    """Split -> ops.split with equal or explicit section sizes (attribute, input or num_outputs)."""
+    rank = ctx.input_rank(0)
+    axis = normalize_axis(int(ctx.attr("axis", 0)), rank)
+    count = ctx.num_outputs
+    sizes = None
+    if ctx.opset >= 13 and ctx.has_input(1):
+        sizes = ctx.const_ints(1, "the split sizes")
+    elif ctx.opset < 13 and ctx.has_attr("split"):
+        sizes = [int(s) for s in ctx.attr("split")]
+    if sizes is None:
+        out_shapes = [ctx.output_shape(i) for i in range(count)]
+        if all(s is not None for s in out_shapes):
+            sizes = [int(s[axis]) for s in out_shapes]
+        else:
+            total = ctx.require_shape(0)[axis]
+            chunk = -(-total // count)
+            sizes = [chunk] * (count - 1) + [total - chunk * (count - 1)]
+    section = sizes[0] if len(set(sizes)) == 1 else list(sizes)
+    return Unpack(Call("ops.split", [Input(0), Lit(section)], {"axis": Lit(axis)}), count)
+
+
+def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX Slice bounds for one axis, clamped the ONNX way, as a Python slice."""
+    if step == 0:
+        raise Unsupported("Slice with step 0")
+    if start < 0:
+        start += dim
+    if end < 0 and end > -INT64_MAX:
+        end += dim
+    if step > 0:
+        start = min(max(start, 0), dim)
+        end = min(max(end, 0), dim)
+        return slice(start or None, end if end < dim else None, step if step != 1 else None)
+    start = min(max(start, -1), dim - 1)
+    end = min(max(end, -1), dim - 1)
+    return slice(start if start != dim - 1 else None, end if end >= 0 else None, step)
+
+
+@mapper("Slice")
+def slice_(ctx: NodeContext):
+    """Slice -> Python indexing ``x[a:b:c, ...]`` with ONNX's clamping resolved."""
+    shape = ctx.require_shape(0)
+    rank = len(shape)
+    if ctx.opset < 10:
+        starts, ends = list(ctx.attr("starts")), list(ctx.attr("ends"))
+        axes = list(ctx.attr("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = ctx.const_ints(1, "Slice starts")
+        ends = ctx.const_ints(2, "Slice ends")
+        axes = ctx.const_ints(3, "Slice axes") if ctx.has_input(3) else list(range(len(starts)))
+        steps = ctx.const_ints(4, "Slice steps") if ctx.has_input(4) else [1] * len(starts)
+    index = [slice(None)] * rank
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = normalize_axis(int(axis), rank)
+        index[axis] = _slice_bounds(int(start), int(end), int(step), int(shape[axis]))
+    while len(index) > 1 and index[-1] == slice(None):
+        index.pop()
+    return Item(Input(0), tuple(index))
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}
+
+
+@mapper("Pad")
+def pad(ctx: NodeContext):
+    """Pad -> ops.pad (constant/reflect/edge/wrap) with ONNX's begin/end pads reordered."""
+    rank = ctx.input_rank(0)
+    mode = ctx.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise Unsupported(f"pad mode '{mode}'")
+    if ctx.opset < 11:
+        pads = [int(p) for p in ctx.attr("pads", ctx.attr("paddings", []))]
+        value = float(ctx.attr("value", 0.0))
+        axes = list(range(rank))
+    else:
+        pads = ctx.const_ints(1, "the pads")
+        value = 0.0
+        if ctx.has_input(2):
+            constant_value = ctx.require_const(2, "the pad value")
+            value = np.asarray(constant_value).reshape(-1)[0].item() if constant_value.size else 0.0
+        axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
+    axes = [normalize_axis(a, rank) for a in axes]
+    begin = dict(zip(axes, pads[: len(axes)]))
+    end = dict(zip(axes, pads[len(axes) :]))
+    last = max((a for a in axes if begin.get(a) or end.get(a)), default=None)
+    if last is None:
+        return Input(0)
+    widths = []
+    for axis in range(rank - 1, min(a for a in axes if begin.get(a) or end.get(a)) - 1, -1):
+        widths += [begin.get(axis, 0), end.get(axis, 0)]
+    kwargs = {}
+    if _PAD_MODES[mode] != "constant":
+        kwargs["mode"] = Lit(_PAD_MODES[mode])
+    elif value != 0:
+        kwargs["value"] = Lit(value)
+    return Call("ops.pad", [Input(0), Lit(tuple(widths))], kwargs)
+
+
+@mapper("ReverseSequence", since=10)
+def reverse_sequence(ctx: NodeContext):
+    """ReverseSequence -> ops.reverse_sequence."""
+    lengths = ctx.operand(1)
+    return Call(
+        "ops.reverse_sequence",
+        [Input(0), lengths],
+        {
+            "seq_dim": Lit(int(ctx.attr("time_axis", 0))),
+            "batch_dim": Lit(int(ctx.attr("batch_axis", 1))),
+        },
+    )
