@@ -116,3 +116,20 @@ def test_cumsum_int(tmp_path):
         opset=11,
     )
     assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize("opset, keep", [(13, 1), (13, 0), (18, 1)])
+def test_reduce_mean(tmp_path, opset, keep):
+    if opset >= 18:
+        model = single_op_model(
+            "ReduceMean",
+            {"x": (2, 3, 4)},
+            opset=opset,
+            initializers={"a": np.array([1, -1], np.int64)},
+            keepdims=keep,
+        )
+    else:
+        model = single_op_model(
+            "ReduceMean", {"x": (2, 3, 4)}, opset=opset, axes=[1], keepdims=keep
+        )
+    assert_matches(model, tmp_path)

@@ -168,3 +168,35 @@ def test_roi_align_unsupported(tmp_path, opset, attrs, reason):
 def test_dilated_max_pool(tmp_path, shape, attrs):
     model = single_op_model("MaxPool", {"x": shape}, opset=12, **attrs)
     assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("MaxPool", {"kernel_shape": [2, 2]}),
+        ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+        ("MaxPool", {"kernel_shape": [3, 3], "pads": [0, 0, 1, 1]}),
+        ("MaxPool", {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}),
+        ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+        ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}),
+        ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+        ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}),
+        ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 0, 2, 1], "count_include_pad": 1}),
+        ("GlobalAveragePool", {}),
+        ("GlobalMaxPool", {}),
+    ],
+)
+def test_pool_2d(tmp_path, op, attrs):
+    assert_matches(single_op_model(op, {"x": (1, 2, 9, 9)}, **attrs), tmp_path)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool_1d_3d(tmp_path, op):
+    assert_matches(
+        single_op_model(op, {"x": (1, 2, 9)}, kernel_shape=[3], strides=[2]), tmp_path / "1d"
+    )
+    assert_matches(
+        single_op_model(op, {"x": (1, 2, 5, 5, 5)}, kernel_shape=[2, 2, 2]), tmp_path / "3d"
+    )

@@ -6,6 +6,7 @@ import pytest
 from onnx import helper
 
 from tests.helpers import assert_matches, make_model, single_op_model
+from tests.mappers.builders import randn
 
 rng = np.random.default_rng(7)
 
@@ -110,3 +111,28 @@ def test_layer_norm_with_statistics(tmp_path, axis):
         {"s": w(*shape[axis:]), "b": w(*shape[axis:])},
     )
     assert_matches(model, tmp_path, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 5), (1, 3, 4, 4), (1, 3, 2, 3, 3)])
+def test_batch_norm(tmp_path, shape):
+    c = shape[1]
+    inits = {"s": randn(c), "b": randn(c), "m": randn(c), "v": np.abs(randn(c)) + 0.5}
+    model = single_op_model("BatchNormalization", {"x": shape}, initializers=inits, epsilon=1e-3)
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "shape, size", [((1, 6, 4, 4), 5), ((1, 32, 13, 13), 5), ((1, 8, 5, 5), 3)]
+)
+def test_lrn(tmp_path, shape, size):
+    assert_matches(
+        single_op_model("LRN", {"x": shape}, size=size, alpha=1e-3, beta=0.75, bias=2.0), tmp_path
+    )
+
+
+def test_dropout_is_a_cell(tmp_path):
+    model = single_op_model(
+        "Dropout", {"x": (2, 3)}, initializers={"r": np.array(0.25, np.float32)}
+    )
+    result = assert_matches(model, tmp_path)
+    assert "nn.Dropout(p=0.25)" in result.script_path.read_text()

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from tests.helpers import assert_matches, make_model
+from tests.helpers import assert_matches, convert_and_run, make_model, single_op_model
+from tests.mappers.builders import randn
 
 rng = np.random.default_rng(11)
 SHAPE = (2, 3, 5)
@@ -129,3 +130,71 @@ def test_graph_mode(tmp_path, op, attrs, opset):
     check(
         tmp_path, op, ties() if op == "Hardmax" else normal(), opset=opset, graph_mode=True, **attrs
     )
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("Relu", {}),
+        ("Sigmoid", {}),
+        ("Tanh", {}),
+        ("LeakyRelu", {"alpha": 0.1}),
+        ("LeakyRelu", {}),
+        ("HardSigmoid", {}),
+        ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}),
+        ("HardSwish", {}),
+        ("Softmax", {}),
+        ("Softmax", {"axis": 1}),
+        ("LogSoftmax", {"axis": -1}),
+        ("Identity", {}),
+    ],
+)
+def test_unary(tmp_path, op, attrs):
+    assert_matches(single_op_model(op, {"x": (2, 3, 4)}, **attrs), tmp_path)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_softmax_opset11_flattens(tmp_path, axis):
+    assert_matches(single_op_model("Softmax", {"x": (2, 3, 4)}, opset=11, axis=axis), tmp_path)
+
+
+def test_clip_attribute_and_inputs(tmp_path):
+    assert_matches(
+        single_op_model("Clip", {"x": (2, 5)}, opset=9, min=-0.5, max=0.5), tmp_path / "a"
+    )
+    inits = {"lo": np.array(0.0, np.float32), "hi": np.array(6.0, np.float32)}
+    assert_matches(single_op_model("Clip", {"x": (2, 5)}, initializers=inits), tmp_path / "b")
+    model = single_op_model(
+        "Clip",
+        {"x": (2, 5)},
+        input_names=["x", "", "hi"],
+        initializers={"hi": np.array(0.3, np.float32)},
+    )
+    assert_matches(model, tmp_path / "c")
+
+
+@pytest.mark.parametrize("slope_shape", [(3, 1, 1), (1,), (3, 4, 4)])
+def test_prelu(tmp_path, slope_shape):
+    model = single_op_model("PRelu", {"x": (1, 3, 4, 4)}, initializers={"s": randn(*slope_shape)})
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_with_a_fully_masked_row_keeps_the_other_rows(tmp_path, op):
+    """MindSpore's CPU softmax zeroes all rows after an all -inf row; the mapper must avoid that."""
+    nodes = [
+        helper.make_node("Add", ["x", "mask"], ["masked"]),
+        helper.make_node(op, ["masked"], ["y"], axis=-1),
+    ]
+    mask = np.zeros((2, 4, 5), np.float32)
+    mask[0, 1, :] = -np.inf
+    mask[1, 2, 3] = -np.inf
+    model = make_model(
+        nodes, [("x", np.float32, (2, 4, 5))], [("y", np.float32, None)], {"mask": mask}
+    )
+    result, ms_out, ort_out = convert_and_run(model, tmp_path)
+    np.testing.assert_allclose(ms_out[0], ort_out[0], rtol=1e-5, atol=1e-6, equal_nan=True)
+    unmasked = np.isfinite(mask)
+    unmasked[0] = False
+    unmasked[0, 2:] = True  # the rows after the fully masked one must survive
+    assert np.isfinite(ms_out[0][unmasked]).all()

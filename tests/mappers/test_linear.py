@@ -1,0 +1,70 @@
+"""Gemm, MatMul and Einsum against onnxruntime."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import assert_matches, single_op_model
+from tests.mappers.builders import F, model_of, randn
+
+
+@pytest.mark.parametrize("trans_a", [0, 1])
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize(
+    "alpha, beta, c_shape",
+    [(1.0, 1.0, (5,)), (0.5, 2.0, (5,)), (1.0, 1.0, (3, 5)), (1.0, 1.0, None)],
+)
+def test_gemm(tmp_path, trans_a, trans_b, alpha, beta, c_shape):
+    a_shape = (4, 3) if trans_a else (3, 4)
+    b = randn(5, 4) if trans_b else randn(4, 5)
+    inits = {"B": b}
+    if c_shape:
+        inits["C"] = randn(*c_shape)
+    model = single_op_model(
+        "Gemm",
+        {"a": a_shape},
+        initializers=inits,
+        transA=trans_a,
+        transB=trans_b,
+        alpha=alpha,
+        beta=beta,
+    )
+    assert_matches(model, tmp_path)
+
+
+def test_gemm_runtime_b(tmp_path):
+    model = single_op_model("Gemm", {"a": (3, 4), "b": (5, 4)}, transB=1)
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 3, 4), None)]
+)
+def test_matmul(tmp_path, a_shape, b_shape):
+    if b_shape:
+        model = single_op_model("MatMul", {"a": a_shape}, initializers={"B": randn(*b_shape)})
+    else:
+        model = single_op_model("MatMul", {"a": a_shape, "b": (2, 4, 6)})
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)]),
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("bhid,bhjd->bhij", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+        ("ij->ji", [(2, 3)]),
+        ("ij->", [(2, 3)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("...ij,...jk", [(2, 2, 3), (2, 3, 4)]),
+        ("ij,ij->i", [(3, 4), (3, 4)]),
+        ("ijk,k->ij", [(2, 3, 4), (4,)]),
+        ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]),
+        ("abc,bd->ad", [(2, 3, 4), (3, 5)]),
+    ],
+)
+def test_einsum(tmp_path, equation, shapes):
+    inputs = [(f"x{i}", F, s) for i, s in enumerate(shapes)]
+    model = model_of("Einsum", inputs, [("y", F, None)], opset=12, equation=equation)
+    assert_matches(model, tmp_path)

@@ -1,0 +1,88 @@
+"""Concat, Split, Slice, Pad and ReverseSequence against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import assert_matches, single_op_model
+from tests.mappers.builders import I64, F, model_of, randn
+
+
+def test_concat(tmp_path):
+    assert_matches(single_op_model("Concat", {"a": (2, 3), "b": (2, 5)}, axis=-1), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "opset, kwargs, inits, outputs",
+    [
+        (11, {"axis": 1}, {}, 3),
+        (11, {"axis": 1, "split": [1, 2, 3]}, {}, 3),
+        (13, {"axis": 1}, {"s": np.array([2, 4], np.int64)}, 2),
+        (18, {"axis": 1, "num_outputs": 3}, {}, 3),
+    ],
+)
+def test_split(tmp_path, opset, kwargs, inits, outputs):
+    model = single_op_model(
+        "Split", {"x": (2, 6)}, output_count=outputs, initializers=inits, opset=opset, **kwargs
+    )
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "starts, ends, axes, steps",
+    [
+        ([1], [3], [1], [1]),
+        ([0, 1], [-1, 1000], [0, 2], [1, 2]),
+        ([-1], [-1000], [2], [-1]),
+        ([3], [0], [1], [-2]),
+        ([0], [2**63 - 1], [0], [1]),
+    ],
+)
+def test_slice(tmp_path, starts, ends, axes, steps):
+    inits = {
+        "s": np.array(starts, np.int64),
+        "e": np.array(ends, np.int64),
+        "a": np.array(axes, np.int64),
+        "st": np.array(steps, np.int64),
+    }
+    assert_matches(single_op_model("Slice", {"x": (3, 4, 5)}, initializers=inits), tmp_path)
+
+
+def test_slice_opset9_attributes(tmp_path):
+    assert_matches(
+        single_op_model("Slice", {"x": (3, 4)}, opset=9, starts=[1], ends=[3], axes=[1]), tmp_path
+    )
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad(tmp_path, mode):
+    inits = {"p": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64), "v": np.array(0.5, np.float32)}
+    names = ["x", "p", "v"] if mode == "constant" else ["x", "p"]
+    model = single_op_model(
+        "Pad",
+        {"x": (1, 2, 4, 4)},
+        initializers={k: inits[k] for k in names[1:]},
+        input_names=names,
+        mode=mode,
+    )
+    assert_matches(model, tmp_path)
+
+
+def test_pad_opset2_attributes(tmp_path):
+    model = single_op_model("Pad", {"x": (1, 2, 4)}, opset=9, pads=[0, 0, 1, 0, 0, 2], value=1.0)
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize("time_axis, batch_axis", [(0, 1), (1, 0)])
+def test_reverse_sequence(tmp_path, time_axis, batch_axis):
+    shape = (4, 3) if time_axis == 0 else (3, 4)
+    model = model_of(
+        "ReverseSequence",
+        [("x", F, shape), ("l", I64, (3,))],
+        [("y", F, None)],
+        opset=10,
+        time_axis=time_axis,
+        batch_axis=batch_axis,
+    )
+    assert_matches(model, tmp_path, feeds={"x": randn(*shape), "l": np.array([1, 4, 2], I64)})
