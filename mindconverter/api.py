@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .codegen.naming import module_name
-from .codegen.render import RenderedModel, UnconvertedSite, render_script
+from .codegen.rendered import RenderedModel, UnconvertedSite
+from .codegen.script import render_script
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
@@ -220,9 +221,7 @@ def convert(
         log=say,
     )
     run_passes(graph, context, PIPELINE)
-    rendered = render_script(
-        graph, context.mapped, context.tree, model_path.name, context.resolved_shapes
-    )
+    rendered = render_script(graph, context.mapped, context.tree, model_path.name)
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
         raise make_error(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import jinja2
 
 from ..codegen.naming import comment_text
-from ..codegen.render import RenderedModel
+from ..codegen.rendered import RenderedModel
 from ..graph import Graph
 from ..mappers.base import MappedNode
 

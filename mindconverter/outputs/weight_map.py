@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..codegen.render import RenderedModel
+from ..codegen.rendered import RenderedModel
 from .checkpoint import tensor_type_name
 
 

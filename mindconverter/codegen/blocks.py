@@ -1,0 +1,204 @@
+"""Blocks of the module tree as cells: child classes, ``nn.SequentialCell``, ``nn.CellList``."""
+
+from __future__ import annotations
+
+from ..mappers.base import Cell
+from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path
+from .expressions import ExpressionWriter, with_exporter_note
+from .naming import identifier
+from .scope import BlockInstance, BlockScope, ClassRef, RenderState
+from .statements import StatementWriter
+
+
+def is_cell_list(block: Block) -> bool:
+    """A container of numbered layers that is not a simple chain (a ModuleList of layers taking
+    several inputs, like BERT's ``encoder.layer``)."""
+    if block.sequential or not block.path:
+        return False
+    numbered = [item for item in block.items if isinstance(item, Block) and item.name.isdigit()]
+    leaves = [item for item in block.items if not isinstance(item, Block)]
+    # layers of the list itself (leaf modules named by index) would lose their names
+    layer_leaves = [m for m in leaves if module_path(m.node).rsplit(".", 1)[0] == block.path]
+    return (
+        len(numbered) >= 2
+        and not layer_leaves
+        and all(item.name.isdigit() for item in block.items if isinstance(item, Block))
+    )
+
+
+class BlockWriter:
+    """Writes a block and, recursively, the blocks inside it."""
+
+    def __init__(self, state: RenderState, exprs: ExpressionWriter, statements: StatementWriter):
+        self.state = state
+        self.exprs = exprs
+        self.statements = statements
+
+    @property
+    def scope(self) -> BlockScope:
+        return self.state.scope
+
+    def render_block(self, block: Block, prefix: str, is_root: bool = False) -> BlockInstance:
+        """Render one block (the whole model for the root) with its own names and variables."""
+        graph = self.state.graph
+        inputs = graph.inputs if is_root else block.inputs
+        outputs = graph.outputs if is_root else block.outputs
+        readers: dict[str, int] = {}
+        for mapped in block.nodes():
+            for name in mapped.node.inputs:
+                if name:
+                    readers[name] = readers.get(name, 0) + 1
+        outer, scope = self.state.scope, BlockScope(prefix=prefix, prefix_path=block.path)
+        self.state.scope = scope
+        args = []
+        for name in inputs:
+            hint = name if (is_root or name in graph.inputs) else "x"
+            scope.var_of[name] = scope.cls.variables.claim(hint, "x")
+            args.append(scope.var_of[name])
+        scope.remaining_uses = readers
+        scope.remaining_uses_all = set(readers) | set(outputs)
+        scope.protected = set(outputs)
+        scope.no_reuse = set(inputs) if is_root else set()
+        for item in block.items:
+            if isinstance(item, Block):
+                self.child_block(item)
+            elif item.converted:
+                self.statements.statement(item)
+            else:
+                self.statements.placeholder(item)
+        returns = [
+            scope.var_of[name]
+            if name in scope.var_of
+            else self.exprs.const(graph.constants[name], name, None)
+            for name in outputs
+        ]
+        self.state.scope = outer
+        return BlockInstance(block, scope.cls, args, returns)
+
+    def instantiate(self, child: Block, prefix: str, attribute: str) -> ClassRef:
+        """Render a child block and refer to its class; its literals become this block's slots."""
+        instance = self.render_block(child, prefix)
+        self.state.instances.append(instance)
+        slots = tuple(
+            self.scope.cls.slot(label, attribute, text).index
+            for label, _, text in instance.builder.slots
+        )
+        return ClassRef(instance.key, slots)
+
+    def sequential(self, block: Block, prefix: str, attr: str) -> list:
+        """Parts of ``nn.SequentialCell([...])``; layers the exporter dropped become ``nn.Identity()``
+        so every element keeps its source index (and its parameters their source names)."""
+        self.state.uses.add("nn")
+        by_index = dict(zip(block.indices, block.items))
+        elements: list = ["nn.SequentialCell(["]
+        for index in range(max(block.indices) + 1):
+            if index:
+                elements.append(", ")
+            item = by_index.get(index)
+            if item is None:
+                elements.append("nn.Identity()")
+            elif isinstance(item, Block) and item.sequential:
+                elements.extend(self.sequential(item, f"{prefix}{index}.", attr))
+            elif isinstance(item, Block):
+                elements.append(self.instantiate(item, f"{prefix}{index}.", attr))
+            elif isinstance(item.result, Cell):
+                elements.extend(self.exprs.cell_ctor(item.result, attr))
+                saved, self.scope.prefix = self.scope.prefix, f"{prefix}{index}."
+                for param_name, weight in item.result.weights.items():
+                    self.exprs.add_entry(param_name, with_exporter_note(weight, item))
+                self.scope.prefix = saved
+            else:
+                elements.append(f"{ACTIVATION_CELLS[item.result.func]}()")
+        elements.append("])")
+        return elements
+
+    def child_block(self, child: Block) -> None:
+        """Create the child's cell in ``__init__`` and call it in ``construct``."""
+        if is_cell_list(child):
+            self.cell_list(child)
+            return
+        attr = self.exprs.attribute_name(
+            child.name if not child.name.isdigit() else child.path, "block"
+        )
+        prefix = f"{self.scope.prefix}{attr}."
+        if child.sequential:
+            self.scope.cls.init_lines.append(
+                [f"self.{attr} = "] + self.sequential(child, prefix, attr)
+            )
+        else:
+            self.scope.cls.init_lines.append(
+                [f"self.{attr} = ", self.instantiate(child, prefix, attr)]
+            )
+        self.call_block(child, f"self.{attr}", attr)
+
+    def cell_list(self, container: Block) -> None:
+        """A ModuleList whose layers take several inputs: ``nn.CellList`` called as ``self.layer[i](...)``,
+        with the container's own statements inlined here."""
+        attr = self.exprs.attribute_name(container.name, "layers")
+        numbered = {
+            int(item.name): item
+            for item in container.items
+            if isinstance(item, Block) and item.name.isdigit()
+        }
+        elements: list = ["nn.CellList(["]
+        for index in range(max(numbered) + 1):
+            if index:
+                elements.append(", ")
+            item = numbered.get(index)
+            if item is None:
+                elements.append("nn.Identity()")
+            elif item.sequential:
+                elements.extend(self.sequential(item, f"{self.scope.prefix}{attr}.{index}.", attr))
+            else:
+                elements.append(self.instantiate(item, f"{self.scope.prefix}{attr}.{index}.", attr))
+        elements.append("])")
+        self.state.uses.add("nn")
+        self.scope.cls.init_lines.append([f"self.{attr} = "] + elements)
+        for item in container.items:
+            if isinstance(item, Block) and item.name.isdigit():
+                self.call_block(item, f"self.{attr}[{int(item.name)}]", attr)
+            elif isinstance(item, Block):
+                self.child_block(item)
+            elif item.converted:
+                self.statements.statement(item)
+            else:
+                self.statements.placeholder(item)
+
+    def call_block(self, child: Block, callee: str, attr: str) -> None:
+        """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""
+        call = f"{callee}({', '.join(self.scope.var_of[name] for name in child.inputs)})"
+        for mapped in child.nodes():
+            for name in mapped.node.inputs:
+                if name in self.scope.remaining_uses:
+                    self.scope.remaining_uses[name] -= 1
+        used = [name in self.scope.remaining_uses_all for name in child.outputs]
+        reuse = None
+        if sum(used) == 1:
+            # keep a name only for the same kind of value (hidden states stay hidden states)
+            result = child.outputs[used.index(True)]
+            for source in child.inputs:
+                if (
+                    source not in self.scope.no_reuse
+                    and source not in self.scope.protected
+                    and self.scope.remaining_uses.get(source, 0) == 0
+                    and self.state.graph.dtypes.get(source) == self.state.graph.dtypes.get(result)
+                    and (
+                        len(child.inputs) == 1
+                        or self.state.graph.shapes.get(source)
+                        == self.state.graph.shapes.get(result)
+                    )
+                ):
+                    reuse = self.scope.var_of[source]
+                    break
+        targets = []
+        for name, needed in zip(child.outputs, used):
+            if not needed:
+                targets.append("_")
+                continue
+            var = reuse or self.exprs.new_variable(
+                "x" if "x" not in self.scope.cls.variables.taken else identifier(attr, "out")
+            )
+            reuse = None
+            self.scope.var_of[name] = var
+            targets.append(var)
+        self.scope.cls.body.append(f"{', '.join(targets) or '_'} = {call}")

@@ -1,0 +1,94 @@
+"""The state of one rendering: shared parts (imports, checkpoint entries, rendered block
+instances) and the scope of the block being written (its class text, names and variables)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..graph import Graph
+from ..mappers.base import MappedNode, Temp
+from ..passes.recover_hierarchy import Block
+from .naming import CELL_MEMBERS, Namer
+from .rendered import CheckpointEntry, UnconvertedSite
+
+
+@dataclass(frozen=True)
+class SlotRef:
+    """A literal in an ``__init__`` line that may become a constructor argument of the class."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """Instantiation of a recovered block class; ``slots`` are the parent's slots for its values."""
+
+    key: Any
+    slots: tuple[int, ...]
+
+
+@dataclass
+class ClassBuilder:
+    """The text of one class being written: ``__init__`` lines, ``construct`` body, names."""
+
+    init_lines: list[list] = field(default_factory=list)  # parts: str | SlotRef | ClassRef
+    body: list[str] = field(default_factory=list)
+    attributes: Namer = field(default_factory=lambda: Namer(CELL_MEMBERS, reserve=False))
+    variables: Namer = field(default_factory=Namer)
+    slots: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # (label, attribute, literal text)
+
+    def slot(self, label: str, attribute: str, text: str) -> SlotRef:
+        self.slots.append((label, attribute, text))
+        return SlotRef(len(self.slots) - 1)
+
+
+@dataclass
+class BlockInstance:
+    """One rendered block instance, before instances are merged into classes."""
+
+    block: Block
+    builder: ClassBuilder
+    args: list[str]
+    returns: list[str]
+
+    @property
+    def key(self):
+        lines = tuple(tuple(line) for line in self.builder.init_lines)
+        return (
+            self.block.class_hint,
+            lines,
+            tuple(self.builder.body),
+            tuple(self.args),
+            tuple(self.returns),
+        )
+
+
+@dataclass
+class BlockScope:
+    """Names and variables of the block being written (the whole model for the root)."""
+
+    cls: ClassBuilder = field(default_factory=ClassBuilder)
+    var_of: dict[str, str] = field(default_factory=dict)  # graph value -> variable
+    remaining_uses: dict[str, int] = field(default_factory=dict)  # reads still to come
+    remaining_uses_all: set[str] = field(default_factory=set)  # values read at all (or returned)
+    temps: dict[int, tuple[Temp, str]] = field(default_factory=dict)
+    prefix: str = ""  # attribute path of the block, with a trailing dot
+    prefix_path: str = ""  # source module path of the block
+    protected: set[str] = field(default_factory=set)  # block outputs: never overwritten
+    no_reuse: set[str] = field(default_factory=set)  # network inputs: never overwritten
+
+
+@dataclass
+class RenderState:
+    """Everything one rendering shares across blocks."""
+
+    graph: Graph
+    mapped: list[MappedNode]
+    uses: set[str] = field(default_factory=set)  # names the script imports
+    entries: list[CheckpointEntry] = field(default_factory=list)
+    unconverted: list[UnconvertedSite] = field(default_factory=list)
+    instances: list[BlockInstance] = field(default_factory=list)
+    scope: BlockScope = field(default_factory=BlockScope)

@@ -1,0 +1,134 @@
+"""The whole script: the module tree rendered block by block, classes merged, the template
+filled and formatted. :func:`render_script` is what code generation offers the pipeline."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import jinja2
+
+from ..graph import Graph
+from ..mappers.base import MappedNode, ms_dtype_name
+from ..passes.recover_hierarchy import Block
+from ..version import __version__
+from .blocks import BlockWriter
+from .classes import join, merge_classes
+from .expressions import ExpressionWriter
+from .naming import comment_text
+from .rendered import RenderedModel, UnconvertedSite
+from .scope import RenderState
+from .statements import StatementWriter
+
+LINE_LENGTH = 100
+
+
+def render_script(
+    graph: Graph, mapped: list[MappedNode], tree: Block, model_name: str
+) -> RenderedModel:
+    """Render the MindSpore script for the mapped graph and its recovered module tree."""
+    state = RenderState(graph, mapped)
+    exprs = ExpressionWriter(state)
+    blocks = BlockWriter(state, exprs, StatementWriter(state, exprs))
+    top = blocks.render_block(tree, prefix="", is_root=True)
+    classes = merge_classes(state.instances)
+    root_init = [join(line, top.builder, {}, classes) for line in top.builder.init_lines]
+    code = fill_template(
+        state, model_name, top.args, top.returns, classes, root_init, top.builder.body
+    )
+    code = format_code(code)
+    locate_unconverted(code, state.unconverted)
+    return RenderedModel(code, state.entries, state.unconverted, top.args, top.returns)
+
+
+def fill_template(
+    state: RenderState,
+    model_name: str,
+    input_vars: list[str],
+    returns: list[str],
+    classes: dict,
+    init_lines: list[str],
+    body: list[str],
+) -> str:
+    """The script text from the template (before formatting)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("mindconverter.codegen", "templates"),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    template = env.get_template("model.py.j2")
+    inputs_doc = []
+    for name, var in zip(state.graph.inputs, input_vars):
+        dtype = state.graph.dtypes.get(name)
+        shape = state.graph.shapes.get(name)
+        inputs_doc.append(
+            f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+            f"[{', '.join(map(str, shape)) if shape else '?'}]"
+        )
+    outputs_doc = []
+    for name, var in zip(state.graph.outputs, returns):
+        dtype = state.graph.dtypes.get(name)
+        shape = state.graph.shapes.get(name)
+        outputs_doc.append(
+            f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
+            f"[{', '.join(map(str, shape)) if shape is not None else '?'}]"
+        )
+    return template.render(
+        version=__version__,
+        model_name=comment_text(model_name),
+        producer=comment_text(state.graph.producer or "unknown"),
+        opset=state.graph.opset,
+        inputs_doc=inputs_doc,
+        outputs_doc=outputs_doc,
+        uses=state.uses,
+        init_lines=init_lines,
+        body=body,
+        classes=[
+            dict(
+                name=c["name"],
+                doc=c["doc"],
+                params=list(dict.fromkeys(c["params"].values())),
+                init=c["init"],
+                args=", ".join(["self"] + c["members"][0].args),
+                body=c["members"][0].builder.body,
+                returns=", ".join(c["members"][0].returns),
+            )
+            for c in classes.values()
+        ],
+        args=", ".join(["self"] + input_vars),
+        returns=", ".join(returns),
+        unconverted=bool(state.unconverted),
+    )
+
+
+def locate_unconverted(code: str, sites: list[UnconvertedSite]) -> None:
+    """Record the line and column of each placeholder call in ``construct``."""
+    lines = code.splitlines()
+    start = next((i for i, line in enumerate(lines) if "def construct(" in line), 0)
+    for site in sites:
+        needle = f"self.{site.attribute}("
+        for number in range(start, len(lines)):
+            column = lines[number].find(needle)
+            if column >= 0:
+                site.line, site.column = number + 1, column
+                break
+
+
+def format_code(code: str) -> str:
+    """Format with ruff when it is available (it is a dependency); unchanged otherwise."""
+    ruff = shutil.which("ruff")
+    command = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    try:
+        done = subprocess.run(
+            command + ["format", "--isolated", "--line-length", str(LINE_LENGTH), "-"],
+            input=code.encode("utf-8"),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return code
+    return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code

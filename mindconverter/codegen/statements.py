@@ -1,0 +1,142 @@
+"""The ``construct`` lines of mapped nodes: variables, reuse of dead variables, placeholders."""
+
+from __future__ import annotations
+
+from ..mappers.base import Input, MappedNode, Outputs, Unpack
+from ..passes.recover_hierarchy import module_path
+from .expressions import ExpressionWriter
+from .literals import literal
+from .naming import identifier
+from .rendered import UnconvertedSite
+from .scope import BlockScope, RenderState
+
+
+class StatementWriter:
+    """Appends one node's statement(s) to the current block."""
+
+    def __init__(self, state: RenderState, exprs: ExpressionWriter):
+        self.state = state
+        self.exprs = exprs
+
+    @property
+    def scope(self) -> BlockScope:
+        return self.state.scope
+
+    def output_variable(self, mapped: MappedNode, index: int, reuse: str | None) -> str:
+        out = mapped.node.outputs[index]
+        if reuse is not None:
+            name = reuse
+        else:
+            path = module_path(mapped.node)
+            # a node of the block itself is named by what it computes, not by the block's name
+            hint = path.rsplit(".", 1)[-1] if path and path != self.scope.prefix_path else ""
+            for preferred in ("x", "out"):
+                if preferred not in self.scope.cls.variables.taken:
+                    hint = preferred
+                    break
+            name = self.exprs.new_variable(hint or identifier(mapped.node.op_type, "x"))
+        self.scope.var_of[out] = name
+        return name
+
+    def reusable_input(self, mapped: MappedNode) -> str | None:
+        """The first input's variable when this node is its last reader (chains read ``x = f(x)``).
+
+        The network's input arguments are never overwritten.
+        """
+        for name in mapped.node.inputs:
+            if name and name in self.scope.var_of:
+                if name in self.scope.no_reuse:
+                    return None
+                if self.scope.remaining_uses.get(name, 0) == 0 and name not in self.scope.protected:
+                    return self.scope.var_of[name]
+                return None
+        return None
+
+    def consume_inputs(self, mapped: MappedNode) -> None:
+        for name in mapped.node.inputs:
+            if name in self.scope.remaining_uses:
+                self.scope.remaining_uses[name] -= 1
+
+    def targets(self, mapped: MappedNode, count: int) -> str:
+        used = [
+            i < len(mapped.node.outputs) and mapped.node.outputs[i] in self.scope.remaining_uses_all
+            for i in range(count)
+        ]
+        reuse = self.reusable_input(mapped) if sum(used) == 1 else None
+        names = []
+        for i in range(count):
+            if used[i]:
+                names.append(self.output_variable(mapped, i, reuse))
+                reuse = None
+            else:
+                names.append("_")
+        return ", ".join(names)
+
+    def statement(self, mapped: MappedNode) -> None:
+        """Append the construct() line(s) for one node."""
+        result = mapped.result
+        if isinstance(result, Outputs):
+            texts = [None if e is None else self.exprs.expr(e, mapped) for e in result.exprs]
+            self.consume_inputs(mapped)
+            for index, text in enumerate(texts):
+                if text is None or index >= len(mapped.node.outputs):
+                    continue
+                out = mapped.node.outputs[index]
+                if out and out in self.scope.remaining_uses_all:
+                    var = self.output_variable(mapped, index, None)
+                    self.scope.cls.body.append(f"{var} = {text}")
+            return
+        if isinstance(result, Unpack):
+            text = self.exprs.expr(result.expr, mapped)
+            self.consume_inputs(mapped)
+            targets = self.targets(mapped, result.count)
+            if targets.replace("_", "").replace(",", "").strip():
+                self.scope.cls.body.append(f"{targets} = {text}")
+            return
+        if isinstance(result, Input) and mapped.node.inputs[result.index] in self.scope.var_of:
+            # a pure alias (Identity, no-op): later readers use the input's variable directly
+            self.scope.var_of[mapped.node.outputs[0]] = self.scope.var_of[
+                mapped.node.inputs[result.index]
+            ]
+            self.consume_inputs(mapped)
+            source = mapped.node.inputs[result.index]
+            self.scope.remaining_uses[source] = self.scope.remaining_uses.get(
+                source, 0
+            ) + self.scope.remaining_uses.get(mapped.node.outputs[0], 0)
+            return
+        text = self.exprs.expr(result, mapped)
+        self.consume_inputs(mapped)
+        if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
+            targets = self.targets(mapped, 1)
+            self.scope.cls.body.append(f"{targets} = {text}")
+
+    def placeholder(self, mapped: MappedNode) -> None:
+        """An unconverted node: a clearly marked placeholder cell that keeps the file importable."""
+        node = mapped.node
+        attr = self.exprs.attribute_name(f"unconverted_{node.op_type}", "unconverted")
+        in_shapes = tuple(self.state.graph.shapes.get(n) for n in node.inputs if n)
+        out_shapes = tuple(self.state.graph.shapes.get(n) for n in node.outputs if n)
+        self.state.uses.add("UnconvertedOperator")
+        self.scope.cls.init_lines.append(
+            [
+                f"self.{attr} = UnconvertedOperator({node.op_type!r}, input_shapes={literal(in_shapes)}, "
+                f"output_shapes={literal(out_shapes)})"
+            ]
+        )
+        args = []
+        for name in node.inputs:
+            if not name:
+                args.append("None")
+            elif name in self.scope.var_of:
+                args.append(self.scope.var_of[name])
+            else:
+                args.append(self.exprs.const(self.state.graph.constants[name], name, mapped))
+        self.consume_inputs(mapped)
+        count = len(node.outputs)
+        targets = self.targets(mapped, count) if count else "_"
+        targets = targets if targets.replace("_", "").replace(",", "").strip() else "_"
+        call = f"self.{attr}({', '.join(args)})"
+        self.scope.cls.body.append(f"{targets} = {call}")
+        self.state.unconverted.append(
+            UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
+        )
