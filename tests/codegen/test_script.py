@@ -1,0 +1,61 @@
+"""The script as a whole: generated from a graph, formatted, placeholders located."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+from onnx import helper
+
+from mindconverter.codegen.script import format_code, render_script
+from mindconverter.graph import Graph
+from mindconverter.graph.specs import detect_inputs
+from mindconverter.mappers.registry import default_registry
+from mindconverter.passes.context import PassContext
+from mindconverter.passes.pipeline import PIPELINE, run_passes
+from tests.helpers import make_model
+
+
+def _rendered(nodes, inputs, outputs, initializers=None, extra_opsets=None):
+    graph = Graph(make_model(nodes, inputs, outputs, initializers, extra_opsets=extra_opsets))
+    context = PassContext(default_registry())
+    context.input_specs = detect_inputs(graph.model)
+    run_passes(graph, context, PIPELINE)
+    return render_script(graph, context.mapped, context.tree, "model.onnx")
+
+
+def test_a_linear_layer_becomes_a_dense_cell_with_its_checkpoint_entries():
+    weight = np.arange(12, dtype=np.float32).reshape(3, 4)
+    rendered = _rendered(
+        [helper.make_node("Gemm", ["x", "fc.weight", "fc.bias"], ["y"], transB=1)],
+        [("x", np.float32, [2, 4])],
+        [("y", np.float32, [2, 3])],
+        {"fc.weight": weight, "fc.bias": np.zeros(3, np.float32)},
+    )
+    ast.parse(rendered.code)
+    assert "class MindSporeModel(nn.Cell):" in rendered.code
+    assert "self.fc = nn.Dense(in_channels=4, out_channels=3)" in rendered.code
+    assert {entry.name: entry.source for entry in rendered.entries} == {
+        "fc.weight": "fc.weight",
+        "fc.bias": "fc.bias",
+    }
+    np.testing.assert_array_equal(rendered.entries[0].array, weight)
+    assert rendered.input_names == ["x"] and not rendered.unconverted
+
+
+def test_an_unconverted_operator_is_located_in_construct():
+    rendered = _rendered(
+        [helper.make_node("Mystery", ["x"], ["y"], domain="com.example")],
+        [("x", np.float32, [2])],
+        [("y", np.float32, [2])],
+        extra_opsets={"com.example": 1},
+    )
+    (site,) = rendered.unconverted
+    line = rendered.code.splitlines()[site.line - 1]
+    assert line[site.column :].startswith(f"self.{site.attribute}(")
+    assert "def construct(" in "\n".join(rendered.code.splitlines()[: site.line])
+
+
+def test_format_code_formats_and_leaves_broken_code_alone():
+    assert format_code("x = ( 1,2 )\n") == "x = (1, 2)\n"
+    assert format_code("def (:\n") == "def (:\n"
