@@ -23,7 +23,9 @@ import logging
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -278,9 +280,33 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
     nodes = list(graph_def.node)
     if any(node.op in ("While", "StatelessWhile") for node in nodes):
         return False  # functional loops: tf2onnx handles their lists itself
-    roots = [node for node in nodes if node.op in ("TensorListReserve", "TensorListFromTensor")]
-    if not roots:
+    if not any(node.op in ("TensorListReserve", "TensorListFromTensor") for node in nodes):
         return False
+    plans = _plan_lists(nodes, tensor_util)
+    if plans is None or not _complete_shapes(plans, graph_def, tf, feeds):
+        return False
+    covered = {node.name for plan in plans for node in plan.group + plan.users}
+    if any(node.op.startswith("TensorList") and node.name not in covered for node in nodes):
+        return False
+    writer = _DenseListWriter(graph_def, tf, tensor_util)
+    for plan in plans:
+        writer.rewrite(plan)
+    return True
+
+
+@dataclass
+class _ListPlan:
+    """One TensorList: where it is made, the ops that carry or write it, the ops that read it,
+    and its dense shape ``[num_elements, *element_shape]`` (None while unknown)."""
+
+    root: Any
+    group: list
+    users: list
+    shape: list[int] | None
+
+
+def _plan_lists(nodes: list, tensor_util) -> list[_ListPlan] | None:
+    """A plan for every list in the graph, or None when one is read by an op with no dense form."""
     by_name = {node.name: node for node in nodes}
     consumers: dict[str, list] = {}
     for node in nodes:
@@ -290,14 +316,14 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
 
     def const_value(name):
         node = by_name.get(name.split(":")[0])
-        return (
-            tensor_util.MakeNdarray(node.attr["value"].tensor)
-            if node is not None and node.op == "Const"
-            else None
-        )
+        if node is None or node.op != "Const":
+            return None
+        return tensor_util.MakeNdarray(node.attr["value"].tensor)
 
-    plans, covered = [], set()
-    for root in roots:
+    plans = []
+    for root in (
+        node for node in nodes if node.op in ("TensorListReserve", "TensorListFromTensor")
+    ):
         group, users, stack = [root], [], [root]
         while stack:
             for user, index in consumers.get(stack.pop().name, []):
@@ -308,7 +334,7 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
                 elif user.op in ("TensorListGetItem", "TensorListStack") and index == 0:
                     users.append(user)
                 else:
-                    return False  # a list read by an op with no dense equivalent
+                    return None  # a list read by an op with no dense equivalent
         shape = None
         for node in [root] + users:
             value = const_value(node.input[_ELEMENT_SHAPE_INPUT[node.op]])
@@ -320,40 +346,54 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
             shape = (
                 None if shape is None or count is None or count.size != 1 else [int(count)] + shape
             )
-        plans.append([root, group, users, shape])
-        covered.update(node.name for node in group + users)
-    unknown = [plan for plan in plans if plan[0].op == "TensorListReserve" and plan[3] is None]
-    if unknown:  # e.g. traced with a dynamic batch: ask TensorFlow for the stacked lists' shapes
-        stacks = [
-            next((user for user in plan[2] if user.op == "TensorListStack"), None)
-            for plan in unknown
-        ]
-        if None in stacks or not feeds:
-            return False
-        shapes = _run_shapes(graph_def, tf, feeds, [f"{stack.name}:0" for stack in stacks])
-        if shapes is None:
-            return False
-        for plan, shape in zip(unknown, shapes):
-            plan[3] = list(shape)
-    if any(node.op.startswith("TensorList") and node.name not in covered for node in nodes):
-        return False
+        plans.append(_ListPlan(root, group, users, shape))
+    return plans
 
-    def add_const(name, array, anchor):
+
+def _complete_shapes(plans: list[_ListPlan], graph_def, tf, feeds) -> bool:
+    """Fill in the shapes the graph's constants leave open (e.g. traced with a dynamic batch) by
+    asking TensorFlow for the stacked lists' shapes; False when that is impossible."""
+    unknown = [plan for plan in plans if plan.root.op == "TensorListReserve" and plan.shape is None]
+    if not unknown:
+        return True
+    stacks = [
+        next((user for user in plan.users if user.op == "TensorListStack"), None)
+        for plan in unknown
+    ]
+    if None in stacks or not feeds:
+        return False
+    shapes = _run_shapes(graph_def, tf, feeds, [f"{stack.name}:0" for stack in stacks])
+    if shapes is None:
+        return False
+    for plan, shape in zip(unknown, shapes):
+        plan.shape = list(shape)
+    return True
+
+
+class _DenseListWriter:
+    """Rewrites the ops of planned TensorLists into ops on dense tensors."""
+
+    def __init__(self, graph_def, tf, tensor_util):
+        self.graph_def, self.tf, self.tensor_util = graph_def, tf, tensor_util
+        self.int32 = tf.int32.as_datatype_enum
+
+    def add_const(self, name, array, anchor):
         """A Const in the same loop frame as ``anchor`` (TF1 frames follow control inputs)."""
-        node = graph_def.node.add()
+        node = self.graph_def.node.add()
         node.name, node.op = name, "Const"
-        node.attr["dtype"].type = tf.as_dtype(array.dtype).as_datatype_enum
-        node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(array))
+        node.attr["dtype"].type = self.tf.as_dtype(array.dtype).as_datatype_enum
+        node.attr["value"].tensor.CopyFrom(self.tensor_util.make_tensor_proto(array))
         node.input.append("^" + anchor.split(":")[0].lstrip("^"))
         return name
 
-    def add_op(name, op, inputs, attrs):
-        node = graph_def.node.add()
+    def add_op(self, name, op, inputs, attrs):
+        node = self.graph_def.node.add()
         node.name, node.op = name, op
         node.input.extend(inputs)
         for key, value in attrs.items():
             node.attr[key].type = value
 
+    @staticmethod
     def become(node, op, inputs, attrs):
         controls = [name for name in node.input if name.startswith("^")]
         node.op = op
@@ -363,72 +403,63 @@ def densify_tensor_lists(graph_def, tf, feeds: dict[str, tuple[int, ...]] | None
         for key, value in attrs.items():
             node.attr[key].type = value
 
-    int32 = tf.int32.as_datatype_enum
-    for root, group, users, shape in plans:
-        dtype = root.attr["element_dtype"].type
-        np_dtype = tf.as_dtype(dtype).as_numpy_dtype
-        for node in group[1:]:
+    def rewrite(self, plan: _ListPlan) -> None:
+        dtype = plan.root.attr["element_dtype"].type
+        for node in plan.group[1:]:
             if node.op in _LIST_PASSTHROUGH:
                 node.attr["T"].type = dtype
-            elif (
-                root.op == "TensorListReserve" and shape[0] == 1
-            ):  # one-element list (an RNN keeping its
-                # last output): writing row 0 replaces the whole list
+            elif plan.root.op == "TensorListReserve" and plan.shape[0] == 1:
+                # a one-element list (an RNN keeping its last output): writing row 0 replaces it
                 item = node.input[2]
-                become(
-                    node,
-                    "ExpandDims",
-                    [item, add_const(node.name + "/dense_axis", np.array(0, np.int32), item)],
-                    {"T": dtype, "Tdim": int32},
-                )
-            else:  # TensorListSetItem(list, index, item): write one row
-                index, item = node.input[1], node.input[2]
-                rows, update = node.name + "/dense_index", node.name + "/dense_update"
-                add_op(
-                    rows,
-                    "Reshape",
-                    [index, add_const(rows + "_shape", np.array([1, 1], np.int32), index)],
-                    {"T": int32, "Tshape": int32},
-                )
-                add_op(
-                    update,
-                    "ExpandDims",
-                    [item, add_const(update + "_axis", np.array(0, np.int32), item)],
-                    {"T": dtype, "Tdim": int32},
-                )
-                become(
-                    node,
-                    "TensorScatterUpdate",
-                    [node.input[0], rows, update],
-                    {"T": dtype, "Tindices": int32},
-                )
-        if root.op == "TensorListReserve":
-            anchor = root.input[1]
-            become(
-                root,
-                "Fill",
-                [
-                    add_const(root.name + "/dense_shape", np.array(shape, np.int32), anchor),
-                    add_const(root.name + "/dense_zero", np.zeros((), np_dtype), anchor),
-                ],
-                {"T": dtype, "index_type": int32},
-            )
-        else:
-            become(root, "Identity", [root.input[0]], {"T": dtype})
-        for node in users:
-            if node.op == "TensorListStack":
-                become(node, "Identity", [node.input[0]], {"T": dtype})
-            else:  # TensorListGetItem(list, index, element_shape)
-                index = node.input[1]
-                axis = add_const(node.name + "/dense_axis", np.array(0, np.int32), index)
-                become(
-                    node,
-                    "GatherV2",
-                    [node.input[0], index, axis],
-                    {"Tparams": dtype, "Tindices": int32, "Taxis": int32},
-                )
-                node.attr["batch_dims"].i = 0
-    return True
+                axis = self.add_const(node.name + "/dense_axis", np.array(0, np.int32), item)
+                self.become(node, "ExpandDims", [item, axis], {"T": dtype, "Tdim": self.int32})
+            else:
+                self.write_row(node, dtype)
+        self.rewrite_root(plan, dtype)
+        for node in plan.users:
+            self.rewrite_reader(node, dtype)
+
+    def write_row(self, node, dtype) -> None:
+        """TensorListSetItem(list, index, item) -> TensorScatterUpdate of one row."""
+        index, item = node.input[1], node.input[2]
+        rows, update = node.name + "/dense_index", node.name + "/dense_update"
+        shape = self.add_const(rows + "_shape", np.array([1, 1], np.int32), index)
+        self.add_op(rows, "Reshape", [index, shape], {"T": self.int32, "Tshape": self.int32})
+        axis = self.add_const(update + "_axis", np.array(0, np.int32), item)
+        self.add_op(update, "ExpandDims", [item, axis], {"T": dtype, "Tdim": self.int32})
+        self.become(
+            node,
+            "TensorScatterUpdate",
+            [node.input[0], rows, update],
+            {"T": dtype, "Tindices": self.int32},
+        )
+
+    def rewrite_root(self, plan: _ListPlan, dtype) -> None:
+        """TensorListReserve -> Fill with zeros; TensorListFromTensor -> Identity."""
+        root = plan.root
+        if root.op != "TensorListReserve":
+            self.become(root, "Identity", [root.input[0]], {"T": dtype})
+            return
+        anchor = root.input[1]
+        np_dtype = self.tf.as_dtype(dtype).as_numpy_dtype
+        shape = self.add_const(root.name + "/dense_shape", np.array(plan.shape, np.int32), anchor)
+        zero = self.add_const(root.name + "/dense_zero", np.zeros((), np_dtype), anchor)
+        self.become(root, "Fill", [shape, zero], {"T": dtype, "index_type": self.int32})
+
+    def rewrite_reader(self, node, dtype) -> None:
+        """TensorListStack -> Identity; TensorListGetItem -> GatherV2 on axis 0."""
+        if node.op == "TensorListStack":
+            self.become(node, "Identity", [node.input[0]], {"T": dtype})
+            return
+        index = node.input[1]
+        axis = self.add_const(node.name + "/dense_axis", np.array(0, np.int32), index)
+        self.become(
+            node,
+            "GatherV2",
+            [node.input[0], index, axis],
+            {"Tparams": dtype, "Tindices": self.int32, "Taxis": self.int32},
+        )
+        node.attr["batch_dims"].i = 0
 
 
 def load_graphdef(
