@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mindconverter.ast_path.converter import torch_display
+from mindconverter.ast_path.helpers import torch_display
 from mindconverter.ast_path.mapping import load_table
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "ast_path.md"

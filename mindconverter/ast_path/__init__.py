@@ -8,14 +8,9 @@ weights and only knows the APIs in its table. The graph path (``--model_file`` w
 export) is the recommended conversion.
 """
 
-from .converter import (
-    DEPRECATION,
-    ScriptConversionResult,
-    SourceConversion,
-    convert_script,
-    convert_source,
-)
+from .converter import convert_script, convert_source
 from .mapping import load_table
+from .results import DEPRECATION, ScriptConversionResult, SourceConversion
 
 __all__ = [
     "DEPRECATION",
