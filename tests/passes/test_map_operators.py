@@ -1,0 +1,45 @@
+"""Mapping every node: unknown operators and mapper bugs never lose the conversion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from mindconverter.errors import MindConverterError
+from mindconverter.mappers.registry import MapperRegistry
+from mindconverter.passes import map_operators
+from tests.helpers import make_model
+from tests.passes.passes_util import graph_and_context
+
+
+def _graph(registry, debug=False):
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, [2])], [("y", np.float32, [2])]
+    )
+    graph, context = graph_and_context(model, debug=debug)
+    context.registry = registry
+    return graph, context
+
+
+def test_an_operator_without_mapper_gets_a_reason():
+    graph, context = _graph(MapperRegistry())
+    map_operators.run(graph, context)
+    (mapped,) = context.mapped
+    assert not mapped.converted and mapped.reason == "no mapper for 'Relu' at opset 17"
+
+
+def test_a_failing_mapper_becomes_an_unconverted_node_or_an_error_with_debug():
+    registry = MapperRegistry()
+
+    @registry.register("Relu")
+    def broken(ctx):
+        raise ZeroDivisionError("oops")
+
+    graph, context = _graph(registry)
+    map_operators.run(graph, context)
+    assert "internal mapper error (ZeroDivisionError: oops)" in context.mapped[0].reason
+    graph, context = _graph(registry, debug=True)
+    with pytest.raises(MindConverterError) as info:
+        map_operators.run(graph, context)
+    assert info.value.key == "MAPPING_FAILED"
