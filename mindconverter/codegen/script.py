@@ -7,11 +7,10 @@ import shutil
 import subprocess
 import sys
 
-import jinja2
-
 from ..graph import Graph
 from ..mappers.base import MappedNode, ms_dtype_name
 from ..passes.recover_hierarchy import Block
+from ..templating import render_template
 from ..version import __version__
 from .blocks import BlockWriter
 from .classes import join, merge_classes
@@ -52,14 +51,6 @@ def fill_template(
     body: list[str],
 ) -> str:
     """The script text from the template (before formatting)."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("mindconverter.codegen", "templates"),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    template = env.get_template("model.py.j2")
     inputs_doc = []
     for name, var in zip(state.graph.inputs, input_vars):
         dtype = state.graph.dtypes.get(name)
@@ -76,7 +67,9 @@ def fill_template(
             f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
             f"[{', '.join(map(str, shape)) if shape is not None else '?'}]"
         )
-    return template.render(
+    return render_template(
+        "mindconverter.codegen",
+        "model.py.j2",
         version=__version__,
         model_name=comment_text(model_name),
         producer=comment_text(state.graph.producer or "unknown"),

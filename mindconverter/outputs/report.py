@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-import jinja2
-
 from ..codegen.naming import comment_text
 from ..codegen.rendered import RenderedModel
 from ..graph import Graph
 from ..mappers.base import MappedNode
+from ..templating import render_template
 
 
 @dataclass
@@ -54,13 +53,6 @@ def render_report(
     verification: dict | None = None,
 ) -> str:
     """The text report: the familiar [UnConvert] lines, rate, then inputs, outputs, counts."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("mindconverter.outputs", "templates"),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
     sites = [
         {
             "line": site.line,
@@ -70,7 +62,9 @@ def render_report(
         }
         for site in rendered.unconverted
     ]
-    return env.get_template("report.txt.j2").render(
+    return render_template(
+        "mindconverter.outputs",
+        "report.txt.j2",
         unconverted=sites,
         rate=converted_rate(mapped),
         model_name=comment_text(model_name),
