@@ -32,6 +32,7 @@ mindconverter --in_file resnet.py --output out/ [--report reports/] [--overwrite
 
 ```python
 from mindconverter.ast_path import convert_script
+
 result = convert_script("resnet.py", "out/", report_dir=None, overwrite=False)
 result.script_path, result.report_path, result.converted, result.unconverted, result.converted_rate
 ```
