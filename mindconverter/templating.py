@@ -1,0 +1,20 @@
+"""Rendering the Jinja2 templates that ship inside the package (the script and the report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+
+def render_template(package: str, name: str, **values: Any) -> str:
+    """Render ``<package>/templates/<name>`` with ``values`` (blocks trimmed, no HTML escaping:
+    every model-controlled value is escaped by the caller for its context)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "templates"),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    return env.get_template(name).render(**values)
