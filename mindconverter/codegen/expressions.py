@@ -14,6 +14,7 @@ from ..mappers.base import (
     Cell,
     Const,
     DType,
+    Expr,
     Input,
     Item,
     Lit,
@@ -132,9 +133,9 @@ class ExpressionWriter:
         if isinstance(value, Item):
             index = value.index
             index_text = (
-                ", ".join(literal(i) for i in index)
+                ", ".join(self.index_part(i, mapped) for i in index)
                 if isinstance(index, tuple) and index
-                else literal(index)
+                else self.index_part(index, mapped)
             )
             return f"{self.expr(value.value, mapped, 9)}[{index_text}]"
         if isinstance(value, Cell):
@@ -154,6 +155,21 @@ class ExpressionWriter:
             self.note_literal(value)
             return literal(value)
         raise TypeError(f"unknown expression object {type(value).__name__}")
+
+    def index_part(self, part: Any, mapped: MappedNode) -> str:
+        """One part of a subscript: a literal, an expression, or a slice whose bounds may be
+        expressions computed at run time."""
+        if isinstance(part, Expr):
+            return self.expr(part, mapped)
+        if isinstance(part, slice) and any(
+            isinstance(b, Expr) for b in (part.start, part.stop, part.step)
+        ):
+            bounds = [
+                "" if b is None else self.expr(b, mapped) if isinstance(b, Expr) else literal(b)
+                for b in (part.start, part.stop, part.step)
+            ]
+            return ":".join(bounds[:2] + ([bounds[2]] if part.step is not None else []))
+        return literal(part)
 
     def temp(self, temp: Temp, mapped: MappedNode) -> str:
         """A shared sub-expression: assigned to a fresh variable on first use, then reused."""

@@ -3,6 +3,7 @@ filled and formatted. :func:`render_script` is what code generation offers the p
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -54,18 +55,18 @@ def fill_template(
     inputs_doc = []
     for name, var in zip(state.graph.inputs, input_vars):
         dtype = state.graph.dtypes.get(name)
-        shape = state.graph.shapes.get(name)
+        shape = state.graph.shapes.get(name) or state.graph.symbolic_shapes.get(name)
         inputs_doc.append(
             f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-            f"[{', '.join(map(str, shape)) if shape else '?'}]"
+            f"[{_dims_text(shape) if shape else '?'}]"
         )
     outputs_doc = []
     for name, var in zip(state.graph.outputs, returns):
         dtype = state.graph.dtypes.get(name)
-        shape = state.graph.shapes.get(name)
+        shape = state.graph.shapes.get(name) or state.graph.symbolic_shapes.get(name)
         outputs_doc.append(
             f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-            f"[{', '.join(map(str, shape)) if shape is not None else '?'}]"
+            f"[{_dims_text(shape) if shape is not None else '?'}]"
         )
     return render_template(
         "mindconverter.codegen",
@@ -125,3 +126,12 @@ def format_code(code: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return code
     return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
+
+
+def _dims_text(shape: tuple) -> str:
+    """``1, 3, 224, 224`` or ``batch, seq, 32``; dimension names keep only characters that are
+    safe in a comment or docstring (they come from the model file)."""
+    return ", ".join(
+        str(dim) if isinstance(dim, int) else re.sub(r"[^A-Za-z0-9_+*/ -]", "_", str(dim))[:40]
+        for dim in shape
+    )

@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 from .node import Node, attribute_value, topological_order
 from .provenance import FoldRecord
 from .specs import static_shapes
-from .symbolic import SymbolicValue
+from .symbolic import DynamicDim, SymbolicValue
 
 # Attributes derived from the model; dropped on every edit.
 _DERIVED = (
@@ -74,6 +74,8 @@ class Graph:
         self.source_initializers: set[str] = {init.name for init in model.graph.initializer}
         # Symbolic values of shape tensors from the last symbolic shape inference (see symbolic.py).
         self.symbolic_values: dict[str, SymbolicValue] = {}
+        # Input dimensions kept dynamic (by name); empty for a network fixed to --shape.
+        self.dynamic_dims: set[str] = set()
         self._initializers: dict[str, onnx.TensorProto] | None = None
         self.constants = Weights(self)
 
@@ -123,6 +125,17 @@ class Graph:
     def outputs(self) -> list[str]:
         """Names of the graph outputs, in the model's order."""
         return [out.name for out in self.model.graph.output]
+
+    def dims(self, name: str) -> tuple | None:
+        """The shape of value ``name``: ints, and :class:`DynamicDim` for dimensions that stay
+        dynamic (only when the network keeps some); None when not even the rank is known."""
+        shape = self.shapes.get(name)
+        if shape is not None or not self.dynamic_dims:
+            return shape
+        symbolic = self.symbolic_shapes.get(name)
+        if symbolic is None:
+            return None
+        return tuple(DynamicDim(d) if isinstance(d, str) else d for d in symbolic)
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name``, or None when it is not a constant."""

@@ -104,3 +104,41 @@ def python_expressible(value: SymbolicValue) -> bool:
         numerator, denominator = inner.as_numer_denom()
         return python_expressible(numerator) and python_expressible(denominator)
     return False
+
+
+class DynamicDimensionError(Exception):
+    """A mapper computed with a dimension that stays dynamic (it must not become a literal)."""
+
+
+class DynamicDim:
+    """A named dimension of a value's shape whose size is only known at run time.
+
+    It equals the same name and no size (a dynamic dimension is never assumed to be, say, 0 or 1),
+    and refuses arithmetic, ordering and conversion to int, so code that would bake a size into
+    the network fails loudly instead.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"DynamicDim({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DynamicDim) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("DynamicDim", self.name))
+
+    def _refuse(self, *args: object) -> None:
+        raise DynamicDimensionError(f"computes with dynamic dimension '{self.name}'")
+
+    __int__ = __index__ = __float__ = __bool__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = _refuse

@@ -179,7 +179,8 @@ class NodeContext:
         return self.has_output(index) and self.node.outputs[index] in self.graph.used_values
 
     def input_shape(self, index: int) -> tuple[int, ...] | None:
-        return self.graph.shapes.get(self.node.inputs[index]) if self.has_input(index) else None
+        """The input's shape (with ``DynamicDim`` for dimensions that stay dynamic), or None."""
+        return self.graph.dims(self.node.inputs[index]) if self.has_input(index) else None
 
     def input_rank(self, index: int) -> int:
         shape = self.input_shape(index)
@@ -191,7 +192,7 @@ class NodeContext:
         return self.graph.dtypes.get(self.node.inputs[index]) if self.has_input(index) else None
 
     def output_shape(self, index: int = 0) -> tuple[int, ...] | None:
-        return self.graph.shapes.get(self.node.outputs[index]) if self.has_output(index) else None
+        return self.graph.dims(self.node.outputs[index]) if self.has_output(index) else None
 
     def output_dtype(self, index: int = 0) -> np.dtype | None:
         return self.graph.dtypes.get(self.node.outputs[index]) if self.has_output(index) else None

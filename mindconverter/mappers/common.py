@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import Call, Const, DType, Input, Lit, NodeContext, Unsupported
+from .base import Call, Const, DType, Input, Item, Lit, NodeContext, Unsupported
 
 
 def compact(values: Sequence[int]):
@@ -101,3 +101,24 @@ def require_dtype(ctx: NodeContext, index: int) -> np.dtype:
     if dtype is None:
         raise Unsupported(f"the dtype of input {index} ('{ctx.node.inputs[index]}') is unknown")
     return np.dtype(dtype)
+
+
+def is_static(shape) -> bool:
+    """Whether every dimension of ``shape`` is a plain size (none stays dynamic)."""
+    return all(isinstance(d, (int, np.integer)) for d in shape)
+
+
+def dim_expr(dim, index: int, axis: int):
+    """A dimension of input ``index`` as it is written: its size, or ``ops.shape(x)[axis]``."""
+    if isinstance(dim, (int, np.integer)):
+        return int(dim)
+    return Item(Call("ops.shape", [Input(index)]), axis)
+
+
+def shape_value(ctx: NodeContext, index: int) -> tuple | None:
+    """The value of a shape input computed from dynamic dimensions (ints and sympy expressions),
+    or None when it is not such a value."""
+    if not ctx.has_input(index):
+        return None
+    value = ctx.graph.symbolic_values.get(ctx.node.inputs[index])
+    return value if isinstance(value, tuple) else None

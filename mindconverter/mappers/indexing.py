@@ -25,6 +25,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
+from .common import dim_expr, is_static
 from .registry import mapper
 
 
@@ -43,13 +44,27 @@ def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
     return BinOp("%", expr, Const(np.asarray(dims, np.int64)))
 
 
+def _indices_along_dynamic_axis(ctx: NodeContext, axis: int):
+    """Gather indices into an axis whose size stays dynamic: constant ones must not be negative;
+    run-time ones wrap with ``% ops.shape(x)[axis]``."""
+    value = ctx.const(1)
+    if value is not None:
+        if (np.asarray(value) < 0).any():
+            raise Unsupported("negative constant indices into a dynamic axis")
+        return Const(np.asarray(value).astype(np.int64))
+    return BinOp("%", Input(1), dim_expr(None, 0, axis))
+
+
 @mapper("Gather")
 def gather(ctx: NodeContext):
     """Gather -> nn.Embedding for row lookups in a constant float32 table, else ops.gather along
     any axis (scalar indices drop the axis)."""
     shape = ctx.require_shape(0)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
-    indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    if is_static(shape[axis : axis + 1]):
+        indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    else:
+        indices = _indices_along_dynamic_axis(ctx, axis)
     table = ctx.const(0)
     if (
         table is not None
@@ -91,7 +106,15 @@ def gather_nd(ctx: NodeContext):
     index_shape = ctx.require_shape(1)
     batch_dims = int(ctx.attr("batch_dims", 0)) if ctx.opset >= 12 else 0
     depth = int(index_shape[-1])
-    indices = _wrapped_indices(ctx, 1, list(shape[batch_dims : batch_dims + depth]), int64=True)
+    sizes = list(shape[batch_dims : batch_dims + depth])
+    if is_static(sizes):
+        indices = _wrapped_indices(ctx, 1, sizes, int64=True)
+    elif ctx.const(1) is None and not batch_dims:
+        # per-column sizes known only at run time
+        dims = tuple(dim_expr(size, 0, batch_dims + k) for k, size in enumerate(sizes))
+        indices = BinOp("%", Input(1), Call("ops.tuple_to_array", [dims]))
+    else:
+        raise Unsupported("GatherND with constant or batched indices into dynamic dimensions")
     if batch_dims:
         coords = Const(_batch_coordinates(index_shape, batch_dims))
         indices = Call("ops.concat", [(coords, indices)], {"axis": Lit(-1)})

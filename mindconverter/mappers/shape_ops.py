@@ -9,12 +9,13 @@ from .base import (
     Call,
     Const,
     Input,
+    Item,
     Lit,
     NodeContext,
     Unsupported,
     normalize_axis,
 )
-from .common import axes_input_or_attr
+from .common import axes_input_or_attr, dim_expr, is_static, shape_value
 from .registry import mapper
 
 
@@ -47,26 +48,40 @@ def flatten(ctx: NodeContext):
     if axis == 1:
         return Call("ops.flatten", [Input(0)])
     shape = ctx.require_shape(0)
+    if not is_static(shape[:axis]) and is_static(shape[axis:]):
+        return Call(
+            "ops.reshape", [Input(0), Lit((-1, int(np.prod(shape[axis:], dtype=np.int64))))]
+        )
     return Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1))])
 
 
 @mapper("Reshape")
 def reshape(ctx: NodeContext):
-    """Reshape -> ops.reshape with ONNX's 0 (copy) resolved and -1 kept."""
+    """Reshape -> ops.reshape with ONNX's 0 (copy) resolved and -1 kept; a target computed from
+    dynamic dimensions is used as the tuple it is."""
     if ctx.opset < 5:
         target = list(ctx.attr("shape"))
+    elif ctx.const(1) is None and shape_value(ctx, 1) is not None:
+        target = list(shape_value(ctx, 1))
+        if not any(isinstance(size, int) and size == 0 for size in target):
+            return Call("ops.reshape", [Input(0), Input(1)])
+        target = [
+            size if isinstance(size, int) else Item(Input(1), i) for i, size in enumerate(target)
+        ]
     else:
         target = ctx.const_ints(1, "the target shape")
     allow_zero = int(ctx.attr("allowzero", 0))
     in_shape = ctx.input_shape(0)
     resolved = []
     for axis, size in enumerate(target):
-        if size == 0 and not allow_zero:
+        if isinstance(size, int) and size == 0 and not allow_zero:
             if in_shape is None:
                 raise Unsupported("Reshape copies a dimension of an input whose shape is unknown")
-            size = in_shape[axis]
-        resolved.append(int(size))
-    return Call("ops.reshape", [Input(0), Lit(tuple(resolved))])
+            size = dim_expr(in_shape[axis], 0, axis)
+        resolved.append(size if not isinstance(size, (int, np.integer)) else int(size))
+    if all(isinstance(size, int) for size in resolved):
+        return Call("ops.reshape", [Input(0), Lit(tuple(resolved))])
+    return Call("ops.reshape", [Input(0), tuple(resolved)])
 
 
 @mapper("Transpose")
@@ -100,7 +115,7 @@ def unsqueeze(ctx: NodeContext):
     if len(axes) == 1:
         return Call("ops.unsqueeze", [Input(0)], {"dim": Lit(axes[0])})
     out_shape = ctx.output_shape(0)
-    if out_shape is None:
+    if out_shape is None or not is_static(out_shape):
         expr = Input(0)
         for axis in axes:
             expr = Call("ops.unsqueeze", [expr], {"dim": Lit(axis)})
@@ -112,11 +127,30 @@ def unsqueeze(ctx: NodeContext):
 def expand(ctx: NodeContext):
     """Expand -> ops.broadcast_to the (bidirectionally) broadcast shape."""
     in_shape = ctx.require_shape(0)
+    if ctx.const(1) is None and shape_value(ctx, 1) is not None:
+        return _expand_to_dynamic(ctx, len(in_shape), shape_value(ctx, 1))
     target = ctx.const_ints(1, "the Expand shape")
     out = tuple(int(d) for d in np.broadcast_shapes(tuple(in_shape), tuple(target)))
     if out == tuple(in_shape):
         return Input(0)
     return Call("ops.broadcast_to", [ctx.operand(0), Lit(out)])
+
+
+def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):
+    """Expand to a shape computed from dynamic dimensions: -1 keeps an input axis where the
+    target says 1, the target's own entries elsewhere."""
+    out_rank = max(in_rank, len(target))
+    dims = []
+    for axis in range(out_rank):
+        in_axis, t_axis = axis - (out_rank - in_rank), axis - (out_rank - len(target))
+        size = target[t_axis] if t_axis >= 0 else 1
+        if isinstance(size, int) and size == 1 and in_axis >= 0:
+            dims.append(-1)
+        elif isinstance(size, int):
+            dims.append(size)
+        else:
+            dims.append(Item(Input(1), t_axis))
+    return Call("ops.broadcast_to", [ctx.operand(0), tuple(dims)])
 
 
 @mapper("Tile", since=6)

@@ -14,6 +14,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
+from .common import shape_value
 from .registry import mapper
 
 INT64_MAX = 2**63 - 1
@@ -73,6 +74,40 @@ def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
     return slice(start if start != dim - 1 else None, end if end >= 0 else None, step)
 
 
+def _has_dynamic_bounds(ctx: NodeContext) -> bool:
+    """Starts or ends computed from dynamic dimensions (axes and steps constant)."""
+    dynamic = [i for i in (1, 2) if ctx.const(i) is None]
+    return bool(dynamic) and all(shape_value(ctx, i) is not None for i in dynamic)
+
+
+def _slice_with_dynamic_bounds(ctx: NodeContext, rank: int):
+    """Python slicing clamps like ONNX Slice for positive steps, so bounds computed at run time
+    (``x[:, :seq]``) are written as they are."""
+    bounds = []
+    for index in (1, 2):
+        value = ctx.const(index)
+        if value is not None:
+            bounds.append([int(v) for v in np.asarray(value).reshape(-1)])
+        else:
+            count = len(shape_value(ctx, index))
+            bounds.append([Item(Input(index), k) for k in range(count)])
+    starts, ends = bounds
+    axes = ctx.const_ints(3, "Slice axes") if ctx.has_input(3) else list(range(len(starts)))
+    steps = ctx.const_ints(4, "Slice steps") if ctx.has_input(4) else [1] * len(starts)
+    if any(step <= 0 for step in steps):
+        raise Unsupported("Slice with a computed bound and a negative step")
+    index = [slice(None)] * rank
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        index[normalize_axis(int(axis), rank)] = slice(
+            None if isinstance(start, int) and start == 0 else start,
+            None if isinstance(end, int) and end >= INT64_MAX // 2 else end,
+            None if step == 1 else step,
+        )
+    while len(index) > 1 and index[-1] == slice(None):
+        index.pop()
+    return Item(Input(0), tuple(index))
+
+
 @mapper("Slice")
 def slice_(ctx: NodeContext):
     """Slice -> Python indexing ``x[a:b:c, ...]`` with ONNX's clamping resolved."""
@@ -82,6 +117,8 @@ def slice_(ctx: NodeContext):
         starts, ends = list(ctx.attr("starts")), list(ctx.attr("ends"))
         axes = list(ctx.attr("axes", range(len(starts))))
         steps = [1] * len(starts)
+    elif _has_dynamic_bounds(ctx):
+        return _slice_with_dynamic_bounds(ctx, rank)
     else:
         starts = ctx.const_ints(1, "Slice starts")
         ends = ctx.const_ints(2, "Slice ends")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..graph.internal_domain import DOMAIN
-from .base import BinOp, Call, Input, Item, NodeContext, Unsupported
+from .base import BinOp, Call, DType, Input, Item, NodeContext, Unsupported
 from .registry import mapper
 
 
@@ -20,9 +22,14 @@ def dims(ctx: NodeContext):
         symbol: Item(Call("ops.shape", [Input(int(source))]), int(axis))
         for symbol, source, axis in zip(ctx.attr("symbols"), ctx.attr("sources"), ctx.attr("axes"))
     }
+    dtype = DType(np.dtype(ctx.output_dtype(0) or np.int64).name)
     if ctx.attr("scalar", 0):
-        return integer_expression(value, lookup)
-    return tuple(integer_expression(item, lookup) for item in value)
+        scalar = integer_expression(value[0] if isinstance(value, tuple) else value, lookup)
+        return Call("ops.scalar_to_tensor", [scalar, dtype]) if ctx.attr("as_tensor", 0) else scalar
+    items = tuple(integer_expression(item, lookup) for item in value)
+    if ctx.attr("as_tensor", 0):
+        return Call("ops.cast", [Call("ops.tuple_to_array", [items]), dtype])
+    return items
 
 
 def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:

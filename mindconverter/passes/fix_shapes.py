@@ -151,11 +151,17 @@ def symbolic_input_shapes(
             if isinstance(dim, int) and dim > 0:
                 dims.append(dim)
             elif isinstance(dim, str) and dim.strip():
-                dims.append(dim)
+                dims.append(_dimension_name(dim))
             else:
                 dims.append(f"{spec.name}_dim{axis}")
         shapes[spec.name] = tuple(dims)
     return shapes
+
+
+def _dimension_name(name: str) -> str:
+    """A declared dimension name as a plain identifier (it ends up in code comments and reports)."""
+    cleaned = re.sub(r"\W", "_", name.strip(), flags=re.ASCII)[:40]
+    return cleaned if cleaned[:1].isalpha() else f"d_{cleaned}"
 
 
 def fix_input_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int | str, ...]]) -> None:
@@ -184,6 +190,7 @@ def run(graph: Graph, context: PassContext) -> bool:
     shapes: dict[str, tuple[int | str, ...]] = dict(context.resolved_shapes)
     if context.dynamic:
         shapes = symbolic_input_shapes(context.input_specs, context.resolved_shapes)
+        graph.dynamic_dims = {d for dims in shapes.values() for d in dims if isinstance(d, str)}
     fix_input_shapes(graph.model, shapes)
     graph.edited()
     return True

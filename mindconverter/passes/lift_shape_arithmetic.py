@@ -23,6 +23,16 @@ from ..graph.pruning import remove_dead_nodes
 from ..graph.symbolic import is_numeric, python_expressible
 from .context import PassContext
 
+# Inputs that take a shape or a size: a ``Dims`` value reaches them as Python integers. Any other
+# reader gets it as a tensor.
+SHAPE_INPUTS = {
+    "Reshape": {1},
+    "Expand": {1},
+    "ConstantOfShape": {0},
+    "Range": {0, 1, 2},
+    "Slice": {1, 2},
+}
+
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Replace each boundary value of symbolic shape arithmetic by a ``Dims`` node."""
@@ -73,7 +83,10 @@ def _boundary_values(graph: Graph) -> list[str]:
 def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     """The ``Dims`` node computing ``name``, or None when it cannot be written in Python."""
     value = graph.symbolic_values[name]
+    scalar = graph.symbolic_shapes.get(name) == () or not isinstance(value, tuple)
     items = value if isinstance(value, tuple) else (value,)
+    if scalar and len(items) != 1:
+        return None
     if not all(python_expressible(item) for item in items):
         return None
     symbols = sorted(
@@ -108,11 +121,25 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
         symbols=symbols,
         sources=indices,
         axes=axes,
-        scalar=int(not isinstance(value, tuple)),
+        scalar=int(scalar),
+        as_tensor=int(not _read_as_shape(graph, name)),
     )
     for entry in producer.metadata_props:
         node.metadata_props.add().CopyFrom(entry)
     return node
+
+
+def _read_as_shape(graph: Graph, name: str) -> bool:
+    """Whether every reader of ``name`` takes it as a shape or size (not as a tensor)."""
+    return (
+        all(
+            reader.domain in ("", "ai.onnx") and index in SHAPE_INPUTS.get(reader.op_type, ())
+            for reader in graph.consumer_nodes.get(name, [])
+            for index, value in enumerate(reader.input)
+            if value == name
+        )
+        and name not in graph.outputs
+    )
 
 
 def _shape_sources(graph: Graph, name: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import make_error
 from ..graph import Graph
+from ..graph.symbolic import DynamicDimensionError
 from ..mappers.base import MappedNode, NodeContext, Unsupported
 from ..mappers.registry import MapperRegistry
 from .context import PassContext
@@ -28,6 +29,9 @@ def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> li
             result = fn(NodeContext(graph, node, opset))
         except Unsupported as exc:
             mapped.append(MappedNode(node, reason=str(exc)))
+            continue
+        except DynamicDimensionError as exc:
+            mapped.append(MappedNode(node, reason=f"the mapper {exc}, which stays dynamic"))
             continue
         except Exception as exc:  # a bug in one mapper must not lose the whole conversion
             if debug:
