@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 import sympy
 from onnx import helper
 
@@ -88,3 +89,39 @@ def test_static_conversion_fixes_every_dimension():
     assert graph.symbolic_values == {}
     assert graph.shapes["x"] == (3, 5, 8)
     assert "target" in graph.initializers
+
+
+def test_dynamic_dims_refuse_to_become_sizes():
+    from mindconverter.graph.symbolic import DynamicDim, DynamicDimensionError
+
+    batch = DynamicDim("batch")
+    assert batch == DynamicDim("batch") and batch != DynamicDim("seq") and batch != 1
+    assert hash(batch) == hash(DynamicDim("batch")) and str(batch) == "batch"
+    assert 0 not in (batch, 3)
+    for use in (
+        int,
+        float,
+        bool,
+        lambda d: d + 1,
+        lambda d: 2 * d,
+        lambda d: d // 2,
+        lambda d: d < 3,
+    ):
+        with pytest.raises(DynamicDimensionError):
+            use(batch)
+
+
+def test_graph_dims_show_dynamic_dims_only_for_dynamic_networks():
+    from mindconverter.graph.symbolic import DynamicDim
+
+    graph = Graph(_heads_model())
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")], dynamic=True)
+    context.input_specs = detect_inputs(graph.model)
+    _run(graph, context, fix_shapes, infer_shapes)
+    assert graph.dims("x") == (DynamicDim("batch"), DynamicDim("seq"), 8)
+    assert graph.dynamic_dims == {"batch", "seq"}
+    static = Graph(_heads_model())
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")])
+    context.input_specs = detect_inputs(static.model)
+    _run(static, context, fix_shapes, infer_shapes)
+    assert static.dims("x") == (3, 5, 8) and static.dynamic_dims == set()
