@@ -36,16 +36,15 @@ class OutputComparison:
 def index_bounds(graph: Graph) -> dict[str, int]:
     """For integer inputs used as Gather indices into a constant table, the table size."""
     bounds: dict[str, int] = {}
-    consumers = graph.consumers()
-    for name in graph.inputs:
-        for node in consumers.get(name, []):
-            if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] == name:
-                table = graph.constants.get(node.inputs[0])
-                shape = table.shape if table is not None else graph.shapes.get(node.inputs[0])
-                if shape:
-                    axis = int(node.attrs.get("axis", 0))
-                    size = int(shape[axis])
-                    bounds[name] = min(bounds.get(name, size), size)
+    inputs = set(graph.inputs)
+    for node in graph.nodes:
+        if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] in inputs:
+            name = node.inputs[1]
+            table = graph.constants.get(node.inputs[0])
+            shape = table.shape if table is not None else graph.shapes.get(node.inputs[0])
+            if shape:
+                size = int(shape[int(node.attrs.get("axis", 0))])
+                bounds[name] = min(bounds.get(name, size), size)
     return bounds
 
 

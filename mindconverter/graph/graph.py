@@ -224,15 +224,6 @@ class Graph:
         used = {name for node in self.nodes for name in node.inputs if name}
         return frozenset(used | set(self.outputs))
 
-    def consumers(self) -> dict[str, list[Node]]:
-        """Map each value name to the (decoded) nodes that read it."""
-        result: dict[str, list[Node]] = {}
-        for node in self.nodes:
-            for name in node.inputs:
-                if name:
-                    result.setdefault(name, []).append(node)
-        return result
-
     def value_names(self) -> set[str]:
         """Every value name the main graph defines (a new set the caller may extend)."""
         graph = self.model.graph

@@ -72,7 +72,7 @@ def test_nodes_are_topologically_ordered_views():
     graph = Graph(model)
     assert [node.name for node in graph.nodes] == ["add", "relu"]
     assert graph.used_values == frozenset({"x", "b", "s", "y"})
-    assert [n.name for n in graph.consumers()["s"]] == ["relu"]
+    assert [n.name for n in graph.consumer_nodes["s"]] == ["relu"]
 
 
 def test_a_cycle_is_an_invalid_graph():
