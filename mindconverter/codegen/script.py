@@ -52,22 +52,9 @@ def fill_template(
     body: list[str],
 ) -> str:
     """The script text from the template (before formatting)."""
-    inputs_doc = []
-    for name, var in zip(state.graph.inputs, input_vars):
-        dtype = state.graph.dtypes.get(name)
-        shape = state.graph.shapes.get(name) or state.graph.symbolic_shapes.get(name)
-        inputs_doc.append(
-            f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-            f"[{_dims_text(shape) if shape else '?'}]"
-        )
-    outputs_doc = []
-    for name, var in zip(state.graph.outputs, returns):
-        dtype = state.graph.dtypes.get(name)
-        shape = state.graph.shapes.get(name) or state.graph.symbolic_shapes.get(name)
-        outputs_doc.append(
-            f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}"
-            f"[{_dims_text(shape) if shape is not None else '?'}]"
-        )
+    graph = state.graph
+    inputs_doc = [_value_doc(graph, name, var) for name, var in zip(graph.inputs, input_vars)]
+    outputs_doc = [_value_doc(graph, name, var) for name, var in zip(graph.outputs, returns)]
     return render_template(
         "mindconverter.codegen",
         "model.py.j2",
@@ -126,6 +113,14 @@ def format_code(code: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return code
     return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
+
+
+def _value_doc(graph, name: str, var: str) -> str:
+    """``x: float32[batch, 3, 224, 224]`` for the docstring and header (``?`` where unknown)."""
+    dtype = graph.dtypes.get(name)
+    shape = graph.shapes.get(name) or graph.symbolic_shapes.get(name)
+    dims = _dims_text(shape) if shape is not None else "?"
+    return f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}[{dims}]"
 
 
 def _dims_text(shape: tuple) -> str:
