@@ -155,6 +155,9 @@ def run_mindspore(
     ms.set_context(mode=ms.GRAPH_MODE if graph_mode else ms.PYNATIVE_MODE)
     try:
         net = build_network(script, checkpoint)
+        declare = getattr(sys.modules.get(type(net).__module__), "dynamic_inputs", None)
+        if graph_mode and declare is not None:
+            net.set_inputs(*declare())  # one graph for every size of the dynamic dimensions
         result = net(*[ms.Tensor(array) for array in inputs])
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
+
 from ..graph import Graph
 from ..mappers.base import MappedNode, ms_dtype_name
 from ..passes.recover_hierarchy import Block
@@ -55,6 +57,9 @@ def fill_template(
     graph = state.graph
     inputs_doc = [_value_doc(graph, name, var) for name, var in zip(graph.inputs, input_vars)]
     outputs_doc = [_value_doc(graph, name, var) for name, var in zip(graph.outputs, returns)]
+    dynamic_inputs = _dynamic_input_declarations(graph)
+    if dynamic_inputs:
+        state.uses.add("ms")
     return render_template(
         "mindconverter.codegen",
         "model.py.j2",
@@ -82,6 +87,7 @@ def fill_template(
         args=", ".join(["self"] + input_vars),
         returns=", ".join(returns),
         unconverted=bool(state.unconverted),
+        dynamic_inputs=dynamic_inputs,
     )
 
 
@@ -113,6 +119,20 @@ def format_code(code: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return code
     return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
+
+
+def _dynamic_input_declarations(graph) -> list[str]:
+    """``ms.Tensor(shape=[None, 3, 224, 224], dtype=ms.float32)`` per input, when any dimension
+    of the network stays dynamic."""
+    if not graph.dynamic_dims:
+        return []
+    declarations = []
+    for name in graph.inputs:
+        dims = graph.symbolic_shapes.get(name, ())
+        shape = ", ".join("None" if isinstance(d, str) else str(d) for d in dims)
+        dtype = ms_dtype_name(graph.dtypes.get(name, np.dtype(np.float32)))
+        declarations.append(f"ms.Tensor(shape=[{shape}], dtype=ms.{dtype})")
+    return declarations
 
 
 def _value_doc(graph, name: str, var: str) -> str:
