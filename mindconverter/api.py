@@ -28,7 +28,13 @@ from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
-from .verify import DEFAULT_TOLERANCE, describe, verification_shapes, verify_conversion
+from .verify import (
+    DEFAULT_TOLERANCE,
+    describe,
+    training_mode_operators,
+    verification_shapes,
+    verify_conversion,
+)
 
 ShapeArg = str | Sequence[int]
 
@@ -274,9 +280,16 @@ def _write_outputs(
                 stream, ((entry.name, entry.array) for entry in rendered.entries)
             ),
         )
+        training = training_mode_operators(graph) if context.reference is not None else []
         if context.reference is not None:
             if rendered.unconverted:
                 say("Verification skipped: the script contains unconverted operators.")
+            elif training:
+                say(
+                    "Verification skipped: a training-mode export (training-mode "
+                    f"{' and '.join(training)} in onnxruntime use batch statistics or random "
+                    "dropout); the network follows set_train() like the source's train()/eval()."
+                )
             else:
                 verification = verify_conversion(
                     context.reference,

@@ -48,6 +48,20 @@ def index_bounds(graph: Graph) -> dict[str, int]:
     return bounds
 
 
+def training_mode_operators(graph: Graph) -> list[str]:
+    """Operators a training-mode export runs in training mode (onnxruntime then uses batch
+    statistics and random dropout, which no converted network in eval mode reproduces)."""
+    found = []
+    for node in graph.nodes:
+        if node.op_type == "BatchNormalization" and int(node.attrs.get("training_mode", 0)):
+            found.append(node.op_type)
+        elif node.op_type == "Dropout" and len(node.inputs) > 2 and node.inputs[2]:
+            switch = graph.constants.get(node.inputs[2])
+            if switch is not None and bool(np.asarray(switch).reshape(-1)[0]):
+                found.append(node.op_type)
+    return sorted(set(found))
+
+
 def verification_shapes(
     graph: Graph, example: dict[str, tuple[int, ...]]
 ) -> list[dict[str, tuple[int, ...]]]:

@@ -244,6 +244,64 @@ def export_tiny_bert() -> None:
     program.save(str(FIXTURES / "tiny_bert_dynamo.onnx"), external_data=False)
 
 
+class TrainableCNN(nn.Module):
+    """Conv-BN-ReLU twice, pooling, Dropout and a classifier: for training-mode exports."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(6)
+        self.conv2 = nn.Conv2d(6, 8, 3, stride=2, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        return self.fc(self.drop(torch.flatten(self.pool(x), 1)))
+
+
+def export_training_mode() -> None:
+    """A training-mode TorchScript export (BatchNormalization with training_mode=1, Dropout with
+    its training input) and PyTorch's numbers in eval and train mode, with the running
+    statistics after one training step, as references for the tests."""
+    import numpy as np
+
+    torch.manual_seed(3)
+    model = TrainableCNN()
+    randomize_batchnorm(model, 4)
+    x = torch.randn(2, 3, 8, 8)
+    model.train()
+    torch.onnx.export(
+        model,
+        (x,),
+        FIXTURES / "tiny_cnn_training.onnx",
+        dynamo=False,
+        opset_version=17,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+        training=torch.onnx.TrainingMode.TRAINING,
+        do_constant_folding=False,
+    )
+    model.eval()
+    with torch.no_grad():
+        eval_out = model(x).numpy()
+        model.train()
+        model.drop.eval()  # batch statistics, no random dropout: comparable across frameworks
+        train_out = model(x).numpy()
+    np.savez(
+        FIXTURES / "tiny_cnn_training_reference.npz",
+        input=x.numpy(),
+        eval_logits=eval_out,
+        train_logits=train_out,
+        bn1_running_mean=model.bn1.running_mean.numpy(),
+        bn1_running_var=model.bn1.running_var.numpy(),
+    )
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -254,6 +312,7 @@ def main() -> None:
     randomize_batchnorm(mobilenet, 2)
     export(mobilenet, "tiny_mobilenet")
     export_tiny_bert()
+    export_training_mode()
     for path in sorted(FIXTURES.glob("*.onnx")):
         print(f"{path.name}: {path.stat().st_size / 1024:.0f} KiB")
 

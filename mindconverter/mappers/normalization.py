@@ -24,13 +24,16 @@ from .registry import mapper
 
 @mapper("BatchNormalization")
 def batch_norm(ctx: NodeContext):
-    """BatchNormalization (inference) -> nn.BatchNorm1d/2d/3d with its statistics as parameters."""
+    """BatchNormalization -> nn.BatchNorm1d/2d/3d with its running statistics as the moving ones.
+
+    The cell follows ``set_train``: batch statistics (updating the moving ones with the same
+    momentum convention as ONNX) when training, the moving statistics otherwise, so eval-mode and
+    training-mode exports (``training_mode=1``) both become the layer a person would write."""
     if any(ctx.output_used(i) for i in range(1, 5)):
         raise Unsupported(
-            "training-mode BatchNormalization outputs (running statistics) are not supported"
+            "BatchNormalization outputs that return running statistics to the graph are not "
+            "supported (the cell keeps them as its moving statistics)"
         )
-    if int(ctx.attr("training_mode", 0)):
-        raise Unsupported("training_mode=1 BatchNormalization")
     rank = ctx.input_rank(0)
     for index, what in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")):
         ctx.require_const(index, f"the BatchNormalization {what}")
@@ -277,7 +280,8 @@ def rms_normalization(ctx: NodeContext):
 
 @mapper("Dropout")
 def dropout(ctx: NodeContext):
-    """Dropout -> nn.Dropout(p=ratio), an identity at inference that keeps the model trainable."""
+    """Dropout -> nn.Dropout(p=ratio): random under ``set_train(True)``, an identity otherwise
+    (a training-mode export's ``training_mode`` input is what ``set_train`` decides here)."""
     if ctx.output_used(1):
         raise Unsupported("the mask output of Dropout is not supported")
     ratio = 0.5
@@ -285,6 +289,6 @@ def dropout(ctx: NodeContext):
         ratio = float(ctx.attr("ratio", 0.5))
     elif ctx.has_input(1):
         ratio = float(np.asarray(ctx.require_const(1, "the dropout ratio")).reshape(()))
-    if ctx.has_input(2) and ctx.const(2) is not None and bool(np.asarray(ctx.const(2)).reshape(())):
-        raise Unsupported("Dropout in training mode")
+    if ctx.has_input(2) and ctx.const(2) is None:
+        raise Unsupported("Dropout whose training switch is computed at run time")
     return Cell("nn.Dropout", {"p": ratio}, [Input(0)], role="dropout")
