@@ -188,7 +188,8 @@ def convert(
     verify: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     graph_mode: bool = False,
-    dynamic: bool = False,
+    dynamic: bool = True,
+    float32: bool = False,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -196,10 +197,11 @@ def convert(
     """Convert an ONNX model file into a MindSpore script, checkpoint, report and weight map.
 
     ``shape`` holds one shape per input (``"1,3,224,224"`` or ``(1, 3, 224, 224)``); it may be
-    omitted when the model's input shapes are static. ``dynamic=True`` keeps the dimensions the
-    model declares dynamic symbolic in the generated network (work in progress: shape arithmetic
-    on them is rendered from ``ops.shape``; not every operator accepts it yet). Raises
-    ``MindConverterError`` subclasses.
+    omitted when the model's input shapes are static; it gives the example sizes used for shape
+    inference and verification. The dimensions the model declares dynamic stay dynamic in the
+    generated network (shape arithmetic on them is computed from tensors at run time);
+    ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
+    bfloat16 model in float32. Raises ``MindConverterError`` subclasses.
     """
     started = time.perf_counter()
     say = log or (lambda message: None)
@@ -223,6 +225,7 @@ def convert(
         shapes=shapes,
         keep_reference=verify,
         dynamic=dynamic,
+        float32=float32,
         debug=debug,
         log=say,
     )

@@ -112,6 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--graph_mode", action="store_true", help="run --verify in MindSpore GRAPH_MODE"
     )
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="fix every dimension to --shape (default: dimensions the model declares dynamic stay "
+        "dynamic in the generated network)",
+    )
+    parser.add_argument(
+        "--float32",
+        action="store_true",
+        help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return parser
 
@@ -153,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         verify=args.verify,
         tolerance=args.tolerance,
         graph_mode=args.graph_mode,
+        dynamic=not args.static,
+        float32=args.float32,
         debug=args.debug,
         log=_log,
     )

@@ -302,6 +302,136 @@ def export_training_mode() -> None:
     )
 
 
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention written out (its sizes come from the input, so both
+    exporters keep batch and length dynamic)."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, mask):
+        batch, length, dim = x.shape
+        q, k, v = self.qkv(x).split(dim, dim=2)
+        shape = (batch, length, self.heads, dim // self.heads)
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / (dim // self.heads) ** 0.5 + mask
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, length, dim)
+        return self.proj(out)
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.attn = CausalSelfAttention(dim, heads)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 2 * dim)
+        self.act = nn.GELU()
+        self.out = nn.Linear(2 * dim, dim)
+
+    def forward(self, x, mask):
+        x = x + self.attn(self.ln_1(x), mask)
+        return x + self.out(self.act(self.fc(self.ln_2(x))))
+
+
+class TinyGPT(nn.Module):
+    """A GPT-style decoder: tied lm head (one tensor with the token embedding), learned
+    positions, a causal-mask buffer (not trainable), pre-norm blocks with exact GELU."""
+
+    def __init__(self, vocab: int = 40, dim: int = 16, heads: int = 2, max_len: int = 24):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(max_len, dim)
+        self.h = nn.ModuleList([GPTBlock(dim, heads) for _ in range(2)])
+        self.ln_f = nn.LayerNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+        causal = torch.triu(torch.full((max_len, max_len), float("-inf")), 1)
+        self.register_buffer("causal", causal, persistent=False)
+
+    def forward(self, ids):
+        n = ids.shape[1]
+        x = self.wte(ids) + self.wpe(torch.arange(n))
+        mask = self.causal[:n, :n]
+        for block in self.h:
+            x = block(x, mask)
+        return self.lm_head(self.ln_f(x))
+
+
+def distinct_values(model: nn.Module, seed: int) -> nn.Module:
+    """Random values in every parameter: exporters merge identical tensors (fresh LayerNorm
+    weights, zero biases) into one initializer, which no converter can split again."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            noise = torch.randn(parameter.shape, generator=generator) * 0.2
+            parameter.copy_(noise + (1.0 if parameter.dim() == 1 else 0.0) * 0.1)
+    return model
+
+
+class LSTMClassifier(nn.Module):
+    """Token ids -> embedding -> LSTM (zero initial states) -> last step -> classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(30, 8)
+        self.lstm = nn.LSTM(8, 12, batch_first=True)
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, ids):
+        out, _ = self.lstm(self.embed(ids))
+        return self.head(out[:, -1])
+
+
+def export_with_gradients(model: nn.Module, name: str, ids: torch.Tensor) -> None:
+    """Both exporters with dynamic batch and sequence, plus PyTorch's references: outputs at
+    two shapes and the gradients of ``sum(output * weights)`` for every trainable parameter."""
+    import numpy as np
+
+    model.eval()
+    axes = {"ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch"}}
+    torch.onnx.export(
+        model,
+        (ids,),
+        FIXTURES / f"{name}_torchscript.onnx",
+        dynamo=False,
+        opset_version=17,
+        input_names=["ids"],
+        output_names=["logits"],
+        dynamic_axes=axes,
+    )
+    batch, sequence = torch.export.Dim("batch", min=1), torch.export.Dim("sequence", min=2, max=24)
+    program = torch.onnx.export(
+        model,
+        (ids,),
+        dynamo=True,
+        opset_version=18,
+        input_names=["ids"],
+        output_names=["logits"],
+        dynamic_shapes=({0: batch, 1: sequence},),
+    )
+    program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
+    other = torch.randint(0, 20, (3, ids.shape[1] + 3))
+    logits = model(ids)
+    weights = torch.randn(logits.shape, generator=torch.Generator().manual_seed(7))
+    (logits * weights).sum().backward()
+    arrays = {
+        "ids": ids.numpy(),
+        "logits": logits.detach().numpy(),
+        "loss_weights": weights.numpy(),
+    }
+    arrays["other_ids"] = other.numpy()
+    with torch.no_grad():
+        arrays["other_logits"] = model(other).numpy()
+    for param_name, parameter in model.named_parameters():  # tied tensors are listed once
+        arrays[f"param:{param_name}"] = parameter.detach().numpy()
+        arrays[f"grad:{param_name}"] = parameter.grad.numpy()
+    np.savez(FIXTURES / f"{name}_reference.npz", **arrays)
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -313,6 +443,11 @@ def main() -> None:
     export(mobilenet, "tiny_mobilenet")
     export_tiny_bert()
     export_training_mode()
+    torch.manual_seed(5)
+    export_with_gradients(distinct_values(TinyGPT(), 5), "tiny_gpt", torch.randint(0, 40, (2, 7)))
+    torch.manual_seed(6)
+    lstm = distinct_values(LSTMClassifier(), 6)
+    export_with_gradients(lstm, "tiny_lstm", torch.randint(0, 30, (2, 6)))
     for path in sorted(FIXTURES.glob("*.onnx")):
         print(f"{path.name}: {path.stat().st_size / 1024:.0f} KiB")
 

@@ -7,7 +7,7 @@ from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path
 from .expressions import ExpressionWriter, with_exporter_note
 from .naming import identifier
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
-from .statements import StatementWriter
+from .statements import StatementWriter, source_output_name
 
 
 def is_cell_list(block: Block) -> bool:
@@ -48,7 +48,8 @@ class BlockWriter:
             for name in mapped.node.inputs:
                 if name:
                     readers[name] = readers.get(name, 0) + 1
-        outer, scope = self.state.scope, BlockScope(prefix=prefix, prefix_path=block.path)
+        outer = self.state.scope
+        scope = BlockScope(prefix=prefix, prefix_path=block.path, is_root=is_root)
         self.state.scope = scope
         args = []
         for name in inputs:
@@ -195,8 +196,14 @@ class BlockWriter:
             if not needed:
                 targets.append("_")
                 continue
-            var = reuse or self.exprs.new_variable(
-                "x" if "x" not in self.scope.cls.variables.taken else identifier(attr, "out")
+            named = self.scope.is_root and source_output_name(name, self.state.graph.outputs)
+            var = self.exprs.new_variable(named) if named else None
+            var = (
+                var
+                or reuse
+                or self.exprs.new_variable(
+                    "x" if "x" not in self.scope.cls.variables.taken else identifier(attr, "out")
+                )
             )
             reuse = None
             self.scope.var_of[name] = var

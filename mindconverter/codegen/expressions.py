@@ -3,11 +3,14 @@ parameters and checkpoint entries they create."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..graph.weight_roles import is_generated_name, learned_source
 from ..mappers.base import (
     BinOp,
     Call,
@@ -79,12 +82,74 @@ def _weight_hint(weights: dict[str, Weight]) -> str:
     return ""
 
 
+# Layers whose Parameters may be replaced by a shared one after construction (recurrent layers
+# keep their own lists of parameters, so assigning one would not reach the computation).
+_TIEABLE_CELLS = {"nn.Dense", "nn.Embedding", "nn.LayerNorm", "nn.Conv1d", "nn.Conv2d", "nn.Conv3d"}
+
+# Layers whose constructor takes the dtype of their parameters (MindSpore 2.x).
+_CELLS_WITH_DTYPE = {
+    "nn.Dense",
+    "nn.LayerNorm",
+    "nn.Embedding",
+    "nn.GroupNorm",
+    "nn.BatchNorm1d",
+    "nn.BatchNorm2d",
+    "nn.BatchNorm3d",
+    "nn.InstanceNorm1d",
+    "nn.InstanceNorm2d",
+    "nn.InstanceNorm3d",
+    "nn.Conv1d",
+    "nn.Conv2d",
+    "nn.Conv3d",
+    "nn.Conv1dTranspose",
+    "nn.Conv2dTranspose",
+    "nn.Conv3dTranspose",
+}
+
+
+def with_weight_dtype(cell: Cell) -> Cell:
+    """The layer built in its weights' dtype when that is not float32 (a float16 or bfloat16
+    model), so the script's parameters and the checkpoint agree."""
+    dtypes = {w.array.dtype for w in cell.weights.values() if w.array.dtype.kind == "f"}
+    dtypes |= {w.array.dtype for w in cell.weights.values() if w.array.dtype.name == "bfloat16"}
+    if len(dtypes) != 1 or cell.cls not in _CELLS_WITH_DTYPE or "dtype" in cell.kwargs:
+        return cell
+    dtype = dtypes.pop()
+    if dtype == np.float32:
+        return cell
+    return replace(cell, kwargs={**cell.kwargs, "dtype": DType(ms_dtype_name(dtype))})
+
+
+# PyTorch's names for the parameters of the MindSpore layers we write.
+_TORCH_PARAMETER_NAMES = {
+    "weight": "weight",
+    "bias": "bias",
+    "gamma": "weight",
+    "beta": "bias",
+    "embedding_table": "weight",
+    "moving_mean": "running_mean",
+    "moving_variance": "running_var",
+}
+
+
+def recovered_source_name(source: str, mapped: MappedNode | None, parameter: str) -> str:
+    """The source's parameter name for a weight the exporter renamed (``onnx::Conv_57``), when
+    the layer reading it sits in a named module scope (``layer1.0.conv1`` -> its ``weight``)."""
+    if mapped is None or not is_generated_name(source) or parameter not in _TORCH_PARAMETER_NAMES:
+        return ""
+    path = module_path(mapped.node)
+    return f"{path}.{_TORCH_PARAMETER_NAMES[parameter]}" if path else ""
+
+
 def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
     """Record rewrites the exporter applied to a layer (dynamo's BatchNorm folding) in the weight map."""
     rules = mapped.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
-    if "FuseBatchNormIntoConv" not in rules:
+    if "FuseBatchNormIntoConv" in rules:
+        note = "BatchNorm folded into the convolution by the exporter"
+    elif is_generated_name(weight.source) and mapped.node.op_type in ("Conv", "ConvTranspose"):
+        note = "computed by the exporter (an eval-mode TorchScript export folds BatchNorm into the convolution before it)"
+    else:
         return weight
-    note = "BatchNorm folded into the convolution by the exporter"
     return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
 
 
@@ -111,7 +176,7 @@ class ExpressionWriter:
             if name in self.scope.var_of:
                 return self.scope.var_of[name]
             if name in self.state.graph.constants:
-                return self.const(self.state.graph.constants[name], name, mapped)
+                return self.constant_input(name, mapped)
             raise KeyError(f"value '{name}' has not been computed yet")
         if isinstance(value, Lit):
             self.note_literal(value.value)
@@ -228,9 +293,16 @@ class ExpressionWriter:
             mapped.node.op_type, identifier(mapped.node.op_type)
         )
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
+        cell = with_weight_dtype(cell)
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
-            self.add_entry(f"{attr}.{param_name}", with_exporter_note(weight, mapped))
+            held = None
+            if cell.cls in _TIEABLE_CELLS:
+                held = self.held_weight(weight, f"self.{attr}.{param_name}")
+            if held is not None:  # tied: the layer shares the Parameter of an earlier one
+                self.scope.cls.init_lines.append([f"self.{attr}.{param_name} = {held}"])
+                continue
+            self.add_entry(f"{attr}.{param_name}", with_exporter_note(weight, mapped), mapped)
         args = [self.expr(a, mapped) for a in cell.args]
         args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
         return f"self.{attr}({', '.join(args)})"
@@ -244,9 +316,15 @@ class ExpressionWriter:
                 source[len(block) + 1 :] if block and source.startswith(block + ".") else source
             )
             hint = relative.replace(".", "_")
-        attr = self.attribute_name(hint, param.role or "weight")
         array = param.weight.array
         trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
+        if trainable:
+            held = self.held_weight(param.weight, None)
+            if held is not None:
+                return held
+        attr = self.attribute_name(hint, param.role or "weight")
+        if trainable:
+            self.held_weight(param.weight, f"self.{attr}")
         self.state.uses.update({"ms", "ops", "Parameter"})
         shape = literal(tuple(int(d) for d in array.shape))
         grad = "" if trainable else ", requires_grad=False"
@@ -256,6 +334,37 @@ class ExpressionWriter:
         )
         self.add_entry(attr, param.weight)
         return f"self.{attr}"
+
+    def held_weight(self, weight: Weight, holder: str | None) -> str | None:
+        """The attribute of this block already holding ``weight``'s tensor (a tied weight: the
+        same source tensor, or a copy the exporter made under a generated name), else None;
+        ``holder`` (when given) is recorded as holding it from now on."""
+        array = weight.array
+        if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
+            return None
+        flat = array.reshape(-1)
+        if flat[0] == flat[-1] and (flat == flat[0]).all():
+            return None  # constant-filled (fresh LayerNorm ones, zero biases): never tied by value
+        key = (array.shape, array.dtype.str, hashlib.blake2b(array.tobytes()).digest())
+        held = self.scope.held_weights.get(key)
+        if held is not None:
+            origin, expr = held
+            if origin == (weight.source, weight.transform) or is_generated_name(weight.source):
+                return expr
+        if holder is not None:
+            self.scope.held_weights.setdefault(key, ((weight.source, weight.transform), holder))
+        return None
+
+    def constant_input(self, name: str, mapped: MappedNode) -> str:
+        """A constant the mapper reads as it is: the source's parameter when it is one (kept
+        whole and trainable, e.g. a position table sliced in the network), else a constant."""
+        array = self.state.graph.constants[name]
+        source = learned_source(self.state.graph, name)
+        if source is not None and array.size > 1:
+            record = self.state.graph.fold_records.get(name)
+            steps = "; ".join(record.steps) if record is not None else ""
+            return self.param(Param(Weight(array, source, steps), role="weight"), mapped)
+        return self.const(array, name, mapped)
 
     def const(self, array: np.ndarray, source: str, mapped: MappedNode) -> str:
         """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter."""
@@ -267,13 +376,15 @@ class ExpressionWriter:
             return f"ms.Tensor({literal(values)}, ms.{ms_dtype_name(array.dtype)})"
         return self.param(Param(Weight(array, source), role="const", trainable=False), mapped)
 
-    def add_entry(self, name: str, weight: Weight) -> None:
+    def add_entry(self, name: str, weight: Weight, mapped: MappedNode | None = None) -> None:
         source_init = self.state.graph.constants.get(weight.source)
+        recovered = recovered_source_name(weight.source, mapped, name.rsplit(".", 1)[-1])
         self.state.entries.append(
             CheckpointEntry(
                 name=self.scope.prefix + name,
                 array=weight.array,
-                source=weight.source,
+                source=recovered or weight.source,
+                exported_as=weight.source if recovered else "",
                 transform=weight.transform,
                 source_shape=tuple(source_init.shape)
                 if source_init is not None

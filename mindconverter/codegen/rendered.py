@@ -17,6 +17,7 @@ class CheckpointEntry:
     transform: str = ""
     source_shape: tuple[int, ...] | None = None
     source_dtype: str = ""
+    exported_as: str = ""  # the exporter's name for the source weight, when it renamed it
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..graph.internal_domain import DOMAIN
+from ..graph.weight_roles import is_generated_name
 from ..mappers.base import Input, MappedNode, Outputs, Unpack
 from ..passes.recover_hierarchy import module_path
 from .expressions import ExpressionWriter
@@ -24,7 +26,12 @@ class StatementWriter:
 
     def output_variable(self, mapped: MappedNode, index: int, reuse: str | None) -> str:
         out = mapped.node.outputs[index]
-        if reuse is not None:
+        named = self.scope.is_root and source_output_name(out, self.state.graph.outputs)
+        if named:  # the network's results keep the source's output names
+            name = self.exprs.new_variable(named)
+        elif mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN:
+            name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
+        elif reuse is not None:
             name = reuse
         else:
             path = module_path(mapped.node)
@@ -140,3 +147,13 @@ class StatementWriter:
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
+
+
+def source_output_name(value: str, outputs: list[str]) -> str:
+    """The variable name for a network output named ``value`` in the source (``logits``), or ""
+    when it is no output or its name was made up by the exporter (``onnx::Gemm_12``, ``123``,
+    TensorFlow's ``Identity:0``)."""
+    made_up = is_generated_name(value) or not value[:1].isalpha() or ":" in value or "/" in value
+    if value not in outputs or made_up:
+        return ""
+    return identifier(value, "out")

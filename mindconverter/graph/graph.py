@@ -20,6 +20,7 @@ from .node import Node, attribute_value, topological_order
 from .provenance import FoldRecord
 from .specs import static_shapes
 from .symbolic import DynamicDim, SymbolicValue
+from .weight_roles import trainable_initializers
 
 # Attributes derived from the model; dropped on every edit.
 _DERIVED = (
@@ -72,6 +73,8 @@ class Graph:
         self.fold_records: dict[str, FoldRecord] = {}
         # Names of initializers as stored in the source file (before folding made new ones).
         self.source_initializers: set[str] = {init.name for init in model.graph.initializer}
+        # Those of them that are the source's trainable parameters (see weight_roles.py).
+        self.source_parameters: frozenset[str] = trainable_initializers(model)
         # Symbolic values of shape tensors from the last symbolic shape inference (see symbolic.py).
         self.symbolic_values: dict[str, SymbolicValue] = {}
         # Input dimensions kept dynamic (by name); empty for a network fixed to --shape.

@@ -44,7 +44,9 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
     logger = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
     level, logger.level = logger.level, logging.CRITICAL  # its warnings would reach the terminal
     try:
+        _constants_as_tensors(model)
         inference = SymbolicShapeInference(INT_MAX, True, False, 0)
+        _fall_back_per_node(inference)
         inference._preprocess(model)
         for _ in range(MAX_ROUNDS):
             if not inference.run_:
@@ -57,6 +59,50 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
         return None
     finally:
         logger.level = level
+
+
+def _fall_back_per_node(inference) -> None:
+    """Where the tool's handler for one operator fails (some call helpers newer onnx releases
+    dropped, some miss attribute forms), infer that node with ONNX's own inference instead of
+    giving up on the whole graph."""
+    handlers = getattr(inference, "dispatcher_", None)
+    fallback = getattr(inference, "_onnx_infer_single_node", None)
+    if not isinstance(handlers, dict) or fallback is None:
+        return
+
+    def guarded(handler):
+        def infer(node):
+            try:
+                handler(node)
+            except Exception:  # noqa: BLE001 - the tool's handler failed: ONNX's inference
+                fallback(node)
+
+        return infer
+
+    for op_type, handler in list(handlers.items()):
+        handlers[op_type] = guarded(handler)
+
+
+_CONSTANT_FORMS = {"value_int": np.int64, "value_ints": np.int64, "value_float": np.float32}
+_CONSTANT_FORMS["value_floats"] = np.float32
+
+
+def _constants_as_tensors(model: onnx.ModelProto) -> None:
+    """Write ``Constant(value_int(s)/value_float(s))`` in the ``value`` tensor form (same value;
+    the symbolic inference reads only that form)."""
+    from onnx import helper, numpy_helper
+
+    for node in model.graph.node:
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            continue
+        for index, attr in enumerate(node.attribute):
+            if attr.name in _CONSTANT_FORMS:
+                array = np.asarray(helper.get_attribute_value(attr), _CONSTANT_FORMS[attr.name])
+                del node.attribute[index]
+                node.attribute.append(
+                    helper.make_attribute("value", numpy_helper.from_array(array))
+                )
+                break
 
 
 def plain_value(value: Any) -> SymbolicValue:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..graph.weight_roles import learned_source
+
 if TYPE_CHECKING:
     from ..graph import Graph, Node
 
@@ -242,19 +244,26 @@ class NodeContext:
     def operand(self, index: int) -> Expr:
         """Input ``index`` as an expression: the value itself, or its constant in the right form.
 
-        Scalar constants become literals; float tensors that come from the model's weights
-        become trainable parameters (they are learned values, e.g. a bias or position table);
-        other constants become :class:`Const`.
+        Scalar constants become literals; the source's trainable weights become trainable
+        parameters (learned values, e.g. a bias or position table); other constants (masks,
+        buffers, zero states) become :class:`Const`.
         """
         value = self.const(index)
         if value is None:
             return Input(index)
-        return constant_operand(value, self.weight(index) if value.size > 1 else None)
+        weight = self.weight(index) if value.size > 1 else None
+        learned = learned_source(self.graph, self.node.inputs[index]) is not None
+        return constant_operand(value, weight, learned)
 
 
-def constant_operand(value: np.ndarray, weight: Weight | None = None) -> Expr:
+def constant_operand(value: np.ndarray, weight: Weight | None = None, learned: bool = True) -> Expr:
     """Express a constant array used as an operand of an arithmetic op."""
-    if weight is not None and value.size > 1 and np.issubdtype(value.dtype, np.floating):
+    if (
+        learned
+        and weight is not None
+        and value.size > 1
+        and np.issubdtype(value.dtype, np.floating)
+    ):
         return Param(weight, role="weight", trainable=True)
     return Const(np.asarray(value), weight.source if weight else "")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..graph.weight_roles import learned_source
 from .base import Call, Cell, Input, Item, Lit, NodeContext, Unsupported
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
@@ -38,6 +39,16 @@ def _functional_conv(ctx: NodeContext):
         "groups": Lit(int(ctx.attr("group", 1))),
     }
     return Call(f"ops.conv{rank}d", args, kwargs)
+
+
+def _made_up_zero_bias(ctx: NodeContext, index: int) -> bool:
+    """A bias of zeros the exporter made up for a layer without one (not a source weight)."""
+    value = ctx.const(index)
+    return (
+        value is not None
+        and not value.any()
+        and learned_source(ctx.graph, ctx.node.inputs[index]) is None
+    )
 
 
 @mapper("Conv")
@@ -77,7 +88,7 @@ def conv(ctx: NodeContext):
     if group != 1:
         kwargs["group"] = group
     weights = {"weight": ctx.weight(1, stored, transform)}
-    if ctx.has_input(2):
+    if ctx.has_input(2) and not _made_up_zero_bias(ctx, 2):
         kwargs["has_bias"] = True
         weights["bias"] = ctx.weight(2)
     return Cell(_CONV_CELLS[rank], kwargs=kwargs, args=[x], weights=weights, role="conv")
@@ -145,7 +156,7 @@ def conv_transpose(ctx: NodeContext):
     if group != 1:
         kwargs["group"] = group
     weights = {"weight": ctx.weight(1, stored, transform)}
-    if ctx.has_input(2):
+    if ctx.has_input(2) and not _made_up_zero_bias(ctx, 2):
         kwargs["has_bias"] = True
         weights["bias"] = ctx.weight(2)
     cell = Cell(_DECONV_CELLS[rank], kwargs=kwargs, args=[Input(0)], weights=weights, role="deconv")

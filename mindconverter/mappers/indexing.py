@@ -45,13 +45,14 @@ def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
 
 
 def _indices_along_dynamic_axis(ctx: NodeContext, axis: int):
-    """Gather indices into an axis whose size stays dynamic: constant ones must not be negative;
-    run-time ones wrap with ``% ops.shape(x)[axis]``."""
+    """Gather indices into an axis whose size stays dynamic: they wrap with the axis' run-time
+    size (``% x.shape[axis]``) unless they are constants that are never negative."""
     value = ctx.const(1)
     if value is not None:
-        if (np.asarray(value) < 0).any():
-            raise Unsupported("negative constant indices into a dynamic axis")
-        return Const(np.asarray(value).astype(np.int64))
+        array = np.asarray(value).astype(np.int64)
+        if (array >= 0).all():
+            return Const(array)
+        return BinOp("%", Const(array), dim_expr(None, 0, axis))
     return BinOp("%", Input(1), dim_expr(None, 0, axis))
 
 

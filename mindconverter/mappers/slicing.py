@@ -14,7 +14,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
-from .common import shape_value
+from .common import is_static, shape_value
 from .registry import mapper
 
 INT64_MAX = 2**63 - 1
@@ -74,6 +74,17 @@ def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
     return slice(start if start != dim - 1 else None, end if end >= 0 else None, step)
 
 
+def _python_slice(start: int, end: int, step: int) -> slice:
+    """Constant bounds on an axis whose size stays dynamic: Python slicing clamps exactly like
+    ONNX Slice (negative bounds count from the end), so only the "to the end" sentinels go."""
+    if step == 0:
+        raise Unsupported("Slice with step 0")
+    far = 2**31 - 1
+    start_out = None if (start == 0 and step > 0) or (start >= far and step < 0) else start
+    end_out = None if (end >= far and step > 0) or (end <= -far and step < 0) else end
+    return slice(start_out, end_out, None if step == 1 else step)
+
+
 def _has_dynamic_bounds(ctx: NodeContext) -> bool:
     """Starts or ends computed from dynamic dimensions (axes and steps constant)."""
     dynamic = [i for i in (1, 2) if ctx.const(i) is None]
@@ -127,7 +138,10 @@ def slice_(ctx: NodeContext):
     index = [slice(None)] * rank
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis = normalize_axis(int(axis), rank)
-        index[axis] = _slice_bounds(int(start), int(end), int(step), int(shape[axis]))
+        if is_static(shape[axis : axis + 1]):
+            index[axis] = _slice_bounds(int(start), int(end), int(step), int(shape[axis]))
+        else:
+            index[axis] = _python_slice(int(start), int(end), int(step))
     while len(index) > 1 and index[-1] == slice(None):
         index.pop()
     return Item(Input(0), tuple(index))

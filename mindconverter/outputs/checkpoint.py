@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - older protobuf
 
 TENSOR_TYPES = {
     "float16": "Float16",
+    "bfloat16": "BFloat16",
     "float32": "Float32",
     "float64": "Float64",
     "int8": "Int8",

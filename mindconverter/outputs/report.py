@@ -81,7 +81,18 @@ def render_report(
         op_counts=op_counts(mapped),
         verification=verification,
         verified_shapes=_shape_sets_text(verification),
+        weight_transforms=weight_transforms(rendered),
     )
+
+
+def weight_transforms(rendered: RenderedModel) -> list[str]:
+    """One line per kind of change a checkpoint weight went through on its way from the source
+    (layout changes, BatchNorm folded by the exporter...), with how many weights it touched."""
+    counts: dict[str, int] = {}
+    for entry in rendered.entries:
+        for step in filter(None, (part.strip() for part in entry.transform.split(";"))):
+            counts[step] = counts.get(step, 0) + 1
+    return [comment_text(f"{step}: {count} weight(s)", 300) for step, count in counts.items()]
 
 
 def _shape_sets_text(verification: dict | None) -> list[str]:

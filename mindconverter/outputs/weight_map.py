@@ -24,6 +24,8 @@ def weight_map(rendered: RenderedModel, model_key: str) -> str:
                 "data_type": entry.source_dtype or str(entry.array.dtype),
             },
         }
+        if entry.exported_as:
+            row["source_weight"]["exported_as"] = entry.exported_as
         if entry.transform:
             row["transform"] = entry.transform
         rows.append(row)

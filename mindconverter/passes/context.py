@@ -29,7 +29,8 @@ class PassContext:
     output_nodes: list[str] = field(default_factory=list)
     shapes: list[tuple[int, ...]] | None = None  # --shape, one per input
     keep_reference: bool = False  # keep the model as given, for verification against it
-    dynamic: bool = False  # keep the dimensions the model declares dynamic symbolic
+    dynamic: bool = True  # keep the dimensions the model declares dynamic symbolic
+    float32: bool = False  # compute a float16/bfloat16 model in float32
     debug: bool = False
     log: Callable[[str], None] | None = None
 

@@ -19,16 +19,36 @@ from .context import PassContext
 FOLD_GROWTH_LIMIT = 64 << 20
 
 
+# Steps that only re-lay a weight out (every value kept): folding them onto a trainable weight is
+# traced back to the source weight. Any other operation on a trainable weight (a slice of a
+# position table, a gather of embedding rows, arithmetic) stays in the network, so the
+# checkpoint holds the whole weight.
+LAYOUT_STEPS = {
+    "Identity",
+    "Cast",
+    "CastLike",
+    "Transpose",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+}
+
+
 def fold_constants(
     model: onnx.ModelProto,
     records: dict[str, FoldRecord],
     known: dict[str, np.ndarray] | None = None,
+    learned: frozenset[str] = frozenset(),
+    dtypes: dict[str, np.dtype] | None = None,
 ) -> bool:
     """Replace nodes whose inputs are all known by initializers. Returns whether anything changed.
 
     ``Shape`` and ``Size`` of statically shaped values count as known, and so does every value in
     ``known`` (shape arithmetic that symbolic inference found to be fixed, e.g. the static size of
-    one axis of a tensor with a dynamic batch). ``records`` gains, for each folded tensor that
+    one axis of a tensor with a dynamic batch). Values derived from the ``learned`` (trainable)
+    weights are only folded through layout steps; ``dtypes`` (element types by value name) lets
+    ``CastLike`` of a constant fold. ``records`` gains, for each folded tensor that
     derives from weights, the source initializers and the steps applied.
     """
     known = known or {}
@@ -60,6 +80,13 @@ def fold_constants(
             result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
         elif node.output and all(out in known for out in node.output):
             result = [known[out] for out in node.output]
+        elif node.op_type == "CastLike" and node.input[0] in constants and len(node.input) > 1:
+            target = (dtypes or {}).get(node.input[1])
+            if target is not None:
+                result = [value(node.input[0]).astype(target)]
+        elif node.op_type not in LAYOUT_STEPS and _reads_learned(node, source_of, learned):
+            kept.append(node)
+            continue
         elif node.op_type == "Constant" or all(
             (not name) or name in constants for name in node.input
         ):
@@ -129,6 +156,15 @@ def _fold_size_ok(node: onnx.NodeProto, inputs: list, shapes: dict[str, tuple[in
     return True
 
 
+def _reads_learned(node: onnx.NodeProto, source_of: dict[str, FoldRecord], learned) -> bool:
+    """Whether the node reads a trainable weight (or a layout view of one)."""
+    for name in node.input:
+        record = source_of.get(name)
+        if record is not None and any(source in learned for source in record.sources[:1]):
+            return True
+    return False
+
+
 def _shape_slice(shape: tuple[int, ...], node: onnx.NodeProto) -> np.ndarray:
     attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
     start, end = attrs.get("start", 0), attrs.get("end", None)
@@ -147,7 +183,13 @@ def _describe_step(node: onnx.NodeProto) -> str:
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Fold what can be computed at conversion time; provenance goes to ``graph.fold_records``."""
-    changed = fold_constants(graph.model, graph.fold_records, fixed_shape_values(graph))
+    changed = fold_constants(
+        graph.model,
+        graph.fold_records,
+        fixed_shape_values(graph),
+        graph.source_parameters,
+        graph.dtypes,
+    )
     if changed:
         graph.edited()
     return changed

@@ -28,6 +28,7 @@ from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
 from ..graph.subgraphs import subgraph_references
+from ..graph.symbolic import DynamicDimensionError
 from .context import PassContext
 
 # Elementwise operators that may appear inside a GELU formula.
@@ -289,10 +290,13 @@ def _lift_layer_norms(index: _Index) -> int:
         if first.op_type != "ReduceMean" or id(first) in index.dead:
             continue
         x = first.input[0]
-        shape, dtype = index.shapes.get(x), _float_dtype(index, x)
+        shape, dtype = index.graph.dims(x), _float_dtype(index, x)
         if shape is None or dtype is None:
             continue
-        lifted = _match_layer_norm(index, first, x, shape, dtype)
+        try:
+            lifted = _match_layer_norm(index, first, x, shape, dtype)
+        except DynamicDimensionError:  # normalizes over a dynamic axis: no LayerNorm cell
+            continue
         if lifted is not None:
             chain, fused = lifted
             index.fuse(chain, fused)
@@ -431,7 +435,7 @@ def _lift_linears(index: _Index) -> int:
             continue
         x, w = matmul.input[0], matmul.input[1]
         weight = index.const(w)
-        x_shape = index.shapes.get(x)
+        x_shape = index.graph.dims(x)  # only its rank matters: dynamic dimensions are fine
         if (
             weight is None
             or weight.ndim != 2

@@ -24,6 +24,7 @@ from . import (
     optimize,
     recover_hierarchy,
     select_io,
+    to_float32,
     unroll_loops,
 )
 from .context import PassContext
@@ -82,6 +83,7 @@ PIPELINE: tuple[Step, ...] = (
     Pass("select inputs and outputs", select_io.run),
     Pass("keep the source model for verification", keep_reference.run),
     Pass("fix input shapes", fix_shapes.run),
+    Pass("widen half precision to float32 (on request)", to_float32.run),
     *SIMPLIFY,
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("collapse shape arithmetic on dynamic dimensions", lift_shape_arithmetic.run),

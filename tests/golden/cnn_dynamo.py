@@ -1,9 +1,10 @@
 # MindSpore network converted from tiny_resnet_dynamo.onnx by mindconverter 0.1.0.
 # Source: ONNX opset 18, produced by pytorch 2.13.0+cpu.
-# Converted for input shapes: input_: float32[1, 3, 32, 32].
+# Converted for input shapes: input_: float32[batch, 3, 32, 32].
 # Load the weights with:
 #     net = MindSporeModel()
 #     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
+import mindspore as ms
 from mindspore import nn, ops
 
 
@@ -87,9 +88,9 @@ class MindSporeModel(nn.Cell):
     """Converted network.
 
     Inputs:
-        input_: float32[1, 3, 32, 32]
+        input_: float32[batch, 3, 32, 32]
     Outputs:
-        x: float32[1, 10]
+        logits: float32[batch, 10]
     """
 
     def __init__(self):
@@ -122,5 +123,11 @@ class MindSporeModel(nn.Cell):
         x = self.layer3(x)
         x = ops.mean(x, axis=(2, 3), keep_dims=True)
         x = ops.reshape(x, (-1, 32))
-        x = self.fc(x)
-        return x
+        logits = self.fc(x)
+        return logits
+
+
+def dynamic_inputs():
+    """The inputs with their dynamic dimensions (None), for GRAPH_MODE:
+    ``net.set_inputs(*dynamic_inputs())`` compiles one graph for every size."""
+    return (ms.Tensor(shape=[None, 3, 32, 32], dtype=ms.float32),)

@@ -13,7 +13,7 @@ class MindSporeModel(nn.Cell):
     Inputs:
         x: float32[5, 1, 4]
     Outputs:
-        out: float32[1, 3]
+        logits: float32[1, 3]
     """
 
     def __init__(self):
@@ -25,5 +25,5 @@ class MindSporeModel(nn.Cell):
         lstm_out = self.lstm(x)
         out = lstm_out[1][0]
         out = ops.squeeze(out, axis=0)
-        out = self.fc(out)
-        return out
+        logits = self.fc(out)
+        return logits

@@ -1,6 +1,6 @@
 # MindSpore network converted from tiny_bert_dynamo.onnx by mindconverter 0.1.0.
 # Source: ONNX opset 18, produced by pytorch 2.13.0+cpu.
-# Converted for input shapes: input_ids: int64[1, 8]; attention_mask: int64[1, 8].
+# Converted for input shapes: input_ids: int64[batch, sequence]; attention_mask: int64[batch, sequence].
 # Load the weights with:
 #     net = MindSporeModel()
 #     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
@@ -8,42 +8,30 @@ import mindspore as ms
 from mindspore import nn, ops, Parameter
 
 
-class UnconvertedOperator(nn.Cell):
-    """Placeholder for an operator mindconverter could not convert (see the report).
-
-    The script imports and the network builds; calling this cell raises. Replace it with an
-    implementation of the operator for the recorded input and output shapes.
-    """
-
-    def __init__(self, op_type, input_shapes, output_shapes):
-        super().__init__()
-        self.op_type = op_type
-        self.input_shapes = input_shapes
-        self.output_shapes = output_shapes
-
-    def construct(self, *inputs):
-        raise NotImplementedError("An operator was not converted; see the conversion report.")
-
-
 class BertEmbeddings(nn.Cell):
     """Recovered from bert.embeddings."""
 
     def __init__(self):
         super().__init__()
+        self.position_ids = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
         self.expand = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
         self.word_embeddings = nn.Embedding(vocab_size=100, embedding_size=32)
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
-        self.position_embeddings_weight = Parameter(ops.zeros((1, 8, 32), ms.float32))
+        self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
         self.layer_norm = nn.LayerNorm(
             normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
         )
 
-    def construct(self, input_ids):
-        x = ops.gather_elements(self.expand, 1, ms.Tensor([[0, 1, 2, 3, 4, 5, 6, 7]], ms.int64))
+    def construct(self, x, attention_mask, input_ids):
+        x = self.position_ids[:, : x[0]]
+        out = ops.gather_elements(self.expand, 1, x % 32)
+        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
+        out = ops.broadcast_to(out, (shape[0], shape[1]))
         input_ids = self.word_embeddings(input_ids)
-        x = self.token_type_embeddings(x)
+        out = self.token_type_embeddings(out)
+        input_ids = input_ids + out
+        x = self.position_embeddings(x)
         input_ids = input_ids + x
-        input_ids = input_ids + self.position_embeddings_weight
         input_ids = self.layer_norm(input_ids)
         return input_ids
 
@@ -56,42 +44,32 @@ class BertSelfAttention(nn.Cell):
         self.query = nn.Dense(in_channels=32, out_channels=32)
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
-        self.unconverted_reshape = UnconvertedOperator(
-            "Reshape", input_shapes=((1, 2, 8, 16), (3,)), output_shapes=((2, 8, 16),)
-        )
-        self.unconverted_reshape_1 = UnconvertedOperator(
-            "Reshape", input_shapes=((2, 16, 8), (4,)), output_shapes=((1, 2, 16, 8),)
-        )
 
-    def construct(self, x, x_1):
+    def construct(self, x, x_1, x_2, x_3):
         out = self.query(x)
-        out = ops.reshape(out, (1, 8, -1, 16))
+        out = ops.reshape(out, x_2)
         out = ops.transpose(out, (0, 2, 1, 3))
         key = self.key(x)
-        key = ops.reshape(key, (1, 8, -1, 16))
+        key = ops.reshape(key, x_2)
         key = ops.transpose(key, (0, 2, 1, 3))
         x = self.value(x)
-        x = ops.reshape(x, (1, 8, -1, 16))
+        x = ops.reshape(x, x_2)
         x = ops.transpose(x, (0, 2, 1, 3))
-        shape = ms.Tensor([1, 2, 8, 16], ms.int64)
-        slice_ = shape[3:]
-        slice__1 = shape[2:3]
-        shape = shape[:2]
-        concat = ops.concat((ms.Tensor([-1], ms.int64), slice__1, slice_), axis=0)
-        key = self.unconverted_reshape(key, concat)
-        key = ops.transpose(key, (0, 2, 1))
-        shape = ops.concat((shape, slice_, slice__1), axis=0)
-        key = self.unconverted_reshape_1(key, shape)
+        shape = (-1, ops.shape(key)[2], 16)
+        reshape = ops.reshape(key, shape)
+        reshape = ops.transpose(reshape, (0, 2, 1))
+        shape_1 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
+        reshape = ops.reshape(reshape, shape_1)
         out = out * 0.5
-        key = key * 0.5
-        out = ops.matmul(out, key)
+        reshape = reshape * 0.5
+        out = ops.matmul(out, reshape)
         out = out + x_1
         out = ops.softmax(out, axis=-1)
         is_na_n = ops.isnan(out)
         is_na_n = ops.where(is_na_n, ms.Tensor(0.0, ms.float32), out)
         is_na_n = ops.matmul(is_na_n, x)
         is_na_n = ops.transpose(is_na_n, (0, 2, 1, 3))
-        is_na_n = ops.reshape(is_na_n, (1, 8, -1))
+        is_na_n = ops.reshape(is_na_n, x_3)
         return is_na_n
 
 
@@ -120,10 +98,10 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, x, x_1):
-        self_ = self.self(x, x_1)
-        self_ = self.output(self_, x)
-        return self_
+    def construct(self, x, x_1, x_2, x_3):
+        x_1 = self.self(x, x_1, x_2, x_3)
+        x_1 = self.output(x_1, x)
+        return x_1
 
 
 class BertIntermediate(nn.Cell):
@@ -166,11 +144,11 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, x, x_1):
-        x = self.attention(x, x_1)
+    def construct(self, x, x_1, x_2, x_3):
+        x = self.attention(x, x_1, x_2, x_3)
         intermediate = self.intermediate(x)
-        x = self.output(intermediate, x)
-        return x
+        intermediate = self.output(intermediate, x)
+        return intermediate
 
 
 class BertEncoder(nn.Cell):
@@ -180,11 +158,13 @@ class BertEncoder(nn.Cell):
         super().__init__()
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
-    def construct(self, x, x_1):
+    def construct(self, x, attention_mask, x_1):
+        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
         x_1 = ops.where(x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32))
-        x = self.layer[0](x, x_1)
-        x = self.layer[1](x, x_1)
-        x = self.layer[2](x, x_1)
+        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
+        x = self.layer[0](x, x_1, shape, shape_1)
+        x = self.layer[1](x, x_1, shape, shape_1)
+        x = self.layer[2](x, x_1, shape, shape_1)
         return x
 
 
@@ -211,35 +191,39 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, input_ids, attention_mask):
-        x = self.embeddings(input_ids)
-        attention_mask = ops.cast(attention_mask, ms.bool_)
-        attention_mask = ops.gather_nd(
-            attention_mask,
-            ms.Tensor(
-                [[[[[0, 0], [0, 1], [0, 2], [0, 3], [0, 4], [0, 5], [0, 6], [0, 7]]]]], ms.int64
-            ),
-        )
-        attention_mask = ops.logical_and(
-            ms.Tensor(
-                [[[[True], [True], [True], [True], [True], [True], [True], [True]]]], ms.bool_
-            ),
-            attention_mask,
-        )
-        x = self.encoder(x, attention_mask)
-        pooler = self.pooler(x)
-        return x, pooler
+    def construct(self, x, attention_mask, input_ids, x_1, x_2):
+        embeddings = self.embeddings(x, attention_mask, input_ids)
+        out = ops.cast(attention_mask, ms.bool_)
+        x_1 = ops.arange(0, x_1, 1)
+        x_2 = ops.arange(0, x_2, 1)
+        x_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_1, dim=1), dim=2), dim=3)
+        unsqueeze = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3)
+        x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
+        unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
+        unsqueeze = ops.logical_and(ms.Tensor(True, ms.bool_), unsqueeze)
+        max_ = ops.maximum(x_1, x_2)
+        shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
+        x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
+        x_1 = ops.unsqueeze(x_1, dim=4)
+        x_2 = ops.broadcast_to(x_2, (shape[0], -1, -1, shape[3]))
+        x_2 = ops.unsqueeze(x_2, dim=4)
+        x_1 = ops.concat((x_1, x_2), axis=-1)
+        out = ops.gather_nd(out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1])))
+        unsqueeze = ops.logical_and(unsqueeze, out)
+        embeddings = self.encoder(embeddings, attention_mask, unsqueeze)
+        pooler = self.pooler(embeddings)
+        return embeddings, pooler
 
 
 class MindSporeModel(nn.Cell):
     """Converted network.
 
     Inputs:
-        input_ids: int64[1, 8]
-        attention_mask: int64[1, 8]
+        input_ids: int64[batch, sequence]
+        attention_mask: int64[batch, sequence]
     Outputs:
-        x: float32[1, 8, 32]
-        bert: float32[1, 32]
+        last_hidden_state: float32[batch, sequence, 32]
+        pooler_output: float32[batch, 32]
     """
 
     def __init__(self):
@@ -247,5 +231,19 @@ class MindSporeModel(nn.Cell):
         self.bert = BertModel()
 
     def construct(self, input_ids, attention_mask):
-        x, bert = self.bert(input_ids, attention_mask)
-        return x, bert
+        shape = ops.shape(attention_mask)[0]
+        shape_1 = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
+        shape_2 = ops.shape(attention_mask)[1]
+        last_hidden_state, pooler_output = self.bert(
+            shape_1, attention_mask, input_ids, shape, shape_2
+        )
+        return last_hidden_state, pooler_output
+
+
+def dynamic_inputs():
+    """The inputs with their dynamic dimensions (None), for GRAPH_MODE:
+    ``net.set_inputs(*dynamic_inputs())`` compiles one graph for every size."""
+    return (
+        ms.Tensor(shape=[None, None], dtype=ms.int64),
+        ms.Tensor(shape=[None, None], dtype=ms.int64),
+    )

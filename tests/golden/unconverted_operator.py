@@ -30,7 +30,7 @@ class MindSporeModel(nn.Cell):
     Inputs:
         x: float32[2, 3]
     Outputs:
-        out: float32[?]
+        y: float32[?]
     """
 
     def __init__(self):
@@ -42,5 +42,5 @@ class MindSporeModel(nn.Cell):
     def construct(self, x):
         out = ops.relu(x)
         out = self.unconverted_mystery(out)
-        out = out + x
-        return out
+        y = out + x
+        return y

@@ -83,7 +83,7 @@ def test_dynamic_dims_stay_named_and_fixed_arithmetic_folds():
 
 def test_static_conversion_fixes_every_dimension():
     graph = Graph(_heads_model())
-    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")])
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")], dynamic=False)
     context.input_specs = detect_inputs(graph.model)
     _run(graph, context, fix_shapes, infer_shapes, fold_constants)
     assert graph.symbolic_values == {}
@@ -121,7 +121,7 @@ def test_graph_dims_show_dynamic_dims_only_for_dynamic_networks():
     assert graph.dims("x") == (DynamicDim("batch"), DynamicDim("seq"), 8)
     assert graph.dynamic_dims == {"batch", "seq"}
     static = Graph(_heads_model())
-    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")])
+    context = PassContext(default_registry(), shapes=[parse_shape_request("3,5,8")], dynamic=False)
     context.input_specs = detect_inputs(static.model)
     _run(static, context, fix_shapes, infer_shapes)
     assert static.dims("x") == (3, 5, 8) and static.dynamic_dims == set()

@@ -47,7 +47,7 @@ def test_squeeze_unsqueeze(tmp_path, opset):
     assert_matches(single_op_model("Squeeze", {"x": (1, 3, 1)}, opset=opset), tmp_path / "all")
 
 
-def test_shape_arithmetic_is_folded(tmp_path):
+def test_shape_arithmetic_is_folded_in_a_static_network(tmp_path):
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
@@ -64,7 +64,7 @@ def test_shape_arithmetic_is_folded(tmp_path):
         nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits
     )
     result = assert_matches(
-        model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"]
+        model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"], dynamic=False
     )
     code = result.script_path.read_text()
     assert "ops.reshape(x, (2, -1))" in code
@@ -108,7 +108,7 @@ def test_opset9_shape_arithmetic_folds_with_old_unsqueeze(tmp_path):
         nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits, opset=9
     )
     result = assert_matches(
-        model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"]
+        model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"], dynamic=False
     )
     assert set(result.operator_counts) == {"onnx::Reshape"}
 
@@ -142,3 +142,33 @@ def test_size(tmp_path):
     node = helper.make_node("Size", ["x"], ["y"])
     model = make_model([node], [("x", F, (2, 3, 4))], [("y", I64, None)], opset=13)
     assert_matches(model, tmp_path)
+
+
+def test_shape_arithmetic_on_a_dynamic_batch_reads_the_batch_at_run_time(tmp_path):
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus_one"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    inits = {
+        "zero": np.array(0, np.int64),
+        "axes": np.array([0], np.int64),
+        "minus_one": np.array([-1], np.int64),
+    }
+    model = make_model(
+        nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits
+    )
+    result = assert_matches(
+        model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"]
+    )
+    code = result.script_path.read_text()
+    assert "(2, -1)" not in code and "ops.shape(x)[0]" in code
+    for batch in (1, 5):  # the same network serves other batch sizes
+        assert_matches(
+            model,
+            tmp_path / str(batch),
+            feeds={"x": np.ones((batch, 3, 4), np.float32)},
+            shape=["2,3,4"],
+        )
