@@ -28,6 +28,7 @@ from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
+from .text import one_line
 from .verify import (
     DEFAULT_TOLERANCE,
     describe,
@@ -213,24 +214,30 @@ def convert(
     paths = output_paths(model_path, output_dir, report_dir)
     check_targets(paths.all(), overwrite)
 
-    graphdef_shapes = _in_input_order(shapes, input_nodes)
-    graph = Graph(load_model(model_path, input_nodes, output_nodes, graphdef_shapes))
-    if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
-        input_nodes = [inp.name for inp in graph.model.graph.input]
-        output_nodes = [out.name for out in graph.model.graph.output]
-    context = PassContext(
+    settings = dict(
         registry=registry or default_registry(),
-        input_nodes=list(input_nodes or []),
-        output_nodes=list(output_nodes or []),
         shapes=shapes,
         keep_reference=verify,
-        dynamic=dynamic,
         float32=float32,
         debug=debug,
-        log=say,
     )
-    run_passes(graph, context, PIPELINE)
-    rendered = render_script(graph, context.mapped, context.tree, model_path.name)
+    graph, context, rendered = _convert_graph(
+        model_path, input_nodes, output_nodes, settings, dynamic, say
+    )
+    if dynamic and rendered.unconverted:
+        # a network that runs at the example sizes beats one with placeholders
+        static = _convert_graph(model_path, input_nodes, output_nodes, settings, False, None)
+        if len(static[2].unconverted) < len(rendered.unconverted):
+            kinds = ", ".join(sorted({site.op_type for site in rendered.unconverted}))
+            note = (
+                f"Every dimension is kept at the --shape sizes: with dynamic dimensions "
+                f"{len(rendered.unconverted)} operator(s) ({kinds}) could not be converted, "
+                f"with fixed sizes {len(static[2].unconverted)}."
+            )
+            graph, context, rendered = static
+            context.log = say
+            context.notes.append(one_line(note, 400))
+            say(f"NOTE: {context.notes[-1]}")
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
         raise make_error(
@@ -255,6 +262,24 @@ def convert(
     if verification is not None and not verification["ok"]:
         raise make_error("VERIFY_MISMATCH", describe(verification))
     return result
+
+
+def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say):
+    """Load the model and run the pipeline and code generation: (graph, context, rendered)."""
+    graphdef_shapes = _in_input_order(settings["shapes"], input_nodes)
+    graph = Graph(load_model(model_path, input_nodes, output_nodes, graphdef_shapes))
+    if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
+        input_nodes = [inp.name for inp in graph.model.graph.input]
+        output_nodes = [out.name for out in graph.model.graph.output]
+    context = PassContext(
+        input_nodes=list(input_nodes or []),
+        output_nodes=list(output_nodes or []),
+        dynamic=dynamic,
+        log=say,
+        **settings,
+    )
+    run_passes(graph, context, PIPELINE)
+    return graph, context, render_script(graph, context.mapped, context.tree, model_path.name)
 
 
 def _write_outputs(
@@ -314,6 +339,7 @@ def _write_outputs(
             inputs=input_lines,
             outputs=output_lines,
             verification=verification,
+            notes=context.notes,
         )
         outputs.write_text(paths.report, report_text)
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))

@@ -300,7 +300,8 @@ class ExpressionWriter:
             if cell.cls in _TIEABLE_CELLS:
                 held = self.held_weight(weight, f"self.{attr}.{param_name}")
             if held is not None:  # tied: the layer shares the Parameter of an earlier one
-                self.scope.cls.init_lines.append([f"self.{attr}.{param_name} = {held}"])
+                if held != f"self.{attr}.{param_name}":
+                    self.scope.cls.init_lines.append([f"self.{attr}.{param_name} = {held}"])
                 continue
             self.add_entry(f"{attr}.{param_name}", with_exporter_note(weight, mapped), mapped)
         args = [self.expr(a, mapped) for a in cell.args]
@@ -346,13 +347,23 @@ class ExpressionWriter:
         if flat[0] == flat[-1] and (flat == flat[0]).all():
             return None  # constant-filled (fresh LayerNorm ones, zero biases): never tied by value
         key = (array.shape, array.dtype.str, hashlib.blake2b(array.tobytes()).digest())
+        origin = weight.source  # equal content from the same source tensor: the same weight
+
+        def same(other: str) -> bool:
+            return other == origin or is_generated_name(weight.source)
+
         held = self.scope.held_weights.get(key)
-        if held is not None:
-            origin, expr = held
-            if origin == (weight.source, weight.transform) or is_generated_name(weight.source):
-                return expr
-        if holder is not None:
-            self.scope.held_weights.setdefault(key, ((weight.source, weight.transform), holder))
+        if held is not None and same(held[0]):
+            return held[1]
+        if holder is None:
+            return None
+        path = self.scope.prefix + holder[len("self.") :]
+        elsewhere = self.state.held_paths.get(key)
+        if elsewhere is not None and same(elsewhere[0]):
+            self.state.ties.append((path, elsewhere[1]))  # in another block: tied by __init__
+            return f"self.{holder[len('self.') :]}"
+        self.scope.held_weights.setdefault(key, (origin, holder))
+        self.state.held_paths.setdefault(key, (origin, path))
         return None
 
     def constant_input(self, name: str, mapped: MappedNode) -> str:

@@ -11,6 +11,8 @@ import keyword
 import re
 import unicodedata
 
+from ..text import one_line
+
 MAX_IDENTIFIER = 48
 
 # Names the generated script itself uses at module or method level.
@@ -229,6 +231,4 @@ class Namer:
 
 def comment_text(text: str, limit: int = 200) -> str:
     """Text safe inside a ``#`` comment: one line, printable, bounded."""
-    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))
-    cleaned = " ".join(cleaned.split())
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
+    return one_line(text, limit)

@@ -95,3 +95,7 @@ class RenderState:
     unconverted: list[UnconvertedSite] = field(default_factory=list)
     instances: list[BlockInstance] = field(default_factory=list)
     scope: BlockScope = field(default_factory=BlockScope)
+    # trainable tensors held anywhere, by content -> (origin, checkpoint path), and ties between
+    # blocks the network's own __init__ makes: (path given the Parameter, path holding it)
+    held_paths: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    ties: list[tuple[str, str]] = field(default_factory=list)

@@ -36,12 +36,24 @@ def render_script(
     top = blocks.render_block(tree, prefix="", is_root=True)
     classes = merge_classes(state.instances)
     root_init = [join(line, top.builder, {}, classes) for line in top.builder.init_lines]
+    root_init += [f"self.{_path_expr(dst)} = self.{_path_expr(src)}" for dst, src in state.ties]
     code = fill_template(
         state, model_name, top.args, top.returns, classes, root_init, top.builder.body
     )
     code = format_code(code)
     locate_unconverted(code, state.unconverted)
     return RenderedModel(code, state.entries, state.unconverted, top.args, top.returns)
+
+
+def _path_expr(path: str) -> str:
+    """An attribute path (``h.0.attn.weight``) as Python (``h[0].attn.weight``)."""
+    parts = []
+    for part in path.split("."):
+        if part.isdigit() and parts:
+            parts[-1] += f"[{part}]"
+        else:
+            parts.append(part)
+    return ".".join(parts)
 
 
 def fill_template(

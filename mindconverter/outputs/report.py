@@ -51,6 +51,7 @@ def render_report(
     inputs: list[str],
     outputs: list[str],
     verification: dict | None = None,
+    notes: list[str] | None = None,
 ) -> str:
     """The text report: the familiar [UnConvert] lines, rate, then inputs, outputs, counts."""
     sites = [
@@ -82,6 +83,7 @@ def render_report(
         verification=verification,
         verified_shapes=_shape_sets_text(verification),
         weight_transforms=weight_transforms(rendered),
+        notes=[comment_text(note, 600) for note in notes or []],
     )
 
 

@@ -38,9 +38,12 @@ class PassContext:
     output_specs: list[TensorSpec] = field(default_factory=list)  # select_io
     reference: onnx.ModelProto | None = None  # keep_reference
     resolved_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # fix_shapes
+    # fix_shapes: input shapes with the declared dynamic dimensions as names
+    declared_shapes: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     lifted: dict[str, int] = field(default_factory=dict)  # lift_patterns
     mapped: list[MappedNode] = field(default_factory=list)  # map_operators
     tree: Block | None = None  # recover_hierarchy
+    notes: list[str] = field(default_factory=list)  # report_pinned_dims (for the report)
 
     def say(self, message: str) -> None:
         """Tell the user about progress (the CLI prints it; the API is silent by default)."""

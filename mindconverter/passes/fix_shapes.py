@@ -190,6 +190,7 @@ def run(graph: Graph, context: PassContext) -> bool:
     shapes: dict[str, tuple[int | str, ...]] = dict(context.resolved_shapes)
     if context.dynamic:
         shapes = symbolic_input_shapes(context.input_specs, context.resolved_shapes)
+        context.declared_shapes = dict(shapes)
         graph.dynamic_dims = {d for dims in shapes.values() for d in dims if isinstance(d, str)}
     fix_input_shapes(graph.model, shapes)
     graph.edited()

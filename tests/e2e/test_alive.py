@@ -97,3 +97,24 @@ def test_gradients_match_pytorch(tmp_path, model, exporter):
         np.testing.assert_allclose(
             got, reference[f"grad:{name}"], rtol=0, atol=2e-5 * scale, err_msg=name
         )
+
+
+@pytest.mark.parametrize("model, exporter", [("tiny_gpt", "dynamo"), ("tiny_lstm", "torchscript")])
+def test_graph_mode_compiles_once_for_every_size(tmp_path, model, exporter):
+    import sys
+
+    import mindspore as ms
+
+    reference = dict(np.load(FIXTURES / f"{model}_reference.npz"))
+    shape = ",".join(map(str, reference["ids"].shape))
+    result = convert(FIXTURES / f"{model}_{exporter}.onnx", shape=[shape], output=tmp_path)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        net = build_network(result.script_path, result.checkpoint_path)
+        net.set_train(False)
+        net.set_inputs(*sys.modules[type(net).__module__].dynamic_inputs())
+        for ids, logits in (("ids", "logits"), ("other_ids", "other_logits")):
+            got = net(ms.Tensor(reference[ids])).asnumpy()
+            np.testing.assert_allclose(got, reference[logits], rtol=1e-4, atol=1e-5)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)

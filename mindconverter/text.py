@@ -1,0 +1,10 @@
+"""Showing text that came from a model file (names, strings) safely."""
+
+from __future__ import annotations
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Printable, on one line, bounded: safe in a comment, a report line or on a terminal."""
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    cleaned = " ".join(cleaned.split())
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
