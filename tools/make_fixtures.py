@@ -140,31 +140,46 @@ def randomize_batchnorm(model: nn.Module, seed: int) -> None:
                 module.bias.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
 
 
-def export(model: nn.Module, name: str) -> None:
-    """Write <name>_torchscript.onnx (opset 13) and <name>_dynamo.onnx (opset 18)."""
-    model.eval()
-    example = torch.randn(1, 3, 32, 32)
-    batch = {"input": {0: "batch"}, "logits": {0: "batch"}}
+def export_both(
+    model: nn.Module,
+    example: torch.Tensor,
+    name: str,
+    input_name: str,
+    ts_axes: dict,
+    dynamo_dims: dict,
+    ts_opset: int,
+) -> None:
+    """Write <name>_torchscript.onnx (``ts_opset``) and <name>_dynamo.onnx (opset 18) for a
+    one-input model returning ``logits``, with the given dynamic axes."""
     torch.onnx.export(
         model,
         (example,),
         FIXTURES / f"{name}_torchscript.onnx",
         dynamo=False,
-        opset_version=13,
-        input_names=["input"],
+        opset_version=ts_opset,
+        input_names=[input_name],
         output_names=["logits"],
-        dynamic_axes=batch,
+        dynamic_axes={input_name: ts_axes, "logits": {0: "batch"}},
     )
     program = torch.onnx.export(
         model,
         (example,),
         dynamo=True,
         opset_version=18,
-        input_names=["input"],
+        input_names=[input_name],
         output_names=["logits"],
-        dynamic_shapes=({0: torch.export.Dim("batch")},),
+        dynamic_shapes=(dynamo_dims,),
     )
     program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
+
+
+def export(model: nn.Module, name: str) -> None:
+    """Write <name>_torchscript.onnx (opset 13) and <name>_dynamo.onnx (opset 18)."""
+    model.eval()
+    example = torch.randn(1, 3, 32, 32)
+    export_both(
+        model, example, name, "input", {0: "batch"}, {0: torch.export.Dim("batch")}, ts_opset=13
+    )
 
 
 def _stub_torchvision_ops() -> None:
@@ -392,28 +407,16 @@ def export_with_gradients(model: nn.Module, name: str, ids: torch.Tensor) -> Non
     import numpy as np
 
     model.eval()
-    axes = {"ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch"}}
-    torch.onnx.export(
-        model,
-        (ids,),
-        FIXTURES / f"{name}_torchscript.onnx",
-        dynamo=False,
-        opset_version=17,
-        input_names=["ids"],
-        output_names=["logits"],
-        dynamic_axes=axes,
-    )
     batch, sequence = torch.export.Dim("batch", min=1), torch.export.Dim("sequence", min=2, max=24)
-    program = torch.onnx.export(
+    export_both(
         model,
-        (ids,),
-        dynamo=True,
-        opset_version=18,
-        input_names=["ids"],
-        output_names=["logits"],
-        dynamic_shapes=({0: batch, 1: sequence},),
+        ids,
+        name,
+        "ids",
+        {0: "batch", 1: "sequence"},
+        {0: batch, 1: sequence},
+        ts_opset=17,
     )
-    program.save(str(FIXTURES / f"{name}_dynamo.onnx"))
     other = torch.randint(0, 20, (3, ids.shape[1] + 3))
     logits = model(ids)
     weights = torch.randn(logits.shape, generator=torch.Generator().manual_seed(7))

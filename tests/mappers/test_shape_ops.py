@@ -47,7 +47,8 @@ def test_squeeze_unsqueeze(tmp_path, opset):
     assert_matches(single_op_model("Squeeze", {"x": (1, 3, 1)}, opset=opset), tmp_path / "all")
 
 
-def test_shape_arithmetic_is_folded_in_a_static_network(tmp_path):
+def _reshape_by_batch_model():
+    """``x.reshape(x.shape[0], -1)`` spelled out as exporters write it, with a dynamic batch."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
@@ -63,6 +64,11 @@ def test_shape_arithmetic_is_folded_in_a_static_network(tmp_path):
     model = make_model(
         nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits
     )
+    return model
+
+
+def test_shape_arithmetic_is_folded_in_a_static_network(tmp_path):
+    model = _reshape_by_batch_model()
     result = assert_matches(
         model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"], dynamic=False
     )
@@ -145,21 +151,7 @@ def test_size(tmp_path):
 
 
 def test_shape_arithmetic_on_a_dynamic_batch_reads_the_batch_at_run_time(tmp_path):
-    nodes = [
-        helper.make_node("Shape", ["x"], ["s"]),
-        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
-        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
-        helper.make_node("Concat", ["n1", "minus_one"], ["shape"], axis=0),
-        helper.make_node("Reshape", ["x", "shape"], ["y"]),
-    ]
-    inits = {
-        "zero": np.array(0, np.int64),
-        "axes": np.array([0], np.int64),
-        "minus_one": np.array([-1], np.int64),
-    }
-    model = make_model(
-        nodes, [("x", np.float32, ("batch", 3, 4))], [("y", np.float32, None)], inits
-    )
+    model = _reshape_by_batch_model()
     result = assert_matches(
         model, tmp_path, feeds={"x": np.ones((2, 3, 4), np.float32)}, shape=["2,3,4"]
     )
