@@ -110,14 +110,29 @@ _CELLS_WITH_DTYPE = {
 def with_weight_dtype(cell: Cell) -> Cell:
     """The layer built in its weights' dtype when that is not float32 (a float16 or bfloat16
     model), so the script's parameters and the checkpoint agree."""
-    dtypes = {w.array.dtype for w in cell.weights.values() if w.array.dtype.kind == "f"}
-    dtypes |= {w.array.dtype for w in cell.weights.values() if w.array.dtype.name == "bfloat16"}
+    dtypes = {
+        w.array.dtype
+        for w in cell.weights.values()
+        if w.array.dtype.kind == "f" or w.array.dtype.name == "bfloat16"
+    }
     if len(dtypes) != 1 or cell.cls not in _CELLS_WITH_DTYPE or "dtype" in cell.kwargs:
         return cell
     dtype = dtypes.pop()
     if dtype == np.float32:
         return cell
     return replace(cell, kwargs={**cell.kwargs, "dtype": DType(ms_dtype_name(dtype))})
+
+
+def tie_key(array: np.ndarray) -> tuple | None:
+    """What identifies a trainable tensor for tying (shape, dtype, content digest); None for
+    tensors never tied by value (not float, a single value, or constant-filled like fresh
+    LayerNorm ones and zero biases)."""
+    if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
+        return None
+    flat = array.reshape(-1)
+    if flat[0] == flat[-1] and (flat == flat[0]).all():
+        return None
+    return (array.shape, array.dtype.str, hashlib.blake2b(array.tobytes()).digest())
 
 
 # PyTorch's names for the parameters of the MindSpore layers we write.
@@ -296,12 +311,12 @@ class ExpressionWriter:
         cell = with_weight_dtype(cell)
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
-            held = None
-            if cell.cls in _TIEABLE_CELLS:
-                held = self.held_weight(weight, f"self.{attr}.{param_name}")
+            key = tie_key(weight.array) if cell.cls in _TIEABLE_CELLS else None
+            holder = f"self.{attr}.{param_name}"
+            held = self.held_weight(key, weight.source, holder) if key else None
             if held is not None:  # tied: the layer shares the Parameter of an earlier one
-                if held != f"self.{attr}.{param_name}":
-                    self.scope.cls.init_lines.append([f"self.{attr}.{param_name} = {held}"])
+                if held != holder:
+                    self.scope.cls.init_lines.append([f"{holder} = {held}"])
                 continue
             self.add_entry(f"{attr}.{param_name}", with_exporter_note(weight, mapped), mapped)
         args = [self.expr(a, mapped) for a in cell.args]
@@ -319,13 +334,15 @@ class ExpressionWriter:
             hint = relative.replace(".", "_")
         array = param.weight.array
         trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
-        if trainable:
-            held = self.held_weight(param.weight, None)
-            if held is not None:
-                return held
+        key = tie_key(array) if trainable else None
+        held = self.held_weight(key, param.weight.source, None) if key else None
+        if held is not None:
+            return held
         attr = self.attribute_name(hint, param.role or "weight")
-        if trainable:
-            self.held_weight(param.weight, f"self.{attr}")
+        # tied to a Parameter of another block: __init__ shares it, the checkpoint holds it once
+        tied_elsewhere = key is not None and self.held_weight(
+            key, param.weight.source, f"self.{attr}"
+        )
         self.state.uses.update({"ms", "ops", "Parameter"})
         shape = literal(tuple(int(d) for d in array.shape))
         grad = "" if trainable else ", requires_grad=False"
@@ -333,24 +350,18 @@ class ExpressionWriter:
         self.scope.cls.init_lines.append(
             [f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})"]
         )
-        self.add_entry(attr, param.weight)
+        if not tied_elsewhere:
+            self.add_entry(attr, param.weight)
         return f"self.{attr}"
 
-    def held_weight(self, weight: Weight, holder: str | None) -> str | None:
-        """The attribute of this block already holding ``weight``'s tensor (a tied weight: the
-        same source tensor, or a copy the exporter made under a generated name), else None;
-        ``holder`` (when given) is recorded as holding it from now on."""
-        array = weight.array
-        if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
-            return None
-        flat = array.reshape(-1)
-        if flat[0] == flat[-1] and (flat == flat[0]).all():
-            return None  # constant-filled (fresh LayerNorm ones, zero biases): never tied by value
-        key = (array.shape, array.dtype.str, hashlib.blake2b(array.tobytes()).digest())
-        origin = weight.source  # equal content from the same source tensor: the same weight
+    def held_weight(self, key: tuple, source: str, holder: str | None) -> str | None:
+        """The attribute already holding the tensor ``key`` identifies (a tied weight: the same
+        source tensor, or a copy the exporter made under a generated name), else None. With a
+        ``holder``, it is recorded as holding it from now on; a holder in another block than
+        the first is tied to it by the network's ``__init__`` (the holder itself comes back)."""
 
         def same(other: str) -> bool:
-            return other == origin or is_generated_name(weight.source)
+            return other == source or is_generated_name(source)
 
         held = self.scope.held_weights.get(key)
         if held is not None and same(held[0]):
@@ -360,10 +371,10 @@ class ExpressionWriter:
         path = self.scope.prefix + holder[len("self.") :]
         elsewhere = self.state.held_paths.get(key)
         if elsewhere is not None and same(elsewhere[0]):
-            self.state.ties.append((path, elsewhere[1]))  # in another block: tied by __init__
-            return f"self.{holder[len('self.') :]}"
-        self.scope.held_weights.setdefault(key, (origin, holder))
-        self.state.held_paths.setdefault(key, (origin, path))
+            self.state.ties.append((path, elsewhere[1]))
+            return holder
+        self.scope.held_weights.setdefault(key, (source, holder))
+        self.state.held_paths.setdefault(key, (source, path))
         return None
 
     def constant_input(self, name: str, mapped: MappedNode) -> str:

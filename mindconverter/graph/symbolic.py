@@ -83,8 +83,12 @@ def _fall_back_per_node(inference) -> None:
         handlers[op_type] = guarded(handler)
 
 
-_CONSTANT_FORMS = {"value_int": np.int64, "value_ints": np.int64, "value_float": np.float32}
-_CONSTANT_FORMS["value_floats"] = np.float32
+_CONSTANT_FORMS = {
+    "value_int": np.int64,
+    "value_ints": np.int64,
+    "value_float": np.float32,
+    "value_floats": np.float32,
+}
 
 
 def _constants_as_tensors(model: onnx.ModelProto) -> None:
