@@ -1,10 +1,18 @@
 """mindconverter: migrate trained ONNX and TensorFlow models to MindSpore.
 
-The public API is :func:`convert`; see docs/usage.md.
+The public API is :func:`convert`; see docs/usage.md. It is imported on first use, so the
+command line starts without loading onnx, numpy and the rest (``mindconverter --help``).
 """
 
-from .api import ConversionResult, convert
 from .errors import MindConverterError
 from .version import __version__
 
 __all__ = ["ConversionResult", "MindConverterError", "__version__", "convert"]
+
+
+def __getattr__(name: str):
+    if name in ("ConversionResult", "convert"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'mindconverter' has no attribute {name!r}")

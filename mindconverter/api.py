@@ -19,6 +19,7 @@ from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
 from .graph.specs import TensorSpec
+from .graph.weight_store import WeightStore
 from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
 from .outputs import checkpoint as ckpt
@@ -28,6 +29,7 @@ from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
+from .progress import Progress, peak_memory_mb
 from .text import one_line
 from .verify import (
     DEFAULT_TOLERANCE,
@@ -66,6 +68,7 @@ class ConversionResult:
     parameter_count: int
     seconds: float
     verification: dict | None = None
+    peak_memory_mb: float = 0.0
     messages: list[str] = field(default_factory=list)
 
     @property
@@ -194,6 +197,7 @@ def convert(
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> ConversionResult:
     """Convert an ONNX model file into a MindSpore script, checkpoint, report and weight map.
 
@@ -202,10 +206,13 @@ def convert(
     inference and verification. The dimensions the model declares dynamic stay dynamic in the
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
-    bfloat16 model in float32. Raises ``MindConverterError`` subclasses.
+    bfloat16 model in float32. ``log`` receives progress messages and ``progress`` shows stage
+    timings and progress bars (the CLI passes one for its terminal). Raises
+    ``MindConverterError`` subclasses.
     """
     started = time.perf_counter()
     say = log or (lambda message: None)
+    progress = progress or Progress()
     _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance)
     model_path = check_model_path(model_file)
     shapes = _normalise_shapes(shape)
@@ -220,13 +227,15 @@ def convert(
         keep_reference=verify,
         float32=float32,
         debug=debug,
+        progress=progress,
     )
     graph, context, rendered = _convert_graph(
         model_path, input_nodes, output_nodes, settings, dynamic, say
     )
     if dynamic and rendered.unconverted:
         # a network that runs at the example sizes beats one with placeholders
-        static = _convert_graph(model_path, input_nodes, output_nodes, settings, False, None)
+        quiet = {**settings, "progress": Progress()}
+        static = _convert_graph(model_path, input_nodes, output_nodes, quiet, False, None)
         if len(static[2].unconverted) < len(rendered.unconverted):
             kinds = ", ".join(sorted({site.op_type for site in rendered.unconverted}))
             note = (
@@ -247,6 +256,7 @@ def convert(
     verification = _write_outputs(
         paths, graph, context, rendered, model_path.name, overwrite, tolerance, graph_mode, say
     )
+    seconds = time.perf_counter() - started
     mapped = context.mapped
     result = ConversionResult(
         paths=paths,
@@ -256,8 +266,9 @@ def convert(
         unconverted=rendered.unconverted,
         operator_counts={row.op: row.total for row in op_counts(mapped)},
         parameter_count=len(rendered.entries),
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
         verification=verification,
+        peak_memory_mb=peak_memory_mb(),
     )
     if verification is not None and not verification["ok"]:
         raise make_error("VERIFY_MISMATCH", describe(verification))
@@ -267,7 +278,10 @@ def convert(
 def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say):
     """Load the model and run the pipeline and code generation: (graph, context, rendered)."""
     graphdef_shapes = _in_input_order(settings["shapes"], input_nodes)
-    graph = Graph(load_model(model_path, input_nodes, output_nodes, graphdef_shapes))
+    store = WeightStore()
+    with settings["progress"].stage("load the model"):
+        model = load_model(model_path, input_nodes, output_nodes, graphdef_shapes, store)
+        graph = Graph(model, store)
     if model_path.suffix.lower() == ".pb":  # tf2onnx names the tensors in TF's form (x -> x:0)
         input_nodes = [inp.name for inp in graph.model.graph.input]
         output_nodes = [out.name for out in graph.model.graph.output]
@@ -279,7 +293,9 @@ def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say
         **settings,
     )
     run_passes(graph, context, PIPELINE)
-    return graph, context, render_script(graph, context.mapped, context.tree, model_path.name)
+    with context.progress.stage("generate the script"):
+        rendered = render_script(graph, context.mapped, context.tree, model_path.name)
+    return graph, context, rendered
 
 
 def _write_outputs(
@@ -300,14 +316,17 @@ def _write_outputs(
     ]
     output_lines = [f"{name}: {_shape_text(graph, name)}" for name in graph.outputs]
     verification = None
+    progress = context.progress
     with AtomicOutputs(overwrite=overwrite) as outputs:
         outputs.write_text(paths.script, rendered.code)
-        outputs.write_with(
-            paths.checkpoint,
-            lambda stream: ckpt.write_checkpoint(
-                stream, ((entry.name, entry.array) for entry in rendered.entries)
-            ),
-        )
+        total = sum(entry.array.nbytes for entry in rendered.entries)
+        with progress.bar("write the checkpoint", total) as advance:
+            outputs.write_with(
+                paths.checkpoint,
+                lambda stream: ckpt.write_checkpoint(
+                    stream, ((entry.name, entry.array) for entry in rendered.entries), advance
+                ),
+            )
         training = training_mode_operators(graph) if context.reference is not None else []
         if context.reference is not None:
             if rendered.unconverted:
@@ -319,15 +338,23 @@ def _write_outputs(
                     "dropout); the network follows set_train() like the source's train()/eval()."
                 )
             else:
-                verification = verify_conversion(
-                    context.reference,
-                    graph,
-                    outputs.staged_path(paths.script),
-                    outputs.staged_path(paths.checkpoint),
-                    tolerance=tolerance,
-                    graph_mode=graph_mode,
-                    shape_sets=verification_shapes(graph, context.resolved_shapes),
-                )
+                shape_sets = verification_shapes(graph, context.resolved_shapes)
+                if total > VERIFY_MEMORY_NOTE_BYTES:
+                    say(
+                        f"Verification runs the model in onnxruntime and MindSpore: it needs about "
+                        f"{3 * total / 2**30:.1f} GB of memory (3x the weights)."
+                    )
+                with progress.bar("verify", len(shape_sets) or 1, unit="shape") as advance:
+                    verification = verify_conversion(
+                        context.reference,
+                        graph,
+                        outputs.staged_path(paths.script),
+                        outputs.staged_path(paths.checkpoint),
+                        tolerance=tolerance,
+                        graph_mode=graph_mode,
+                        shape_sets=shape_sets,
+                        advance=advance,
+                    )
                 say(describe(verification))
         report_text = render_report(
             graph=graph,
@@ -345,6 +372,10 @@ def _write_outputs(
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
         outputs.publish()
     return verification
+
+
+# Above this many bytes of weights, --verify says how much memory it needs before it starts.
+VERIFY_MEMORY_NOTE_BYTES = 1 << 30
 
 
 def _shape_text(graph, name: str) -> str:

@@ -123,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no stage timings or progress bars (shown on stderr only when it is a terminal)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return parser
 
@@ -151,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Report: {result.report_path} (converted rate {result.converted_rate:.2f}%)")
         return 0
     from .api import convert
+    from .progress import Progress
 
     result = convert(
         args.model_file,
@@ -168,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         float32=args.float32,
         debug=args.debug,
         log=_log,
+        progress=Progress.for_terminal(quiet=args.quiet),
     )
     total = sum(result.operator_counts.values())
     print(
@@ -188,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         ("Weight map", result.weight_map_path),
     ):
         print(f"{label + ':':12}{path}")
+    print(f"Wall time {result.seconds:.1f}s, peak memory {result.peak_memory_mb:.0f} MB.")
     return 0
 
 

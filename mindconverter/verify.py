@@ -10,6 +10,7 @@ import importlib.machinery
 import importlib.util
 import itertools
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import onnx
 
 from .errors import make_error
 from .graph import Graph
+from .graph.weight_store import WeightStore, is_held
 
 DEFAULT_TOLERANCE = 1e-3
 _module_counter = itertools.count()
@@ -107,19 +109,50 @@ def random_inputs(
     return arrays
 
 
+def weights_as_inputs(
+    model: onnx.ModelProto, store: WeightStore
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A copy of ``model`` whose initializers held by ``store`` are graph inputs, and their
+    values to feed (views of the held buffers): the model onnxruntime loads stays small."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    declared = {inp.name for inp in graph.input}
+    kept, weights = [], {}
+    for init in graph.initializer:
+        if not is_held(init):
+            kept.append(init)
+            continue
+        weights[init.name] = store.array(init.name)
+        if init.name not in declared:
+            graph.input.append(
+                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+            )
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return copy, weights
+
+
 def run_onnxruntime(
-    model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: list[str]
+    model: onnx.ModelProto,
+    feeds: dict[str, np.ndarray],
+    outputs: list[str],
+    store: WeightStore | None = None,
 ) -> list[np.ndarray]:
-    """Run the reference model in onnxruntime from memory."""
+    """Run the reference model in onnxruntime from memory (weights held by ``store`` are fed
+    from their buffers)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
+        weights = {}
+        if store is not None:
+            model, weights = weights_as_inputs(model, store)
         session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
-        return session.run(outputs, feeds)
+        return session.run(outputs, {**weights, **feeds})
     except Exception as exc:  # onnxruntime raises its own exception types
         raise make_error(
             "VERIFY_FAILED", f"onnxruntime could not run the source model: {exc}"
@@ -237,6 +270,7 @@ def verify_conversion(
     samples: int = 1,
     graph_mode: bool = False,
     shape_sets: list[dict[str, tuple[int, ...]]] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> dict:
     """Compare MindSpore with onnxruntime on ``samples`` random input sets at each of
     ``shape_sets`` (default: the graph's input shapes); returns a summary dict."""
@@ -247,7 +281,7 @@ def verify_conversion(
     for seed, shapes in itertools.product(range(samples), shape_sets):
         inputs = random_inputs(graph, seed, shapes)
         feeds = _in_reference_dtypes(reference, dict(zip(graph.inputs, inputs)))
-        expected = run_onnxruntime(reference, feeds, graph.outputs)
+        expected = run_onnxruntime(reference, feeds, graph.outputs, graph.store)
         try:
             actual = run_mindspore(script, checkpoint, inputs, graph_mode=graph_mode)
         except Exception as exc:
@@ -260,6 +294,8 @@ def verify_conversion(
         for row in compare_outputs(graph.outputs, actual, expected, tolerance):
             if row.name not in worst or row.relative_error > worst[row.name].relative_error:
                 worst[row.name] = row
+        if advance is not None:
+            advance(1)
     rows = [worst[name] for name in graph.outputs if name in worst]
     return {
         "samples": samples,

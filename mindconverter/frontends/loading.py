@@ -16,6 +16,8 @@ from google.protobuf.descriptor import FieldDescriptor
 from onnx import external_data_helper, helper
 
 from ..errors import make_error
+from ..graph.weight_store import FileRange, WeightStore, is_held, mark_held, worth_holding
+from .skeleton import split_weights
 
 MIN_OPSET = 7
 SUPPORTED_SUFFIXES = (".onnx", ".pb")
@@ -50,8 +52,24 @@ def check_model_path(path: str | Path) -> Path:
     return path
 
 
-def load_onnx(path: Path) -> onnx.ModelProto:
-    """Parse an ONNX file, including tensors kept in external data files."""
+def load_onnx(path: Path, store: WeightStore | None = None) -> onnx.ModelProto:
+    """Parse an ONNX file, including tensors kept in external data files.
+
+    With a ``store``, large initializers are not read: the model holds their headers and the
+    store where their bytes are (in the file itself or its external-data files).
+    """
+    if store is not None:
+        split = split_weights(path)
+        if split is not None:
+            if not split.model.opset_import:
+                raise make_error(
+                    "FILE_CORRUPT", f"'{path.name}' parses but holds no ONNX graph or opset."
+                )
+            for tensor in split.model.graph.initializer:
+                if tensor.name in split.ranges and is_held(tensor):
+                    store.add_range(tensor, split.ranges[tensor.name])
+            _load_external_data(split.model, path.parent, store)
+            return split.model
     data = _read(path)
     model = onnx.ModelProto()
     try:
@@ -63,7 +81,7 @@ def load_onnx(path: Path) -> onnx.ModelProto:
     del data
     if not model.HasField("graph") or not model.opset_import:
         raise make_error("FILE_CORRUPT", f"'{path.name}' parses but holds no ONNX graph or opset.")
-    _load_external_data(model, path.parent)
+    _load_external_data(model, path.parent, store)
     return model
 
 
@@ -76,11 +94,15 @@ def _read(path: Path) -> bytes:
         raise make_error("FILE_UNREADABLE", f"'{path}' is too large to read into memory.") from None
 
 
-def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
-    """Read every externally stored tensor into the in-memory model, refusing paths outside."""
+def _load_external_data(
+    model: onnx.ModelProto, base_dir: Path, store: WeightStore | None = None
+) -> None:
+    """Read every externally stored tensor into the in-memory model, refusing paths outside;
+    with a ``store``, large main-graph initializers are only located, not read."""
     base = base_dir.resolve()
+    top_level = {id(init) for init in model.graph.initializer}
     for tensor in external_data_helper._get_all_tensors(model):  # onnx's own tensor walker
-        if not external_data_helper.uses_external_data(tensor):
+        if not external_data_helper.uses_external_data(tensor) or is_held(tensor):
             continue
         info = {entry.key: entry.value for entry in tensor.external_data}
         location = info.get("location", "")
@@ -95,6 +117,12 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
                 "EXTERNAL_DATA_MISSING",
                 f"Tensor '{tensor.name}' needs '{location}', which is missing.",
             )
+        if store is not None and id(tensor) in top_level:
+            place = _external_range(tensor, target, info)
+            if place is not None:
+                store.add_range(tensor, place)
+                mark_held(tensor)
+                continue
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))
         except Exception as exc:
@@ -117,6 +145,20 @@ def _load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             raise make_error(
                 "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' read from '{location}': {problem}"
             )
+
+
+def _external_range(tensor: onnx.TensorProto, target: Path, info: dict) -> FileRange | None:
+    """Where an external tensor's bytes are, when it is worth holding by reference and the file
+    holds all of them (else None: it is read, and checked, the ordinary way)."""
+    try:
+        offset = int(info.get("offset", 0) or 0)
+        size = target.stat().st_size
+        length = int(info["length"]) if info.get("length") else size - offset
+    except (ValueError, OSError):
+        return None
+    if offset < 0 or length < 0 or offset + length > size or not worth_holding(tensor, length):
+        return None
+    return FileRange(target, offset, length)
 
 
 def default_opset(model: onnx.ModelProto) -> int:
@@ -145,11 +187,13 @@ def check_opset(model: onnx.ModelProto) -> int:
 
 
 def load_model(
-    path: str | Path, input_nodes=None, output_nodes=None, shapes=None
+    path: str | Path, input_nodes=None, output_nodes=None, shapes=None, store=None
 ) -> onnx.ModelProto:
     """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow .pb goes via tf2onnx).
 
     ``input_nodes``, ``output_nodes`` and ``shapes`` are only used (and required) for a .pb.
+    With a :class:`WeightStore`, an ONNX file's large weights stay in their files (see
+    :func:`load_onnx`).
     """
     path = check_model_path(path)
     if path.suffix.lower() == ".pb":
@@ -165,7 +209,7 @@ def load_model(
         check_opset(model)
         validate_model(model)
         return model
-    model = load_onnx(path)
+    model = load_onnx(path, store)
     check_opset(model)
     validate_model(model)
     return model

@@ -21,6 +21,7 @@ from .provenance import FoldRecord
 from .specs import static_shapes
 from .symbolic import DynamicDim, SymbolicValue
 from .weight_roles import trainable_initializers
+from .weight_store import WeightStore, hold_large_initializers, is_held
 
 # Attributes derived from the model; dropped on every edit.
 _DERIVED = (
@@ -35,7 +36,8 @@ _DERIVED = (
 
 
 class Weights(Mapping):
-    """The model's initializers as numpy arrays, decoded lazily and at most once each."""
+    """The model's initializers as numpy arrays: views of the weight store's buffers for the
+    large ones, the small ones (kept in the proto) decoded lazily and once until the next edit."""
 
     def __init__(self, graph: Graph):
         self._graph = graph
@@ -47,6 +49,8 @@ class Weights(Mapping):
             tensor = self._graph.initializers.get(name)
             if tensor is None:
                 raise KeyError(name)
+            if is_held(tensor):
+                return self._graph.store.array(name)
             array = self._arrays[name] = numpy_helper.to_array(tensor)
         return array
 
@@ -60,27 +64,29 @@ class Weights(Mapping):
         return len(self._graph.initializers)
 
     def forget(self) -> None:
-        """Drop decoded arrays whose initializer is gone or was replaced."""
-        current = self._graph.initializers
-        self._arrays = {name: a for name, a in self._arrays.items() if name in current}
+        """Drop the decoded arrays (an edit may have replaced an initializer under its name)."""
+        self._arrays = {}
 
 
 class Graph:
     """The model under conversion and everything passes and mappers ask of it."""
 
-    def __init__(self, model: onnx.ModelProto):
+    def __init__(self, model: onnx.ModelProto, store: WeightStore | None = None):
         self.model = model
+        # Where the bytes of the large initializers are; the model holds only their headers.
+        self.store = store if store is not None else WeightStore()
+        hold_large_initializers(model, self.store)
         self.fold_records: dict[str, FoldRecord] = {}
         # Names of initializers as stored in the source file (before folding made new ones).
         self.source_initializers: set[str] = {init.name for init in model.graph.initializer}
         # Those of them that are the source's trainable parameters (see weight_roles.py).
-        self.source_parameters: frozenset[str] = trainable_initializers(model)
+        self._initializers: dict[str, onnx.TensorProto] | None = None
+        self.constants = Weights(self)
+        self.source_parameters: frozenset[str] = trainable_initializers(model, self.constants)
         # Symbolic values of shape tensors from the last symbolic shape inference (see symbolic.py).
         self.symbolic_values: dict[str, SymbolicValue] = {}
         # Input dimensions kept dynamic (by name); empty for a network fixed to --shape.
         self.dynamic_dims: set[str] = set()
-        self._initializers: dict[str, onnx.TensorProto] | None = None
-        self.constants = Weights(self)
 
     # --- editing -------------------------------------------------------------------------
     def replace_model(self, model: onnx.ModelProto) -> None:

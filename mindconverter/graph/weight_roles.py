@@ -11,10 +11,10 @@ Everything else that is a float tensor of more than one value counts as a learne
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 _KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
 
@@ -38,8 +38,9 @@ _BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked", "movin
 _GENERATED_NAME = re.compile(r"^(onnx::|val_\d|_val_|_v_\d|Constant_\d|const_fold_opt__)")
 
 
-def trainable_initializers(model: onnx.ModelProto) -> frozenset[str]:
-    """Names of the initializers that are the source's trainable parameters."""
+def trainable_initializers(model: onnx.ModelProto, values: Mapping) -> frozenset[str]:
+    """Names of the initializers that are the source's trainable parameters (``values`` gives
+    an initializer's array by name)."""
     declared = _declared_kinds(model.graph)
     weight_reads = {
         node.input[i]
@@ -52,7 +53,7 @@ def trainable_initializers(model: onnx.ModelProto) -> frozenset[str]:
         if init.name in declared:
             if declared[init.name] == "PARAMETER":
                 found.add(init.name)
-        elif _looks_trainable(init, init.name in weight_reads):
+        elif _looks_trainable(init, init.name in weight_reads, values):
             found.add(init.name)
     return frozenset(found)
 
@@ -70,7 +71,7 @@ def _declared_kinds(graph: onnx.GraphProto) -> dict[str, str]:
     return kinds
 
 
-def _looks_trainable(init: onnx.TensorProto, read_as_weight: bool) -> bool:
+def _looks_trainable(init: onnx.TensorProto, read_as_weight: bool, values: Mapping) -> bool:
     if init.data_type not in _FLOAT_TYPES or _element_count(init) <= 1:
         return False
     if init.name.endswith(_BUFFER_SUFFIXES):
@@ -79,7 +80,7 @@ def _looks_trainable(init: onnx.TensorProto, read_as_weight: bool) -> bool:
         return True
     if _GENERATED_NAME.match(init.name):
         return False
-    return bool(np.isfinite(numpy_helper.to_array(init)).all())
+    return bool(np.isfinite(values[init.name]).all())
 
 
 _FLOAT_TYPES = {

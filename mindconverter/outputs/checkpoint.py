@@ -5,16 +5,19 @@ A MindSpore checkpoint is the protobuf message ``Checkpoint { repeated Value val
 dims = 1; required string tensor_type = 2; required bytes tensor_content = 3; }`` (MindSpore's
 ``checkpoint.proto``). We declare that schema with protobuf's descriptor API and stream the file:
 a repeated field on the wire is a sequence of (field key, length, message) records, so each
-parameter is serialised and written on its own and no second copy of all weights is held.
+parameter is written on its own, its bytes straight from the array, and no copy of all the
+weights is ever held.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool
+
+from ..graph.weight_store import release_pages
 
 try:  # protobuf >= 4.21
     from google.protobuf.message_factory import GetMessageClass as _message_class
@@ -105,27 +108,63 @@ def _varint(number: int) -> bytes:
             return bytes(out)
 
 
-_VALUE_FIELD_KEY = bytes([(1 << 3) | 2])  # field 1, wire type 2 (length-delimited)
+_VALUE_FIELD_KEY = bytes([(1 << 3) | 2])  # Checkpoint.value: field 1, length-delimited
+_TAG_KEY = bytes([(1 << 3) | 2])  # Value.tag: field 1
+_TENSOR_KEY = bytes([(2 << 3) | 2])  # Value.tensor: field 2
+_DIM_KEY = bytes([(1 << 3) | 0])  # TensorProto.dims: field 1, varint (proto2: not packed)
+_TYPE_KEY = bytes([(2 << 3) | 2])  # TensorProto.tensor_type: field 2
+_CONTENT_KEY = bytes([(3 << 3) | 2])  # TensorProto.tensor_content: field 3
 
 
-def write_checkpoint(stream: BinaryIO, parameters: Iterable[tuple[str, np.ndarray]]) -> int:
-    """Write ``(name, array)`` pairs as a MindSpore checkpoint; returns the bytes written."""
-    _, value_class = message_classes()
+def _length_delimited(key: bytes, body_length: int) -> bytes:
+    return key + _varint(body_length)
+
+
+def _little_endian_bytes(array: np.ndarray) -> np.ndarray:
+    """The array's values as a flat uint8 view, little-endian and contiguous (a copy only when
+    the array is not laid out that way already, e.g. a transposed weight)."""
+    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and not _LITTLE):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    array = np.ascontiguousarray(array).reshape(-1)
+    return array.view(np.uint8)
+
+
+_LITTLE = np.little_endian
+
+
+def write_checkpoint(
+    stream: BinaryIO,
+    parameters: Iterable[tuple[str, np.ndarray]],
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Write ``(name, array)`` pairs as a MindSpore checkpoint; returns the bytes written.
+
+    Each record's header is encoded here (as protobuf would: fields in number order) and the
+    tensor's bytes are written straight from the array's memory, one tensor at a time; pages of
+    memory-mapped weights are let go once written. ``progress`` gets each record's size.
+    """
     written = 0
     for name, array in parameters:
         array = np.asarray(array)
-        record = value_class(tag=name)
-        record.tensor.dims.extend(int(d) for d in array.shape)
-        record.tensor.tensor_type = tensor_type_name(array.dtype)
-        record.tensor.tensor_content = (
-            np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
-        )
-        payload = record.SerializeToString()
-        stream.write(_VALUE_FIELD_KEY)
-        stream.write(_varint(len(payload)))
-        stream.write(payload)
-        written += len(_VALUE_FIELD_KEY) + len(_varint(len(payload))) + len(payload)
-        del record, payload
+        type_name = tensor_type_name(array.dtype).encode()
+        content = _little_endian_bytes(array)
+        tag = name.encode()
+        tensor_header = b"".join(_DIM_KEY + _varint(int(d)) for d in array.shape)
+        tensor_header += _length_delimited(_TYPE_KEY, len(type_name)) + type_name
+        tensor_header += _length_delimited(_CONTENT_KEY, content.nbytes)
+        tensor_length = len(tensor_header) + content.nbytes
+        value_header = _length_delimited(_TAG_KEY, len(tag)) + tag
+        value_header += _length_delimited(_TENSOR_KEY, tensor_length) + tensor_header
+        value_length = len(value_header) + content.nbytes
+        record_header = _length_delimited(_VALUE_FIELD_KEY, value_length) + value_header
+        stream.write(record_header)
+        stream.write(memoryview(content))
+        size = len(record_header) + content.nbytes
+        written += size
+        del content
+        release_pages(array)
+        if progress is not None:
+            progress(size)
     return written
 
 

@@ -11,6 +11,7 @@ import onnx
 from ..graph.specs import TensorSpec
 from ..mappers.base import MappedNode
 from ..mappers.registry import MapperRegistry
+from ..progress import Progress
 
 if TYPE_CHECKING:
     from .recover_hierarchy import Block
@@ -33,6 +34,7 @@ class PassContext:
     float32: bool = False  # compute a float16/bfloat16 model in float32
     debug: bool = False
     log: Callable[[str], None] | None = None
+    progress: Progress = field(default_factory=Progress)  # stage timings on a terminal
 
     input_specs: list[TensorSpec] = field(default_factory=list)  # select_io
     output_specs: list[TensorSpec] = field(default_factory=list)  # select_io

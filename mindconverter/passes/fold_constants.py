@@ -12,6 +12,7 @@ from ..graph.provenance import FoldRecord
 from ..graph.specs import static_shapes
 from ..graph.subgraphs import has_subgraph
 from ..graph.symbolic import is_numeric
+from ..graph.weight_store import WeightStore, is_held, worth_holding_array
 from .context import PassContext
 
 # A folded constant may grow to this many bytes beyond the size of its inputs before we keep
@@ -41,6 +42,7 @@ def fold_constants(
     known: dict[str, np.ndarray] | None = None,
     learned: frozenset[str] = frozenset(),
     dtypes: dict[str, np.dtype] | None = None,
+    store: WeightStore | None = None,
 ) -> bool:
     """Replace nodes whose inputs are all known by initializers. Returns whether anything changed.
 
@@ -48,7 +50,8 @@ def fold_constants(
     ``known`` (shape arithmetic that symbolic inference found to be fixed, e.g. the static size of
     one axis of a tensor with a dynamic batch). Values derived from the ``learned`` (trainable)
     weights are only folded through layout steps; ``dtypes`` (element types by value name) lets
-    ``CastLike`` of a constant fold. ``records`` gains, for each folded tensor that
+    ``CastLike`` of a constant fold. Initializers held by ``store`` are read from it, and large
+    folded values are put there (the model gets their headers). ``records`` gains, for each folded tensor that
     derives from weights, the source initializers and the steps applied.
     """
     known = known or {}
@@ -65,7 +68,10 @@ def fold_constants(
 
     def value(name: str) -> np.ndarray:
         if constants.get(name) is None:
-            constants[name] = numpy_helper.to_array(init_by_name[name])
+            tensor = init_by_name[name]
+            if is_held(tensor):
+                return store.array(name)  # a view of the held bytes, not kept alive here
+            constants[name] = numpy_helper.to_array(tensor)
         return constants[name]
 
     kept, new_initializers, changed = [], [], False
@@ -108,7 +114,7 @@ def fold_constants(
             if not out_name:
                 continue
             constants[out_name] = array
-            init_by_name[out_name] = numpy_helper.from_array(array, out_name)
+            init_by_name[out_name] = _initializer(array, out_name, store)
             new_initializers.append(init_by_name[out_name])
             shapes[out_name] = tuple(array.shape)
             if weight_sources and node.op_type not in ("Shape", "Size"):
@@ -121,6 +127,12 @@ def fold_constants(
         graph.node.extend(kept)
         graph.initializer.extend(new_initializers)
     return changed
+
+
+def _initializer(array: np.ndarray, name: str, store: WeightStore | None) -> onnx.TensorProto:
+    if store is not None and worth_holding_array(array):
+        return store.put(name, array)
+    return numpy_helper.from_array(array, name)
 
 
 # Operators whose output size is set by input *values* (not shapes): fold them only when the size
@@ -189,6 +201,7 @@ def run(graph: Graph, context: PassContext) -> bool:
         fixed_shape_values(graph),
         graph.source_parameters,
         graph.dtypes,
+        graph.store,
     )
     if changed:
         graph.edited()

@@ -6,6 +6,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph import Graph
+from ..graph.weight_store import is_held
 from .context import PassContext
 
 
@@ -21,7 +22,7 @@ def inline_constant_ifs(model: onnx.ModelProto) -> bool:
     nodes, changed = [], False
     for node in graph.node:
         cond = inits.get(node.input[0]) if node.op_type == "If" and node.input else None
-        if cond is None or node.domain not in ("", "ai.onnx"):
+        if cond is None or is_held(cond) or node.domain not in ("", "ai.onnx"):
             nodes.append(node)
             continue
         value = numpy_helper.to_array(cond)

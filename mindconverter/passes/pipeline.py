@@ -98,4 +98,5 @@ PIPELINE: tuple[Step, ...] = (
 def run_passes(graph: Graph, context: PassContext, steps: Sequence[Step] = PIPELINE) -> None:
     """Run ``steps`` (the whole pipeline by default) on ``graph`` in order."""
     for step in steps:
-        step.apply(graph, context)
+        with context.progress.stage(step.name):
+            step.apply(graph, context)

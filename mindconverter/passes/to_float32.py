@@ -14,6 +14,7 @@ from onnx import TensorProto, numpy_helper
 
 from ..graph import Graph
 from ..graph.subgraphs import has_subgraph
+from ..graph.weight_store import WeightStore, is_held
 from .context import PassContext
 
 _HALF = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
@@ -23,16 +24,20 @@ def run(graph: Graph, context: PassContext) -> bool:
     """Widen every half-precision tensor type of the graph to float32 when asked to."""
     if not context.float32:
         return False
-    changed = _widen_graph(graph.model.graph)
+    changed = _widen_graph(graph.model.graph, graph.store)
     if changed:
         graph.edited()
     return changed
 
 
-def _widen_graph(body: onnx.GraphProto) -> bool:
+def _widen_graph(body: onnx.GraphProto, store: WeightStore | None = None) -> bool:
     changed = False
     for index, init in enumerate(body.initializer):
-        if init.data_type in _HALF:
+        if init.data_type in _HALF and is_held(init):
+            widened = store.put(init.name, store.array(init.name).astype(np.float32))
+            body.initializer[index].CopyFrom(widened)
+            changed = True
+        elif init.data_type in _HALF:
             widened = numpy_helper.from_array(
                 numpy_helper.to_array(init).astype(np.float32), init.name
             )

@@ -1,0 +1,205 @@
+"""Weights by reference: large initializers live outside the ONNX proto the passes edit.
+
+A :class:`WeightStore` maps an initializer's name to where its bytes are: a range of a file
+(the ``.onnx`` file itself or an external-data file, read through a memory map only when the
+values are needed) or an array already in memory. The initializer stays in the model with its
+name, type and dims, marked as external data held by the store (:data:`STORE_LOCATION`), so
+shape inference, onnxoptimizer and every pass see a graph without weight bytes.
+
+Arrays from a file are read-only views of a fresh memory map: the pages are the file's (no copy)
+and are let go when the array is dropped or :func:`release_pages` is called.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+# external_data location that marks an initializer whose bytes the WeightStore holds.
+STORE_LOCATION = "<mindconverter weight store>"
+
+# Initializers larger than this many bytes are held by reference. Smaller ones (shape vectors,
+# scales, the values shape inference propagates) stay in the proto.
+FLOAT_BYTES_LIMIT = 1024
+# Integer tensors stay in the proto up to this size (shape inference may propagate their values).
+INTEGER_BYTES_LIMIT = 64 << 10
+
+_FLOATS = {
+    onnx.TensorProto.FLOAT,
+    onnx.TensorProto.FLOAT16,
+    onnx.TensorProto.BFLOAT16,
+    onnx.TensorProto.DOUBLE,
+}
+_INTEGERS = {
+    onnx.TensorProto.UINT8,
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.UINT16,
+    onnx.TensorProto.INT16,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.UINT32,
+    onnx.TensorProto.UINT64,
+    onnx.TensorProto.BOOL,
+}
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """A tensor's little-endian bytes at ``offset`` of ``path``."""
+
+    path: Path
+    offset: int
+    nbytes: int
+
+
+def element_dtype(data_type: int) -> np.dtype | None:
+    """The numpy dtype whose bytes are the ONNX type's raw bytes, for the types held by reference."""
+    if data_type not in _FLOATS and data_type not in _INTEGERS:
+        return None
+    return np.dtype(helper.tensor_dtype_to_np_dtype(data_type))
+
+
+def element_count(tensor: onnx.TensorProto) -> int:
+    count = 1
+    for dim in tensor.dims:
+        count *= int(dim)
+    return count
+
+
+def worth_holding(tensor: onnx.TensorProto, nbytes: int) -> bool:
+    """Whether a tensor of this type and byte size is held by reference (else kept in the proto)."""
+    dtype = element_dtype(tensor.data_type)
+    if dtype is None or any(d < 0 for d in tensor.dims):
+        return False
+    if nbytes != element_count(tensor) * dtype.itemsize:
+        return False  # malformed: left in the proto for validation to report
+    limit = FLOAT_BYTES_LIMIT if tensor.data_type in _FLOATS else INTEGER_BYTES_LIMIT
+    return nbytes > limit
+
+
+def worth_holding_array(array: np.ndarray) -> bool:
+    """Whether a computed array is held by reference (see :func:`worth_holding`)."""
+    try:
+        data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+    except (KeyError, TypeError, ValueError):
+        return False
+    header = onnx.TensorProto(data_type=data_type, dims=array.shape)
+    return worth_holding(header, array.nbytes)
+
+
+def mark_held(tensor: onnx.TensorProto) -> None:
+    """Make ``tensor`` a header (name, type, dims) whose bytes the store holds."""
+    for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
+        tensor.ClearField(field)
+    for field in ("uint64_data", "string_data", "external_data"):
+        tensor.ClearField(field)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", STORE_LOCATION
+
+
+def is_held(tensor: onnx.TensorProto) -> bool:
+    """Whether ``tensor`` is a header whose bytes a WeightStore holds."""
+    return tensor.data_location == onnx.TensorProto.EXTERNAL and any(
+        entry.key == "location" and entry.value == STORE_LOCATION for entry in tensor.external_data
+    )
+
+
+class WeightStore:
+    """Where the bytes of every initializer held by reference are, by name."""
+
+    def __init__(self) -> None:
+        self._places: dict[str, FileRange | np.ndarray] = {}
+        self._headers: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._places
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def add_range(self, tensor: onnx.TensorProto, place: FileRange) -> None:
+        """Hold ``tensor`` (a header) by a file range."""
+        self._places[tensor.name] = place
+        dims = tuple(int(d) for d in tensor.dims)
+        self._headers[tensor.name] = (element_dtype(tensor.data_type), dims)
+
+    def put(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        """Hold ``array`` in memory under ``name``; returns its header initializer."""
+        array = np.asarray(array)
+        header = numpy_helper.from_array(array.reshape(-1)[:0], name)
+        del header.dims[:]
+        header.dims.extend(array.shape)
+        mark_held(header)
+        self._places[name] = array
+        self._headers[name] = (array.dtype, tuple(array.shape))
+        return header
+
+    def array(self, name: str) -> np.ndarray:
+        """The values of ``name``: a read-only view, not a copy."""
+        place = self._places[name]
+        if isinstance(place, np.ndarray):
+            return place
+        dtype, shape = self._headers[name]
+        if place.nbytes == 0:
+            return np.zeros(shape, dtype)
+        with open(place.path, "rb") as file:
+            start = place.offset - place.offset % mmap.ALLOCATIONGRANULARITY
+            mapped = mmap.mmap(
+                file.fileno(),
+                place.offset + place.nbytes - start,
+                access=mmap.ACCESS_READ,
+                offset=start,
+            )
+        flat = np.frombuffer(
+            mapped,
+            dtype.newbyteorder("<"),
+            count=place.nbytes // dtype.itemsize,
+            offset=place.offset - start,
+        )
+        return flat.reshape(shape)
+
+    def nbytes(self) -> int:
+        """Bytes held (by reference or in memory)."""
+        total = 0
+        for place in self._places.values():
+            total += place.nbytes
+        return total
+
+
+def release_pages(array: np.ndarray) -> None:
+    """Let the memory-mapped pages under ``array`` go (they are re-read from the file if used)."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            base.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass
+
+
+def hold_large_initializers(model: onnx.ModelProto, store: WeightStore) -> None:
+    """Move the bytes of the main graph's large initializers from ``model`` into ``store``."""
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.HasField("segment"):
+            continue
+        dtype = element_dtype(tensor.data_type)
+        if dtype is None:
+            continue
+        if tensor.raw_data:
+            nbytes = len(tensor.raw_data)
+        else:
+            nbytes = element_count(tensor) * dtype.itemsize
+            field = helper.tensor_dtype_to_field(tensor.data_type)
+            if len(getattr(tensor, field)) != element_count(tensor):
+                continue
+        if not worth_holding(tensor, nbytes):
+            continue
+        store.put(tensor.name, numpy_helper.to_array(tensor))
+        mark_held(tensor)
