@@ -1,5 +1,6 @@
 """The command line as a user runs it."""
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +41,10 @@ def test_convert_prints_summary_and_detected_io(tmp_path, capsys):
     assert code == 0
     assert "Detected inputs:  input: float32[batch, 3, 32, 32]" in captured.out
     assert "Detected outputs: logits" in captured.out
-    assert captured.err == ""
+    assert captured.err == ""  # no progress lines: stderr is not a terminal here
     assert "(100.00%)" in captured.out
+    assert captured.out.rstrip().splitlines()[-1].startswith("Wall time ")
+    assert " peak memory " in captured.out
     assert (tmp_path / "tiny_mobilenet_torchscript.py").exists()
 
 
@@ -169,3 +172,23 @@ def test_shapes_by_name_and_static_scalars_left_out(tmp_path, capsys):
         )
         assert code == 0, capsys.readouterr().err
         assert (out / "m.py").is_file()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_terminal_sees_stage_progress_unless_quiet(tmp_path, monkeypatch, capsys, quiet):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    args = ["--model_file", str(FIXTURES / "tiny_resnet_dynamo.onnx"), "--shape", "1,3,32,32"]
+    args += ["--output", str(tmp_path)] + (["--quiet"] if quiet else [])
+    assert main(args) == 0
+    shown = terminal.getvalue()
+    if quiet:
+        assert shown == ""
+    else:
+        assert "write the checkpoint ... " in shown
+    assert "Wall time " in capsys.readouterr().out

@@ -4,7 +4,7 @@
     python tools/benchmark.py m1.onnx m2.onnx       # any models (shapes: dynamic sizes -> 1 / 16)
     python tools/benchmark.py DIR/*.onnx --repeat 3 --against /path/to/other/checkout
 
-Each conversion runs in a fresh process (``mindconverter --model_file ... --quiet``); wall time
+Each conversion runs in a fresh process (``mindconverter --model_file ...``); wall time
 is measured around it and peak memory is the process's peak resident set (``ru_maxrss``, file
 pages it touched included). Runs are interleaved (model by model, tool by tool, ``--repeat``
 rounds) so a busy machine slows every tool alike; the table shows medians. With onnx2torch
@@ -77,8 +77,7 @@ def mindconverter_tool(name: str, source_tree: Path | None) -> Tool:
             *example_shapes(model),
             "--output",
             str(out),
-            "--quiet",
-        ]
+        ]  # stderr is a pipe: no progress output to pay for
 
     env = {"PYTHONPATH": str(source_tree)} if source_tree else {}
     return Tool(name, command, env)

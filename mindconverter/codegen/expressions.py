@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.weight_roles import is_generated_name, learned_source
+from ..graph.weight_store import release_pages
 from ..mappers.base import (
     BinOp,
     Call,
@@ -130,9 +131,12 @@ def tie_key(array: np.ndarray) -> tuple | None:
     if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
         return None
     flat = array.reshape(-1)
-    if flat[0] == flat[-1] and (flat == flat[0]).all():
+    if flat[0] == flat[-1] and array.min() == array.max():
         return None
-    return (array.shape, array.dtype.str, hashlib.blake2b(array.tobytes()).digest())
+    content = np.ascontiguousarray(array).reshape(-1).view(np.uint8)  # no copy when contiguous
+    digest = hashlib.blake2b(content).digest()
+    release_pages(array)  # a memory-mapped weight's pages go until the checkpoint is written
+    return (array.shape, array.dtype.str, digest)
 
 
 # PyTorch's names for the parameters of the MindSpore layers we write.

@@ -100,29 +100,19 @@ def _load_external_data(
     """Read every externally stored tensor into the in-memory model, refusing paths outside;
     with a ``store``, large main-graph initializers are only located, not read."""
     base = base_dir.resolve()
-    top_level = {id(init) for init in model.graph.initializer}
+    if store is not None:
+        for tensor in model.graph.initializer:
+            if external_data_helper.uses_external_data(tensor) and not is_held(tensor):
+                target, info = _external_target(tensor, base)
+                place = _external_range(tensor, target, info)
+                if place is not None:
+                    store.add_range(tensor, place)
+                    mark_held(tensor)
     for tensor in external_data_helper._get_all_tensors(model):  # onnx's own tensor walker
         if not external_data_helper.uses_external_data(tensor) or is_held(tensor):
             continue
-        info = {entry.key: entry.value for entry in tensor.external_data}
+        target, info = _external_target(tensor, base)
         location = info.get("location", "")
-        target = (base / location).resolve()
-        if not location or base not in target.parents and target != base:
-            raise make_error(
-                "EXTERNAL_DATA_MISSING",
-                f"Tensor '{tensor.name}' points outside the model folder ('{location}').",
-            )
-        if not target.is_file():
-            raise make_error(
-                "EXTERNAL_DATA_MISSING",
-                f"Tensor '{tensor.name}' needs '{location}', which is missing.",
-            )
-        if store is not None and id(tensor) in top_level:
-            place = _external_range(tensor, target, info)
-            if place is not None:
-                store.add_range(tensor, place)
-                mark_held(tensor)
-                continue
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))
         except Exception as exc:
@@ -145,6 +135,24 @@ def _load_external_data(
             raise make_error(
                 "EXTERNAL_DATA_MISSING", f"Tensor '{tensor.name}' read from '{location}': {problem}"
             )
+
+
+def _external_target(tensor: onnx.TensorProto, base: Path) -> tuple[Path, dict[str, str]]:
+    """The file an external tensor's bytes are in (inside the model's folder) and its entries."""
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    location = info.get("location", "")
+    target = (base / location).resolve()
+    if not location or base not in target.parents and target != base:
+        raise make_error(
+            "EXTERNAL_DATA_MISSING",
+            f"Tensor '{tensor.name}' points outside the model folder ('{location}').",
+        )
+    if not target.is_file():
+        raise make_error(
+            "EXTERNAL_DATA_MISSING",
+            f"Tensor '{tensor.name}' needs '{location}', which is missing.",
+        )
+    return target, info
 
 
 def _external_range(tensor: onnx.TensorProto, target: Path, info: dict) -> FileRange | None:

@@ -9,6 +9,7 @@ from onnx import helper
 
 from mindconverter.errors import MindConverterError
 from mindconverter.frontends.loading import check_model_path, check_opset, load_model, load_onnx
+from mindconverter.graph.weight_store import WeightStore
 from tests.helpers import make_model
 
 
@@ -54,12 +55,17 @@ def test_external_data_loads_from_the_model_folder_and_nothing_is_written(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == before == ["m.bin", "m.onnx"]
 
 
+@pytest.mark.parametrize("by_reference", [False, True])
 @pytest.mark.parametrize("location", ["../outside.bin", "missing.bin"])
-def test_external_data_outside_the_folder_or_missing_is_refused(tmp_path, location):
+def test_external_data_outside_the_folder_or_missing_is_refused(tmp_path, location, by_reference):
     folder = tmp_path / "model"
     folder.mkdir()
     onnx.save(
-        _model(), folder / "m.onnx", save_as_external_data=True, location="m.bin", size_threshold=0
+        _model(4096),
+        folder / "m.onnx",
+        save_as_external_data=True,
+        location="m.bin",
+        size_threshold=0,
     )
     model = onnx.load(folder / "m.onnx", load_external_data=False)
     for entry in model.graph.initializer[0].external_data:
@@ -67,7 +73,8 @@ def test_external_data_outside_the_folder_or_missing_is_refused(tmp_path, locati
             entry.value = location
     (tmp_path / "outside.bin").write_bytes((folder / "m.bin").read_bytes())
     onnx.save(model, folder / "m.onnx")
-    assert _error(load_onnx, folder / "m.onnx") == "EXTERNAL_DATA_MISSING"
+    store = WeightStore() if by_reference else None
+    assert _error(load_onnx, folder / "m.onnx", store) == "EXTERNAL_DATA_MISSING"
 
 
 def test_opsets_outside_the_supported_range(tmp_path):
