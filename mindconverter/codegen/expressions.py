@@ -3,7 +3,6 @@ parameters and checkpoint entries they create."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import replace
 from typing import Any
@@ -11,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ..graph.weight_roles import is_generated_name, learned_source
-from ..graph.weight_store import release_pages
 from ..mappers.base import (
     BinOp,
     Call,
@@ -122,21 +120,6 @@ def with_weight_dtype(cell: Cell) -> Cell:
     if dtype == np.float32:
         return cell
     return replace(cell, kwargs={**cell.kwargs, "dtype": DType(ms_dtype_name(dtype))})
-
-
-def tie_key(array: np.ndarray) -> tuple | None:
-    """What identifies a trainable tensor for tying (shape, dtype, content digest); None for
-    tensors never tied by value (not float, a single value, or constant-filled like fresh
-    LayerNorm ones and zero biases)."""
-    if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
-        return None
-    flat = array.reshape(-1)
-    if flat[0] == flat[-1] and array.min() == array.max():
-        return None
-    content = np.ascontiguousarray(array).reshape(-1).view(np.uint8)  # no copy when contiguous
-    digest = hashlib.blake2b(content).digest()
-    release_pages(array)  # a memory-mapped weight's pages go until the checkpoint is written
-    return (array.shape, array.dtype.str, digest)
 
 
 # PyTorch's names for the parameters of the MindSpore layers we write.
@@ -315,7 +298,7 @@ class ExpressionWriter:
         cell = with_weight_dtype(cell)
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
-            key = tie_key(weight.array) if cell.cls in _TIEABLE_CELLS else None
+            key = self.state.content_keys.key(weight.array) if cell.cls in _TIEABLE_CELLS else None
             holder = f"self.{attr}.{param_name}"
             held = self.held_weight(key, weight.source, holder) if key else None
             if held is not None:  # tied: the layer shares the Parameter of an earlier one
@@ -338,7 +321,7 @@ class ExpressionWriter:
             hint = relative.replace(".", "_")
         array = param.weight.array
         trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
-        key = tie_key(array) if trainable else None
+        key = self.state.content_keys.key(array) if trainable else None
         held = self.held_weight(key, param.weight.source, None) if key else None
         if held is not None:
             return held

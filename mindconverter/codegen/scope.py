@@ -11,6 +11,7 @@ from ..mappers.base import MappedNode, Temp
 from ..passes.recover_hierarchy import Block
 from .naming import CELL_MEMBERS, Namer
 from .rendered import CheckpointEntry, UnconvertedSite
+from .ties import ContentKeys
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,4 @@ class RenderState:
     # blocks the network's own __init__ makes: (path given the Parameter, path holding it)
     held_paths: dict[tuple, tuple[str, str]] = field(default_factory=dict)
     ties: list[tuple[str, str]] = field(default_factory=list)
+    content_keys: ContentKeys = field(default_factory=ContentKeys)  # tensors' identity by value

@@ -177,6 +177,8 @@ def release_pages(array: np.ndarray) -> None:
     base = array
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
     if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         try:
             base.madvise(mmap.MADV_DONTNEED)

@@ -230,7 +230,10 @@ class NodeContext:
 
     # --- building blocks for mappers ---------------------------------------------------
     def weight(self, index: int, array: np.ndarray | None = None, transform: str = "") -> Weight:
-        """A checkpoint weight from constant input ``index`` (optionally already transformed)."""
+        """A checkpoint weight from constant input ``index`` (optionally already transformed).
+
+        The array may be a view (a transpose of a memory-mapped weight): the checkpoint writer
+        lays each tensor out when it writes it, one at a time."""
         name = self.node.inputs[index]
         value = self.require_const(index, "the weight") if array is None else array
         record = self.graph.fold_records.get(name)
@@ -239,7 +242,7 @@ class NodeContext:
             source = record.sources[0]
             steps = "; ".join(record.steps)
             transform = "; ".join(filter(None, [steps, transform]))
-        return Weight(np.ascontiguousarray(value), source, transform)
+        return Weight(np.asarray(value), source, transform)
 
     def operand(self, index: int) -> Expr:
         """Input ``index`` as an expression: the value itself, or its constant in the right form.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnx
+import pytest
 from onnx import helper
 
 from mindconverter.graph import Graph
@@ -59,3 +62,24 @@ def test_only_large_tensors_of_plain_types_are_held():
     assert not worth_holding_array(np.zeros(4096, np.int64))  # shape-sized integers stay
     assert worth_holding_array(np.zeros(20000, np.int64))
     assert not worth_holding_array(np.array(["a" * 5000], dtype=object))
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads Linux's /proc")
+def test_released_pages_leave_the_resident_set(tmp_path):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(np.ones(8 << 20, np.float32).tobytes())  # 32 MB
+    store = WeightStore()
+    header = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[8 << 20])
+    store.add_range(header, FileRange(path, 0, 32 << 20))
+    array = store.array("w")
+    before = _resident_mb()
+    assert array.sum() == 8 << 20  # every page read
+    read = _resident_mb()
+    release_pages(array[::2])  # any view of the weight finds its memory map
+    assert read - before > 24
+    assert read - _resident_mb() > 24

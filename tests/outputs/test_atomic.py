@@ -31,7 +31,7 @@ def model(tmp_path):
 
 
 def _failing_writer(exc):
-    def write(stream, parameters):
+    def write(stream, parameters, progress=None):
         stream.write(b"\x0a\x05partial")  # some bytes are already in the temporary file
         raise exc
 
@@ -89,10 +89,10 @@ def test_file_appearing_during_conversion_is_not_clobbered(tmp_path, model, monk
     out = tmp_path / "out"
     real = ckpt.write_checkpoint
 
-    def racing_writer(stream, parameters):
+    def racing_writer(stream, parameters, progress=None):
         out.mkdir(exist_ok=True)
         (out / "m.py").write_text("# someone else's file\n")
-        return real(stream, parameters)
+        return real(stream, parameters, progress)
 
     monkeypatch.setattr(ckpt, "write_checkpoint", racing_writer)
     with pytest.raises(MindConverterError) as info:
