@@ -26,7 +26,9 @@ def fingerprint(array: np.ndarray) -> tuple | None:
         release_pages(array)
         return None
     positions = np.linspace(0, array.size - 1, num=min(array.size, SAMPLE_SIZE)).astype(np.intp)
-    return (array.shape, array.dtype.str, array.flat[positions].tobytes())
+    sample = array.flat[positions].tobytes()
+    release_pages(array)  # sampling touched pages all over a memory-mapped weight
+    return (array.shape, array.dtype.str, sample)
 
 
 class ContentKeys:
