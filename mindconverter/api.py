@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
-from .codegen.script import render_script
+from .codegen.script import load_from_safetensors, render_script
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
@@ -317,16 +317,22 @@ def _write_outputs(
     output_lines = [f"{name}: {_shape_text(graph, name)}" for name in graph.outputs]
     verification = None
     progress = context.progress
+    parameters = [(entry.name, entry.array) for entry in rendered.entries]
+    code, write = rendered.code, ckpt.write_checkpoint
+    if not ckpt.fits_ckpt(parameters):
+        paths.checkpoint = paths.checkpoint.with_suffix(".safetensors")
+        check_targets([paths.checkpoint], overwrite)
+        code, write = load_from_safetensors(code), ckpt.write_safetensors
+        context.notes.append(
+            "The weights exceed the 2 GB a MindSpore .ckpt can hold: the checkpoint is written "
+            'as safetensors; load it with ms.load_checkpoint(path, format="safetensors").'
+        )
+        say(f"NOTE: {context.notes[-1]}")
     with AtomicOutputs(overwrite=overwrite) as outputs:
-        outputs.write_text(paths.script, rendered.code)
-        total = sum(entry.array.nbytes for entry in rendered.entries)
+        outputs.write_text(paths.script, code)
+        total = sum(array.nbytes for _, array in parameters)
         with progress.bar("write the checkpoint", total) as advance:
-            outputs.write_with(
-                paths.checkpoint,
-                lambda stream: ckpt.write_checkpoint(
-                    stream, ((entry.name, entry.array) for entry in rendered.entries), advance
-                ),
-            )
+            outputs.write_with(paths.checkpoint, lambda stream: write(stream, parameters, advance))
         training = training_mode_operators(graph) if context.reference is not None else []
         if context.reference is not None:
             if rendered.unconverted:

@@ -182,7 +182,8 @@ def build_network(script: Path, checkpoint: Path):
     if not net.parameters_dict() and Path(checkpoint).stat().st_size == 0:
         net.set_train(False)
         return net  # a network without weights: MindSpore refuses to load an empty checkpoint
-    params = ms.load_checkpoint(str(checkpoint))
+    form = "safetensors" if str(checkpoint).endswith(".safetensors") else "ckpt"
+    params = ms.load_checkpoint(str(checkpoint), format=form)
     not_loaded, unused = ms.load_param_into_net(net, params, strict_load=True)
     if not_loaded or unused:
         raise make_error(

@@ -192,3 +192,22 @@ def test_a_terminal_sees_stage_progress_unless_quiet(tmp_path, monkeypatch, caps
     else:
         assert "write the checkpoint ... " in shown
     assert "Wall time " in capsys.readouterr().out
+
+
+def test_a_checkpoint_too_big_for_ckpt_is_written_as_safetensors(tmp_path, monkeypatch, capsys):
+    """MindSpore reads a .ckpt as one protobuf message (2 GB at most): past that the weights go
+    to <stem>.safetensors, the script header says how to load it, and --verify loads it."""
+    from mindconverter.outputs import checkpoint
+
+    monkeypatch.setattr(checkpoint, "CKPT_SIZE_LIMIT", 1000)
+    args = ["--model_file", str(FIXTURES / "tiny_resnet_dynamo.onnx"), "--shape", "2,3,32,32"]
+    assert main(args + ["--output", str(tmp_path), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "Verification MATCH" in out and "safetensors" in out
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".py", ".safetensors", ".txt"]
+    script = (tmp_path / "tiny_resnet_dynamo.py").read_text()
+    assert 'ms.load_checkpoint("<this script\'s stem>.safetensors", format="safetensors")' in script
+    assert (
+        "tiny_resnet_dynamo.safetensors"
+        in (tmp_path / "report_of_tiny_resnet_dynamo.txt").read_text()
+    )

@@ -45,6 +45,19 @@ def render_script(
     return RenderedModel(code, state.entries, state.unconverted, top.args, top.returns)
 
 
+# The header line that tells how to load the weights (see templates/model.py.j2).
+_CKPT_LOAD_LINE = 'ms.load_checkpoint("<this script\'s stem>.ckpt")'
+
+
+def load_from_safetensors(code: str) -> str:
+    """The script with its header telling to load ``<stem>.safetensors`` (checkpoints over 2 GB)."""
+    return code.replace(
+        _CKPT_LOAD_LINE,
+        'ms.load_checkpoint("<this script\'s stem>.safetensors", format="safetensors")',
+        1,
+    )
+
+
 def _path_expr(path: str) -> str:
     """An attribute path (``h.0.attn.weight``) as Python (``h[0].attn.weight``)."""
     parts = []

@@ -1,4 +1,5 @@
-"""Writing MindSpore ``.ckpt`` files without importing MindSpore.
+"""Writing MindSpore checkpoints without importing MindSpore: ``.ckpt``, and safetensors for
+checkpoints past the 2 GB a ``.ckpt`` can hold.
 
 A MindSpore checkpoint is the protobuf message ``Checkpoint { repeated Value value = 1; }`` with
 ``Value { required string tag = 1; TensorProto tensor = 2; }`` and ``TensorProto { repeated int64
@@ -11,7 +12,8 @@ weights is ever held.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -165,6 +167,75 @@ def write_checkpoint(
         release_pages(array)
         if progress is not None:
             progress(size)
+    return written
+
+
+# MindSpore reads a .ckpt as one protobuf message, which cannot exceed 2 GB; bigger checkpoints
+# are written in the safetensors format, which ``ms.load_checkpoint(..., format="safetensors")``
+# reads.
+CKPT_SIZE_LIMIT = (1 << 31) - 1
+_RECORD_OVERHEAD = 64  # bytes of a record beyond its name and tensor content, at most
+
+SAFETENSORS_DTYPES = {
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float64": "F64",
+    "int8": "I8",
+    "int16": "I16",
+    "int32": "I32",
+    "int64": "I64",
+    "uint8": "U8",
+    "uint16": "U16",
+    "uint32": "U32",
+    "uint64": "U64",
+    "bool": "BOOL",
+}
+
+
+def fits_ckpt(parameters: Sequence[tuple[str, np.ndarray]]) -> bool:
+    """Whether these parameters fit a ``.ckpt`` file MindSpore can read (under 2 GB)."""
+    size = sum(
+        np.asarray(array).nbytes + len(name.encode()) + _RECORD_OVERHEAD
+        for name, array in parameters
+    )
+    return size <= CKPT_SIZE_LIMIT
+
+
+def write_safetensors(
+    stream: BinaryIO,
+    parameters: Sequence[tuple[str, np.ndarray]],
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Write the parameters as a safetensors file, streamed: the JSON header (dtype, shape and
+    byte range of each tensor, in order) first, then each tensor's bytes straight from memory."""
+    header: dict[str, dict] = {}
+    offset = 0
+    for name, array in parameters:
+        array = np.asarray(array)
+        dtype = SAFETENSORS_DTYPES.get(array.dtype.name)
+        if dtype is None:
+            tensor_type_name(array.dtype)  # raises UNSUPPORTED_DTYPE
+        header[name] = {
+            "dtype": dtype,
+            "shape": [int(d) for d in array.shape],
+            "data_offsets": [offset, offset + array.nbytes],
+        }
+        offset += array.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    stream.write(len(text).to_bytes(8, "little"))
+    stream.write(text)
+    written = 8 + len(text)
+    for _, array in parameters:
+        array = np.asarray(array)
+        content = _little_endian_bytes(array)
+        stream.write(memoryview(content))
+        written += content.nbytes
+        del content
+        release_pages(array)
+        if progress is not None:
+            progress(array.nbytes)
     return written
 
 

@@ -93,3 +93,23 @@ def test_progress_is_told_each_record_size():
     sizes = []
     written = write_checkpoint(io.BytesIO(), PARAMETERS.items(), sizes.append)
     assert len(sizes) == len(PARAMETERS) and sum(sizes) == written
+
+
+def test_safetensors_for_checkpoints_past_what_a_ckpt_holds(tmp_path):
+    import mindspore as ms
+    from safetensors.numpy import load_file
+
+    from mindconverter.outputs.checkpoint import fits_ckpt, write_safetensors
+
+    parameters = {**PARAMETERS, "transposed": np.arange(12, dtype=np.float32).reshape(3, 4).T}
+    assert fits_ckpt(list(parameters.items()))
+    path = tmp_path / "model.safetensors"
+    with open(path, "wb") as stream:
+        written = write_safetensors(stream, list(parameters.items()))
+    assert written == path.stat().st_size
+    by_library = load_file(str(path))
+    by_mindspore = ms.load_checkpoint(str(path), format="safetensors")
+    for name, array in parameters.items():
+        np.testing.assert_array_equal(by_library[name], array)
+        np.testing.assert_array_equal(by_mindspore[name].asnumpy(), array)
+        assert by_mindspore[name].asnumpy().dtype == array.dtype
