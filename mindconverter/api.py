@@ -6,9 +6,11 @@ process.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -275,8 +277,33 @@ def convert(
     return result
 
 
+@contextlib.contextmanager
+def warnings_as_notes(notes: list[str], limit: int = 20) -> Iterator[None]:
+    """Python warnings raised inside (numpy overflow while folding constants, a library's
+    deprecation) become report notes instead of lines on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for item in caught:
+        text = "Warning while converting: " + one_line(
+            f"{item.category.__name__}: {item.message}", 300
+        )
+        if text not in notes and len(notes) < limit:
+            notes.append(text)
+
+
 def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say):
     """Load the model and run the pipeline and code generation: (graph, context, rendered)."""
+    notes: list[str] = []
+    with warnings_as_notes(notes):
+        graph, context, rendered = _run_pipeline(
+            model_path, input_nodes, output_nodes, settings, dynamic, say
+        )
+    context.notes.extend(note for note in notes if note not in context.notes)
+    return graph, context, rendered
+
+
+def _run_pipeline(model_path, input_nodes, output_nodes, settings, dynamic, say):
     graphdef_shapes = _in_input_order(settings["shapes"], input_nodes)
     store = WeightStore()
     with settings["progress"].stage("load the model"):
@@ -350,7 +377,10 @@ def _write_outputs(
                         f"Verification runs the model in onnxruntime and MindSpore: it needs about "
                         f"{3 * total / 2**30:.1f} GB of memory (3x the weights)."
                     )
-                with progress.bar("verify", len(shape_sets) or 1, unit="shape") as advance:
+                with (
+                    progress.bar("verify", len(shape_sets) or 1, unit="shape") as advance,
+                    warnings_as_notes(context.notes),
+                ):
                     verification = verify_conversion(
                         context.reference,
                         graph,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import MindConverterError, make_error
+from .text import escape_controls
 from .version import __version__
 
 DESCRIPTION = (
@@ -134,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _log(message: str) -> None:
     # Progress goes to stdout: stderr carries nothing but the one error line on failure.
-    print(message)
+    # Messages hold model-controlled names: escaped, they cannot forge lines or drive the terminal.
+    print(escape_controls(message))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
         from .ast_path import convert_script
 
         result = convert_script(args.in_file, args.output, args.report, overwrite=args.overwrite)
-        print(f"Converted script: {result.script_path}")
-        print(f"Report: {result.report_path} (converted rate {result.converted_rate:.2f}%)")
+        _log(f"Converted script: {result.script_path}")
+        _log(f"Report: {result.report_path} (converted rate {result.converted_rate:.2f}%)")
         return 0
     from .api import convert
     from .progress import Progress
@@ -177,14 +179,14 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress.for_terminal(quiet=args.quiet),
     )
     total = sum(result.operator_counts.values())
-    print(
+    _log(
         f"Converted {Path(args.model_file).name} in {result.seconds:.1f}s: "
         f"{total - len(result.unconverted)}/{total} operators ({result.converted_rate:.2f}%), "
         f"{result.parameter_count} parameters."
     )
     if result.unconverted:
         kinds = sorted({site.op_type for site in result.unconverted})
-        print(
+        _log(
             f"WARNING: {len(result.unconverted)} operator(s) not converted ({', '.join(kinds)}); "
             f"placeholders mark them in the script, see the report."
         )
@@ -194,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
         ("Report", result.report_path),
         ("Weight map", result.weight_map_path),
     ):
-        print(f"{label + ':':12}{path}")
-    print(f"Wall time {result.seconds:.1f}s, peak memory {result.peak_memory_mb:.0f} MB.")
+        _log(f"{label + ':':12}{path}")
+    _log(f"Wall time {result.seconds:.1f}s, peak memory {result.peak_memory_mb:.0f} MB.")
     return 0
 
 
@@ -211,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MindConverterError as exc:
         if args.debug:
             traceback.print_exc()
-        print(str(exc), file=sys.stderr)
+        print(escape_controls(str(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("Interrupted; nothing was written.", file=sys.stderr)
@@ -221,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         message = " ".join(str(exc).split())[:300]
         error = make_error("INTERNAL_ERROR", f"{type(exc).__name__}: {message}".rstrip(": ") + ".")
-        print(str(error), file=sys.stderr)
+        print(escape_controls(str(error)), file=sys.stderr)
         return error.exit_code
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jinja2
 
 
-def render_template(package: str, name: str, **values: Any) -> str:
+def render_template(
+    package: str, name: str, finalize: Callable[[Any], Any] | None = None, **values: Any
+) -> str:
     """Render ``<package>/templates/<name>`` with ``values`` (blocks trimmed, no HTML escaping:
-    every model-controlled value is escaped by the caller for its context)."""
+    every model-controlled value is escaped by the caller for its context, or by ``finalize``,
+    which every ``{{ ... }}`` output goes through)."""
     env = jinja2.Environment(
+        finalize=finalize,
         loader=jinja2.PackageLoader(package, "templates"),
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import itertools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,7 +145,7 @@ def run_onnxruntime(
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # its errors come back as exceptions; nothing on stderr
     try:
         weights = {}
         if store is not None:
@@ -175,6 +176,7 @@ def build_network(script: Path, checkpoint: Path):
 
     Returns the network; raises if a parameter is missing or left over.
     """
+    os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
     import mindspore as ms
 
     module = load_generated_module(script)
@@ -198,6 +200,7 @@ def run_mindspore(
     script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool = False
 ) -> list[np.ndarray]:
     """Run the converted network on numpy inputs; returns numpy outputs."""
+    os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
     import mindspore as ms
 
     ms.set_context(mode=ms.GRAPH_MODE if graph_mode else ms.PYNATIVE_MODE)

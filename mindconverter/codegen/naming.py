@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import sys
 import unicodedata
 
 from ..text import one_line
@@ -192,9 +193,21 @@ def module_name(stem: str) -> str:
     text = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or "model"
     if text[0].isdigit():
         text = f"model_{text}"
-    if keyword.iskeyword(text) or text in ("mindspore", "onnx", "numpy"):
+    if keyword.iskeyword(text) or _shadows_a_module(text):
         text = f"{text}_model"
     return text[:80]
+
+
+# Packages a generated script or its user imports beside the standard library.
+_TAKEN_MODULES = {"mindspore", "onnx", "numpy", "onnxruntime", "mindconverter", "math"}
+
+
+def _shadows_a_module(name: str) -> bool:
+    """Whether a script of this name would hide a standard-library module or a package it needs
+    (``signal.py`` beside the user's code breaks ``import signal``)."""
+    lowered = name.lower()  # case-insensitive file systems
+    stdlib = {m.lower() for m in sys.stdlib_module_names | set(sys.builtin_module_names)}
+    return lowered in stdlib or lowered in _TAKEN_MODULES
 
 
 class Namer:

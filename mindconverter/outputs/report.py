@@ -10,6 +10,7 @@ from ..codegen.rendered import RenderedModel
 from ..graph import Graph
 from ..mappers.base import MappedNode
 from ..templating import render_template
+from ..text import escape_controls
 
 
 @dataclass
@@ -66,6 +67,7 @@ def render_report(
     return render_template(
         "mindconverter.outputs",
         "report.txt.j2",
+        finalize=escape_controls,  # no model-controlled text can start a report line
         unconverted=sites,
         rate=converted_rate(mapped),
         model_name=comment_text(model_name),

@@ -1,0 +1,125 @@
+"""Hostile inputs, round two: forged lines and terminal escapes, impossible sizes, noise on
+stderr, script names that would hide a standard-library module."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from mindconverter.codegen.naming import module_name
+from tests.helpers import make_model
+from tests.robustness.util import error_of, run_cli, save
+
+ESCAPE = "\x1b[31m"
+
+
+def _relu(input_name: str = "x", output_name: str = "y") -> onnx.ModelProto:
+    return make_model(
+        [helper.make_node("Relu", [input_name], [output_name])],
+        [(input_name, np.float32, [1, 4])],
+        [(output_name, np.float32, [1, 4])],
+    )
+
+
+def _unknown_operator(op_type: str, domain: str) -> onnx.ModelProto:
+    model = make_model(
+        [helper.make_node(op_type, ["x"], ["y"], domain=domain)],
+        [("x", np.float32, [1, 4])],
+        [("y", np.float32, [1, 4])],
+    )
+    model.opset_import.append(helper.make_opsetid(domain, 1))
+    return model
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        _relu(f"x{ESCAPE}red\x1b[0m"),
+        _relu(output_name="y\nConverted rate: 100.00%"),
+        _unknown_operator("Op\n    Relu 99", f"my.domain{ESCAPE}\x1b[2J"),
+    ],
+    ids=["escape-in-input-name", "newline-in-output-name", "newline-in-op-type-and-domain"],
+)
+def test_model_text_never_forges_a_line_or_reaches_the_terminal_raw(tmp_path, model):
+    path = save(model, tmp_path / "m.onnx")
+    code, out, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 0 and err == ""
+    report = (tmp_path / "out" / "report_of_m.txt").read_text()
+    for text in (out, report):
+        assert "\x1b" not in text
+        assert not any(
+            line.startswith(("Converted rate", "    Relu 99")) for line in text.split("\n")
+        )
+    assert "\\x1b" in out + report or "\\n" in out + report  # shown, escaped
+
+
+def test_a_value_no_machine_could_hold_is_refused(tmp_path):
+    model = make_model(
+        [helper.make_node("Expand", ["x", "shape"], ["y"])],
+        [("x", np.float32, [1, 1])],
+        [("y", np.float32, None)],
+        {"shape": np.array([2**31, 2**31], np.int64)},
+    )
+    path = save(model, tmp_path / "m.onnx")
+    code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 1 and error_of(err)[0] == "ABSURD_DIMENSION"
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_numpy_warnings_while_folding_go_to_the_report_not_stderr(tmp_path):
+    model = make_model(
+        [
+            helper.make_node("Cast", ["c"], ["h"], to=onnx.TensorProto.FLOAT16),  # overflows
+            helper.make_node("Cast", ["h"], ["f"], to=onnx.TensorProto.FLOAT),
+            helper.make_node("Div", ["d", "d"], ["q"]),  # 0 / 0
+            helper.make_node("Add", ["f", "q"], ["s"]),
+            helper.make_node("Add", ["x", "s"], ["y"]),
+        ],
+        [("x", np.float32, [2])],
+        [("y", np.float32, [2])],
+        {
+            "c": np.array([60000, 70000], np.float32),
+            "d": np.array([0.0, 1.0], np.float32),
+        },
+    )
+    path = save(model, tmp_path / "m.onnx")
+    code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 0 and err == ""
+    report = (tmp_path / "out" / "report_of_m.txt").read_text()
+    assert "Warning while converting: RuntimeWarning: overflow" in report
+
+
+@pytest.mark.parametrize("stem", ["signal", "json", "types", "os", "Math", "numpy", "random"])
+def test_script_names_never_hide_a_module_it_or_its_user_imports(stem):
+    assert module_name(stem) == f"{stem}_model"
+    assert module_name("resnet50") == "resnet50"
+
+
+def test_a_model_named_like_a_standard_module_gives_an_importable_script(tmp_path):
+    path = save(_relu(), tmp_path / "signal.onnx")
+    code, out, _ = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "report_of_signal_model.txt",
+        "signal_model.ckpt",
+        "signal_model.py",
+        "weight_map_of_signal_model.json",
+    ]
+
+
+def test_folding_weights_is_silent_too(tmp_path):
+    weight = numpy_helper.from_array(np.full((2, 2), 1e30, np.float32), "w")
+    model = make_model(
+        [
+            helper.make_node("Mul", ["w", "w"], ["ww"]),  # inf: overflow while folding
+            helper.make_node("MatMul", ["x", "ww"], ["y"]),
+        ],
+        [("x", np.float32, [1, 2])],
+        [("y", np.float32, [1, 2])],
+        {"w": numpy_helper.to_array(weight)},
+    )
+    path = save(model, tmp_path / "m.onnx")
+    code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 0 and err == ""
