@@ -153,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
     if args.in_file:
         from .ast_path import convert_script
 
-        result = convert_script(args.in_file, args.output, args.report, overwrite=args.overwrite)
+        result = convert_script(
+            args.in_file, args.output, args.report, overwrite=args.overwrite, notify=_log
+        )
         _log(f"Converted script: {result.script_path}")
         _log(f"Report: {result.report_path} (converted rate {result.converted_rate:.2f}%)")
         return 0

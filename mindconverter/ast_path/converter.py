@@ -12,6 +12,7 @@ import ast
 import io
 import sys
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import make_error
@@ -115,15 +116,29 @@ def _fallback(source: str, name: str, reason: str) -> SourceConversion:
     )
 
 
+# The longest script --in_file reads (real model definitions are a few hundred KB at most).
+MAX_SCRIPT_BYTES = 8 << 20
+
+
 def _read_script(path: Path) -> str:
     if not path.exists():
         raise make_error("FILE_NOT_FOUND", f"The script '{path}' does not exist.")
     if path.is_dir():
         raise make_error("FILE_IS_DIRECTORY", f"'{path}' is a directory, not a Python script.")
+    if not path.is_file():  # a FIFO would block, a device never end
+        raise make_error(
+            "SCRIPT_UNREADABLE", f"'{path}' is not a regular file (a device, pipe or socket)."
+        )
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
         raise make_error("SCRIPT_UNREADABLE", f"Cannot read '{path}': {exc.strerror}.") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise make_error(
+            "SCRIPT_UNREADABLE",
+            f"'{path}' is larger than {MAX_SCRIPT_BYTES >> 20} MB; no model script is that long.",
+        )
     if not data.strip():
         raise make_error("FILE_EMPTY", f"The script '{path}' is empty.")
     if b"\x00" in data:
@@ -146,10 +161,15 @@ def convert_script(
     output_dir: str | Path,
     report_dir: str | Path | None = None,
     overwrite: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> ScriptConversionResult:
     """Convert the PyTorch script `in_file`; write `<name>.py` to `output_dir` and
-    `report_of_<name>.txt` to `report_dir` (default: `output_dir`)."""
-    print(DEPRECATION, file=sys.stderr)
+    `report_of_<name>.txt` to `report_dir` (default: `output_dir`). The deprecation notice goes
+    to ``notify`` (default: stderr; the CLI prints it on stdout, keeping stderr for errors)."""
+    if notify is None:
+        print(DEPRECATION, file=sys.stderr)
+    else:
+        notify(DEPRECATION)
     path = Path(in_file)
     text = _read_script(path)
     try:

@@ -123,3 +123,21 @@ def test_folding_weights_is_silent_too(tmp_path):
     path = save(model, tmp_path / "m.onnx")
     code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
     assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "too-large"])
+def test_in_file_reads_only_bounded_regular_files(tmp_path, kind):
+    import os
+
+    if kind == "fifo":
+        path = tmp_path / "model.py"
+        os.mkfifo(path)  # reading it would block forever
+    elif kind == "device":
+        path = "/dev/zero"  # reading it would never end
+    else:
+        path = tmp_path / "model.py"
+        path.write_text("x = 1\n" * (2 << 20))  # 12 MB
+    code, out, err = run_cli(["--in_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 1 and error_of(err)[0] == "SCRIPT_UNREADABLE"
+    assert len(err.strip().splitlines()) == 1  # the deprecation notice is on stdout
+    assert not (tmp_path / "out").exists()
