@@ -7,6 +7,7 @@ code; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import textwrap
 import traceback
@@ -203,8 +204,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so staged files are removed."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _stop(number: int, frame) -> None:
+    raise Stopped(number)
+
+
+def _stop_on_signals() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Stopped` (only possible in the main thread)."""
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            try:
+                signal.signal(number, _stop)
+            except ValueError:  # not the main thread (an embedding program)
+                return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mindconverter`` command."""
+    _stop_on_signals()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -217,9 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(escape_controls(str(exc)), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("Interrupted; nothing was written.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        number = stop.number if isinstance(stop, Stopped) else signal.SIGINT
+        print(
+            f"Interrupted by {signal.Signals(number).name}; nothing was written.", file=sys.stderr
+        )
+        return 128 + number
     except Exception as exc:  # a bug (or MemoryError...): still one line unless --debug
         if args.debug:
             traceback.print_exc()

@@ -132,6 +132,14 @@ def _place_new(tmp: Path, final: Path) -> None:
         tmp.unlink()
 
 
+def _set_aside(final: Path) -> Path:
+    """Rename an existing result to a fresh hidden name beside it; returns that name."""
+    handle, name = tempfile.mkstemp(prefix=f".{final.name[:40]}.", suffix=".old", dir=final.parent)
+    os.close(handle)
+    os.replace(final, name)
+    return Path(name)
+
+
 class AtomicOutputs:
     """Collects result files as temporaries, then publishes them all at once.
 
@@ -192,26 +200,34 @@ class AtomicOutputs:
         raise KeyError(target)
 
     def publish(self) -> list[Path]:
-        """Move every staged file into place; returns the final paths."""
+        """Move every staged file into place; returns the final paths.
+
+        All or nothing: with ``overwrite``, the previous results are first set aside under
+        hidden names and put back if any file cannot be placed (or the process is interrupted
+        meanwhile), so a failure never leaves a mix of old and new files.
+        """
         check_targets([final for _, final in self._pending], self.overwrite)
         published: list[Path] = []
+        set_aside: list[tuple[Path, Path]] = []
         mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; results get the usual permissions
-        for tmp, final in self._pending:
-            try:
+        try:
+            for tmp, final in self._pending:
                 os.chmod(tmp, mode)
-                if self.overwrite:
-                    os.replace(tmp, final)
-                else:
-                    _place_new(tmp, final)
-            except OSError as exc:
-                for path in published:  # take back what this call put in place (new files only)
-                    if not self.overwrite:
-                        path.unlink(missing_ok=True)
-                error = (
-                    "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
-                )
-                raise make_error(error, f"Cannot put '{final}' in place: {exc.strerror}.") from None
-            published.append(final)
+                if self.overwrite and os.path.lexists(final):
+                    set_aside.append((_set_aside(final), final))
+                _place_new(tmp, final)
+                published.append(final)
+        except BaseException as exc:
+            for path in published:  # take back what this call put in place
+                path.unlink(missing_ok=True)
+            for old, final in set_aside:
+                os.replace(old, final)
+            if not isinstance(exc, OSError):
+                raise
+            error = "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
+            raise make_error(error, f"Cannot put '{final}' in place: {exc.strerror}.") from None
+        for old, _ in set_aside:
+            old.unlink(missing_ok=True)
         self._pending.clear()
         self._created.clear()
         return published

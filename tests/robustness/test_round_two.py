@@ -3,6 +3,8 @@ stderr, script names that would hide a standard-library module."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -13,6 +15,7 @@ from tests.helpers import make_model
 from tests.robustness.util import error_of, run_cli, save
 
 ESCAPE = "\x1b[31m"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _relu(input_name: str = "x", output_name: str = "y") -> onnx.ModelProto:
@@ -141,3 +144,65 @@ def test_in_file_reads_only_bounded_regular_files(tmp_path, kind):
     assert code == 1 and error_of(err)[0] == "SCRIPT_UNREADABLE"
     assert len(err.strip().splitlines()) == 1  # the deprecation notice is on stdout
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_during_any_stage_leaves_the_previous_results_and_no_temporaries(
+    tmp_path, signal_name
+):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "mindconverter", "--model_file"]
+    args += [
+        str(FIXTURES / "tiny_resnet_dynamo.onnx"),
+        "--shape",
+        "1,3,32,32",
+        "--output",
+        str(out),
+    ]
+    assert subprocess.run(args, capture_output=True, timeout=600).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    process = subprocess.Popen(
+        args + ["--overwrite", "--verify"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 300
+    while not any(".tmp" in p.name for p in out.iterdir()):  # staged: verification is next
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(getattr(signal, signal_name))
+    _, err = process.communicate(timeout=300)
+    number = getattr(signal, signal_name)
+    assert process.returncode == 128 + number, err
+    assert err.decode().strip().splitlines() == [
+        f"Interrupted by {signal_name}; nothing was written."
+    ]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_failure_while_publishing_over_old_results_puts_them_back(tmp_path, monkeypatch):
+    from mindconverter.outputs import atomic
+
+    targets = [tmp_path / name for name in ("a.py", "a.ckpt", "report.txt")]
+    for path in targets:
+        path.write_text(f"old {path.name}")
+    calls = []
+
+    def failing_third(tmp, final):
+        calls.append(final)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(tmp, final)
+
+    real = atomic._place_new
+    monkeypatch.setattr(atomic, "_place_new", failing_third)
+    with pytest.raises(Exception) as info, atomic.AtomicOutputs(overwrite=True) as outputs:
+        for path in targets:
+            outputs.write_text(path, f"new {path.name}")
+        outputs.publish()
+    assert getattr(info.value, "key", "") == "OUTPUT_NOT_WRITABLE"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in targets)
+    assert all(path.read_text() == f"old {path.name}" for path in targets)
