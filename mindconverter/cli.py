@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import MindConverterError, make_error
+from .outputs.atomic import Stopped
 from .text import escape_controls
 from .version import __version__
 
@@ -204,32 +205,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so staged files are removed."""
-
-    def __init__(self, number: int):
-        super().__init__(number)
-        self.number = number
-
-
-def _stop(number: int, frame) -> None:
-    raise Stopped(number)
-
-
-def _stop_on_signals() -> None:
-    """Turn SIGTERM and SIGHUP into :class:`Stopped` (only possible in the main thread)."""
-    for name in ("SIGTERM", "SIGHUP"):
-        number = getattr(signal, name, None)
-        if number is not None:
-            try:
-                signal.signal(number, _stop)
-            except ValueError:  # not the main thread (an embedding program)
-                return
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mindconverter`` command."""
-    _stop_on_signals()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

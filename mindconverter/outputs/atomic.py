@@ -8,6 +8,7 @@ caller passes ``overwrite=True``.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -140,6 +141,37 @@ def _set_aside(final: Path) -> Path:
     return Path(name)
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while results were staged: unwinds like Ctrl-C, so the staged
+    files are removed and the previous results stay."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _raise_stopped(number: int, frame) -> None:
+    raise Stopped(number)
+
+
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def _catch_stop_signals() -> dict:
+    """Make SIGTERM/SIGHUP raise :class:`Stopped`; returns the handlers to restore. Outside the
+    main thread (an embedding program) signals cannot be caught and nothing changes. Before any
+    file is staged the default action (ending the process at once) leaves nothing behind."""
+    previous = {}
+    for number in _STOP_SIGNALS:
+        try:
+            previous[number] = signal.signal(number, _raise_stopped)
+        except ValueError:
+            break
+    return previous
+
+
 class AtomicOutputs:
     """Collects result files as temporaries, then publishes them all at once.
 
@@ -148,15 +180,21 @@ class AtomicOutputs:
 
     def __init__(self, overwrite: bool = False):
         self.overwrite = overwrite
+        self._previous_handlers: dict = {}
         self._pending: list[tuple[Path, Path]] = []
         self._created: list[Path] = []
 
     def __enter__(self) -> AtomicOutputs:
+        self._previous_handlers = _catch_stop_signals()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.discard()
+        try:
+            if exc_type is not None:
+                self.discard()
+        finally:
+            for number, handler in self._previous_handlers.items():
+                signal.signal(number, handler)
 
     @contextmanager
     def open(self, target: Path) -> Iterator[BinaryIO]:

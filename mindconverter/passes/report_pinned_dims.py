@@ -18,6 +18,7 @@ _SHAPE_TAKERS = {"Reshape": 1, "Expand": 1, "Tile": 1, "ConstantOfShape": 0}
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Record a note for every declared dynamic dimension that inference found fixed."""
+    known = len(context.notes)
     for name, dims in context.declared_shapes.items():
         inferred = graph.symbolic_shapes.get(name, ())
         for axis, (want, got) in enumerate(zip(dims, inferred)):
@@ -30,7 +31,7 @@ def run(graph: Graph, context: PassContext) -> bool:
                     f"the model fixes it to {got}{where}. The network keeps it at {got}; export "
                     "with that axis dynamic (and no size-dependent tracing) to change it."
                 )
-    for note in context.notes:
+    for note in context.notes[known:]:  # earlier passes said theirs already
         context.say(f"NOTE: {note}")
     return False
 

@@ -17,7 +17,10 @@ A ``Loop`` whose condition input is given is only unrolled when its condition, a
 can be evaluated from constants (a data-dependent ``while`` stays a Loop, which the mapper then
 reports as unsupported). Loops above ``MAX_ITERATIONS`` iterations or ``MAX_UNROLLED_NODES``
 copied nodes stay too. Only loops in the main graph are unrolled; loops nested in a body become
-main-graph nodes once their parent is unrolled and are handled on the next simplify round.
+main-graph nodes once their parent is unrolled and are handled on the next simplify round. Node
+counts include the nodes of nested subgraphs, and a round that would grow the graph past
+``MAX_GRAPH_NODES`` unrolls nothing (nested loops with constant trip counts multiply: three
+levels of 200 would make millions of nodes), which the pass reports in a note.
 """
 
 from __future__ import annotations
@@ -36,6 +39,24 @@ from .context import PassContext
 
 MAX_ITERATIONS = 4096
 MAX_UNROLLED_NODES = 200_000
+MAX_GRAPH_NODES = 100_000
+
+
+class _OverBudget(Exception):
+    """Unrolling this round would make the graph larger than MAX_GRAPH_NODES."""
+
+
+def nested_size(nodes) -> int:
+    """Nodes, counting those of every subgraph they hold."""
+    total = 0
+    for node in nodes:
+        total += 1
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                total += nested_size(attr.g.node)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                total += sum(nested_size(sub.node) for sub in attr.graphs)
+    return total
 
 
 class _Unrolling:
@@ -74,7 +95,17 @@ class _Unrolling:
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Replace every main-graph Loop/Scan with a known iteration count by its unrolled body."""
-    changed = unroll_loops(graph)
+    try:
+        changed = unroll_loops(graph)
+    except _OverBudget:
+        note = (
+            f"Loops were left as they are: unrolling them would make more than "
+            f"{MAX_GRAPH_NODES} nodes."
+        )
+        if note not in context.notes:
+            context.notes.append(note)
+            context.say(f"NOTE: {note}")
+        return False
     if changed:
         graph.edited()
     return changed
@@ -90,6 +121,7 @@ def unroll_loops(graph: Graph) -> bool:
         return False
     state = _Unrolling(graph)
     nodes, changed = [], False
+    budget = MAX_GRAPH_NODES - nested_size(model.graph.node)
     for node in model.graph.node:
         unrolled = None
         if node.domain in ("", "ai.onnx"):
@@ -100,6 +132,9 @@ def unroll_loops(graph: Graph) -> bool:
         if unrolled is None:
             nodes.append(node)
         else:
+            budget -= nested_size(unrolled) - nested_size([node])
+            if budget < 0:
+                raise _OverBudget
             nodes.extend(unrolled)
             changed = True
     if changed:
@@ -252,9 +287,8 @@ def _unroll_loop(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
         return None  # data-dependent start, or an endless loop
     count = int(trip) if trip is not None else MAX_ITERATIONS + 1
     budget = min(count, MAX_ITERATIONS + 1)
-    if not has_cond and (
-        count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES
-    ):
+    body_size = max(nested_size(body.node), 1)
+    if not has_cond and (count > MAX_ITERATIONS or count * body_size > MAX_UNROLLED_NODES):
         return None  # (with a condition, the real count is found while unrolling)
     copier = _Copier(node, body, state)
     wanted = _condition_cone(body, carried) if has_cond else set()
@@ -262,7 +296,7 @@ def _unroll_loop(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
     for iteration in itertools.count():
         if iteration >= budget or not bool(cond):
             break
-        if iteration >= MAX_ITERATIONS or len(copier.nodes) > MAX_UNROLLED_NODES:
+        if iteration >= MAX_ITERATIONS or (iteration + 1) * body_size > MAX_UNROLLED_NODES:
             return None
         bindings = {
             body.input[0].name: state.add_const(
@@ -316,7 +350,11 @@ def _unroll_scan(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
     if len(lengths) != 1:
         return None
     count = lengths.pop()
-    if count < 1 or count > MAX_ITERATIONS or count * max(len(body.node), 1) > MAX_UNROLLED_NODES:
+    if (
+        count < 1
+        or count > MAX_ITERATIONS
+        or count * max(nested_size(body.node), 1) > MAX_UNROLLED_NODES
+    ):
         return None
     copier = _Copier(node, body, state)
     values = list(node.input[:carried])
@@ -363,4 +401,4 @@ def _unroll_scan(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
     return copier.nodes
 
 
-__all__ = ["MAX_ITERATIONS", "MAX_UNROLLED_NODES", "unroll_loops"]
+__all__ = ["MAX_GRAPH_NODES", "MAX_ITERATIONS", "MAX_UNROLLED_NODES", "unroll_loops"]

@@ -206,3 +206,51 @@ def test_a_failure_while_publishing_over_old_results_puts_them_back(tmp_path, mo
     assert getattr(info.value, "key", "") == "OUTPUT_NOT_WRITABLE"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in targets)
     assert all(path.read_text() == f"old {path.name}" for path in targets)
+
+
+def test_nested_loops_with_constant_trip_counts_stay_bounded(tmp_path):
+    """Three nested Loops of 200 iterations would unroll to millions of nodes: the converter
+    stops at its budget, says so, and finishes quickly."""
+    import time
+
+    from onnx import TensorProto
+
+    def body(depth: int) -> onnx.GraphProto:
+        nodes = [helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+        value = "v_in"
+        if depth:
+            trip = numpy_helper.from_array(np.array(200, np.int64))
+            nodes.append(helper.make_node("Constant", [], [f"m{depth}"], value=trip))
+            nodes.append(
+                helper.make_node(
+                    "Loop", [f"m{depth}", "", "v_in"], [f"w{depth}"], body=body(depth - 1)
+                )
+            )
+            value = f"w{depth}"
+        one = numpy_helper.from_array(np.array([1.0], np.float32))
+        nodes.append(helper.make_node("Constant", [], [f"one{depth}"], value=one))
+        nodes.append(helper.make_node("Add", [value, f"one{depth}"], ["v_out"]))
+        info = helper.make_tensor_value_info
+        return helper.make_graph(
+            nodes,
+            f"body{depth}",
+            [
+                info("i", TensorProto.INT64, []),
+                info("cond_in", TensorProto.BOOL, []),
+                info("v_in", 1, [1]),
+            ],
+            [info("cond_out", TensorProto.BOOL, []), info("v_out", 1, [1])],
+        )
+
+    model = make_model(
+        [helper.make_node("Loop", ["m", "", "x"], ["y"], body=body(3))],
+        [("x", np.float32, [1])],
+        [("y", np.float32, [1])],
+        {"m": np.array(200, np.int64)},
+    )
+    path = save(model, tmp_path / "m.onnx")
+    started = time.monotonic()
+    code, out, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert time.monotonic() - started < 60
+    assert code == 0 and err == ""
+    assert out.count("NOTE: Loops were left as they are") == 1
