@@ -95,6 +95,7 @@ def fill_template(
         inputs_doc=inputs_doc,
         outputs_doc=outputs_doc,
         uses=state.uses,
+        has_weights=bool(state.entries),
         init_lines=init_lines,
         body=body,
         classes=[

@@ -420,6 +420,11 @@ def _check_graph(
                 continue
             if out in produced or out in local:
                 raise _invalid(f"Value '{out}' is written twice (by node {label!r}){where}.")
+            if out in outer:  # ONNX values are single-assignment across nested graphs too
+                raise _invalid(
+                    f"Value '{out}' (node {label!r}){where} shadows a value of the enclosing "
+                    "graph; ONNX needs every value name unique across subgraphs."
+                )
             produced[out] = index
     available = defined | set(produced)
     for index, node in enumerate(graph.node):

@@ -1,9 +1,8 @@
 # MindSpore network converted from custom_op.onnx by mindconverter 0.1.0.
 # Source: ONNX opset 17, produced by golden.
 # Converted for input shapes: x: float32[2, 3].
-# Load the weights with:
+# The network has no weights (its checkpoint is empty, nothing to load):
 #     net = MindSporeModel()
-#     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
 from mindspore import nn, ops
 
 

@@ -254,3 +254,44 @@ def test_nested_loops_with_constant_trip_counts_stay_bounded(tmp_path):
     assert time.monotonic() - started < 60
     assert code == 0 and err == ""
     assert out.count("NOTE: Loops were left as they are") == 1
+
+
+def test_a_network_without_weights_is_documented_as_such(tmp_path):
+    path = save(_relu(), tmp_path / "m.onnx")
+    code, _, _ = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    script = (tmp_path / "out" / "m.py").read_text()
+    assert code == 0
+    assert "load_checkpoint" not in script
+    assert "no weights" in script.split("\n\n")[0]
+
+
+def test_shadowing_a_value_of_the_enclosing_graph_is_refused(tmp_path):
+    info = helper.make_tensor_value_info
+    hundred = numpy_helper.from_array(np.array([100.0], np.float32))
+    then_branch = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["c"], value=hundred),
+            helper.make_node("Add", ["x", "c"], ["t"]),  # 't' is also an outer value
+        ],
+        "then",
+        [],
+        [info("t", 1, [1])],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["o"])], "else", [], [info("o", 1, [1])]
+    )
+    model = make_model(
+        [
+            helper.make_node("Mul", ["x", "two"], ["t"]),
+            helper.make_node(
+                "If", ["cond"], ["r"], then_branch=then_branch, else_branch=else_branch
+            ),
+            helper.make_node("Add", ["r", "t"], ["y"]),
+        ],
+        [("x", np.float32, [1])],
+        [("y", np.float32, [1])],
+        {"two": np.array([2.0], np.float32), "cond": np.array(True)},
+    )
+    path = save(model, tmp_path / "m.onnx")
+    code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
+    assert code == 1 and error_of(err)[0] == "INVALID_GRAPH" and "shadows" in err
