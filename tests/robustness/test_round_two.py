@@ -216,31 +216,23 @@ def test_nested_loops_with_constant_trip_counts_stay_bounded(tmp_path):
     from onnx import TensorProto
 
     def body(depth: int) -> onnx.GraphProto:
-        nodes = [helper.make_node("Identity", ["cond_in"], ["cond_out"])]
-        value = "v_in"
+        d = str(depth)  # names unique across nesting levels (ONNX values are single-assignment)
+        nodes = [helper.make_node("Identity", ["cond_in" + d], ["cond_out" + d])]
+        value = "v_in" + d
         if depth:
             trip = numpy_helper.from_array(np.array(200, np.int64))
-            nodes.append(helper.make_node("Constant", [], [f"m{depth}"], value=trip))
-            nodes.append(
-                helper.make_node(
-                    "Loop", [f"m{depth}", "", "v_in"], [f"w{depth}"], body=body(depth - 1)
-                )
-            )
-            value = f"w{depth}"
+            nodes.append(helper.make_node("Constant", [], ["m" + d], value=trip))
+            inner = body(depth - 1)
+            nodes.append(helper.make_node("Loop", ["m" + d, "", value], ["w" + d], body=inner))
+            value = "w" + d
         one = numpy_helper.from_array(np.array([1.0], np.float32))
-        nodes.append(helper.make_node("Constant", [], [f"one{depth}"], value=one))
-        nodes.append(helper.make_node("Add", [value, f"one{depth}"], ["v_out"]))
+        nodes.append(helper.make_node("Constant", [], ["one" + d], value=one))
+        nodes.append(helper.make_node("Add", [value, "one" + d], ["v_out" + d]))
         info = helper.make_tensor_value_info
-        return helper.make_graph(
-            nodes,
-            f"body{depth}",
-            [
-                info("i", TensorProto.INT64, []),
-                info("cond_in", TensorProto.BOOL, []),
-                info("v_in", 1, [1]),
-            ],
-            [info("cond_out", TensorProto.BOOL, []), info("v_out", 1, [1])],
-        )
+        inputs = [info("i" + d, TensorProto.INT64, []), info("cond_in" + d, TensorProto.BOOL, [])]
+        inputs.append(info("v_in" + d, 1, [1]))
+        outputs = [info("cond_out" + d, TensorProto.BOOL, []), info("v_out" + d, 1, [1])]
+        return helper.make_graph(nodes, "body" + d, inputs, outputs)
 
     model = make_model(
         [helper.make_node("Loop", ["m", "", "x"], ["y"], body=body(3))],
