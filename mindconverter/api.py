@@ -162,6 +162,21 @@ def _check_arguments(model_file, input_nodes, output_nodes, output, report, tole
         raise make_error("BAD_ARGUMENT", f"tolerance must be a positive number, not {tolerance!r}.")
 
 
+def _check_options(flags: dict, registry, log, progress) -> None:
+    """Reject option values of the wrong kind with BAD_ARGUMENT (never a TypeError later on)."""
+    for label, value in flags.items():
+        if not isinstance(value, bool):
+            raise make_error("BAD_ARGUMENT", f"{label} must be True or False, not {value!r}.")
+    for label, value, kind in (
+        ("registry", registry, MapperRegistry),
+        ("progress", progress, Progress),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise make_error("BAD_ARGUMENT", f"{label} must be a {kind.__name__} or None.")
+    if log is not None and not callable(log):
+        raise make_error("BAD_ARGUMENT", "log must be a function taking one message, or None.")
+
+
 def _in_input_order(
     shapes: list[tuple[str | None, tuple[int, ...]]] | None, input_nodes: Sequence[str] | None
 ) -> list[tuple[int, ...]] | None:
@@ -213,6 +228,20 @@ def convert(
     ``MindConverterError`` subclasses.
     """
     started = time.perf_counter()
+    _check_options(
+        dict(
+            overwrite=overwrite,
+            strict=strict,
+            verify=verify,
+            graph_mode=graph_mode,
+            dynamic=dynamic,
+            float32=float32,
+            debug=debug,
+        ),
+        registry,
+        log,
+        progress,
+    )
     say = log or (lambda message: None)
     progress = progress or Progress()
     _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -92,3 +93,25 @@ def test_model_file_must_be_a_path(tmp_path):
     with pytest.raises(ArgumentError) as info:
         convert(123, output=tmp_path / "out")
     assert info.value.key == "BAD_ARGUMENT"
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"overwrite": "yes"},
+        {"verify": 1},
+        {"dynamic": "no"},
+        {"float32": None},
+        {"registry": 3},
+        {"log": 3},
+        {"progress": 3},
+    ],
+)
+def test_options_of_the_wrong_kind_are_argument_errors(tmp_path, option):
+    from mindconverter.errors import MindConverterError
+
+    model = Path(__file__).resolve().parent / "fixtures" / "tiny_resnet_dynamo.onnx"
+    with pytest.raises(MindConverterError) as info:
+        convert(model, shape="1,3,32,32", output=tmp_path / "out", **option)
+    assert info.value.key == "BAD_ARGUMENT"
+    assert not (tmp_path / "out").exists()

@@ -6,6 +6,7 @@ The input file is only ever opened for reading and nothing is written beside it.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import numpy as np
 import onnx
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
-from onnx import external_data_helper, helper
+from onnx import external_data_helper, helper, numpy_helper
 
 from ..errors import make_error
 from ..graph.weight_store import FileRange, WeightStore, is_held, mark_held, worth_holding
@@ -69,6 +70,7 @@ def load_onnx(path: Path, store: WeightStore | None = None) -> onnx.ModelProto:
                 if tensor.name in split.ranges and is_held(tensor):
                     store.add_range(tensor, split.ranges[tensor.name])
             _load_external_data(split.model, path.parent, store)
+            densify_sparse_initializers(split.model)
             return split.model
     data = _read(path)
     model = onnx.ModelProto()
@@ -82,7 +84,37 @@ def load_onnx(path: Path, store: WeightStore | None = None) -> onnx.ModelProto:
     if not model.HasField("graph") or not model.opset_import:
         raise make_error("FILE_CORRUPT", f"'{path.name}' parses but holds no ONNX graph or opset.")
     _load_external_data(model, path.parent, store)
+    densify_sparse_initializers(model)
     return model
+
+
+def densify_sparse_initializers(model: onnx.ModelProto) -> None:
+    """Turn the main graph's sparse initializers into ordinary (dense) ones: MindSpore
+    parameters are dense, and every later stage then sees one kind of weight."""
+    graph = model.graph
+    for sparse in graph.sparse_initializer:
+        name = sparse.values.name
+        dims = [int(d) for d in sparse.dims]
+        if any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
+            raise make_error(
+                "ABSURD_DIMENSION", f"Sparse initializer '{name}' declares dims {dims}."
+            )
+        try:
+            values = numpy_helper.to_array(sparse.values).reshape(-1)
+            indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+            if indices.size and indices.min() < 0:
+                raise ValueError("negative index")
+            dense = np.zeros(dims, values.dtype)
+            if indices.ndim == 1:
+                dense.reshape(-1)[indices] = values
+            else:
+                dense[tuple(indices.T)] = values
+        except (ValueError, IndexError, TypeError) as exc:
+            raise _invalid(f"Sparse initializer '{name}' is malformed ({exc}).") from None
+        if any(init.name == name for init in graph.initializer):
+            raise _invalid(f"Initializer '{name}' is stored twice (dense and sparse).")
+        graph.initializer.append(numpy_helper.from_array(dense, name))
+    graph.ClearField("sparse_initializer")
 
 
 def _read(path: Path) -> bytes:

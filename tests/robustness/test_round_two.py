@@ -287,3 +287,24 @@ def test_shadowing_a_value_of_the_enclosing_graph_is_refused(tmp_path):
     path = save(model, tmp_path / "m.onnx")
     code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out")])
     assert code == 1 and error_of(err)[0] == "INVALID_GRAPH" and "shadows" in err
+
+
+def test_sparse_initializers_are_converted_dense(tmp_path):
+    values = numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "w")
+    indices = numpy_helper.from_array(np.array([0, 3], np.int64), "w_indices")
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [("x", np.float32, [4])],
+        [("y", np.float32, [4])],
+    )
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4]))
+    path = save(model, tmp_path / "m.onnx")
+    code, out, err = run_cli(
+        ["--model_file", str(path), "--output", str(tmp_path / "out"), "--verify"]
+    )
+    assert code == 0 and "Verification MATCH" in out, err
+    model.graph.sparse_initializer[0].indices.int64_data[:] = [0, 9]  # outside dims [4]
+    model.graph.sparse_initializer[0].indices.ClearField("raw_data")
+    save(model, path)
+    code, _, err = run_cli(["--model_file", str(path), "--output", str(tmp_path / "out2")])
+    assert code == 1 and error_of(err)[0] == "INVALID_GRAPH"
