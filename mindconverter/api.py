@@ -263,7 +263,7 @@ def convert(
     graph, context, rendered = _convert_graph(
         model_path, input_nodes, output_nodes, settings, dynamic, say
     )
-    if dynamic and rendered.unconverted:
+    if dynamic and graph.dynamic_dims and rendered.unconverted:
         # a network that runs at the example sizes beats one with placeholders
         quiet = {**settings, "progress": Progress()}
         static = _convert_graph(model_path, input_nodes, output_nodes, quiet, False, None)

@@ -18,9 +18,10 @@ can be evaluated from constants (a data-dependent ``while`` stays a Loop, which 
 reports as unsupported). Loops above ``MAX_ITERATIONS`` iterations or ``MAX_UNROLLED_NODES``
 copied nodes stay too. Only loops in the main graph are unrolled; loops nested in a body become
 main-graph nodes once their parent is unrolled and are handled on the next simplify round. Node
-counts include the nodes of nested subgraphs, and a round that would grow the graph past
-``MAX_GRAPH_NODES`` unrolls nothing (nested loops with constant trip counts multiply: three
-levels of 200 would make millions of nodes), which the pass reports in a note.
+counts include the nodes of nested subgraphs. Before copying anything, each loop's size once
+unrolled is projected through its nested loops with constant trip counts (they multiply: three
+levels of 200 would make millions of nodes); a loop that would grow the graph past
+``MAX_GRAPH_NODES`` stays as it is, which the pass reports in a note.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class _Unrolling:
         self.names = graph.value_names()
         self.node_names = graph.node_names()
         self.new_initializers: list[onnx.TensorProto] = []
+        self.left_over_budget = False  # a loop stayed because unrolling it would be too large
 
     def const(self, name: str) -> np.ndarray | None:
         if name in self.values:
@@ -124,7 +126,11 @@ def unroll_loops(graph: Graph) -> bool:
     budget = MAX_GRAPH_NODES - nested_size(model.graph.node)
     for node in model.graph.node:
         unrolled = None
-        if node.domain in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in ("Loop", "Scan"):
+            pass
+        elif _projected_size([node], state.const) - nested_size([node]) > budget:
+            state.left_over_budget = True  # found before copying anything
+        else:
             if node.op_type == "Loop":
                 unrolled = _unroll_loop(node, state)
             elif node.op_type == "Scan" and state.opset >= 9:
@@ -137,11 +143,79 @@ def unroll_loops(graph: Graph) -> bool:
                 raise _OverBudget
             nodes.extend(unrolled)
             changed = True
+    if state.left_over_budget and not changed:
+        raise _OverBudget
     if changed:
         del model.graph.node[:]
         model.graph.node.extend(nodes)
         model.graph.initializer.extend(state.new_initializers)
     return changed
+
+
+def _projected_size(nodes, const) -> int:
+    """Nodes once every loop with a count known up front is unrolled, nested ones included
+    (three nested Loops of 200 make 200**3 copies of the innermost body). ``const`` gives the
+    constant value of a name in this scope, or None."""
+    total = 0
+    for node in nodes:
+        total += 1
+        bodies = [attr.g for attr in node.attribute if attr.type == onnx.AttributeProto.GRAPH]
+        bodies += [g for attr in node.attribute for g in attr.graphs]
+        count = _known_count(node, const)
+        for body in bodies:
+            inner = _projected_size(body.node, _body_constants(body, const))
+            total += inner * count if count is not None else inner
+        if total > MAX_GRAPH_NODES:
+            return total  # enough to know it is too many
+    return total
+
+
+def _body_constants(body: onnx.GraphProto, outer):
+    """Constant lookup inside ``body``: its Constant nodes and initializers, then ``outer``."""
+    local = {init.name: init for init in body.initializer}
+    for node in body.node:
+        if node.op_type == "Constant" and len(node.output) == 1 and node.attribute:
+            if node.attribute[0].name == "value":
+                local[node.output[0]] = node.attribute[0].t
+    shadowed = {inp.name for inp in body.input} | {o for n in body.node for o in n.output}
+
+    def const(name: str):
+        if name in local:
+            try:
+                return numpy_helper.to_array(local[name])
+            except Exception:  # an odd tensor: treat the count as unknown
+                return None
+        return None if name in shadowed else outer(name)
+
+    return const
+
+
+def _known_count(node: onnx.NodeProto, const) -> int | None:
+    """Iterations of a Loop with a constant trip count and no condition, else None."""
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or not node.input:
+        return None
+    if not node.input[0] or (len(node.input) > 1 and node.input[1]):
+        return None
+    count = _scalar(const(node.input[0]))
+    if count is None or not 0 <= count <= MAX_ITERATIONS:
+        return None  # a loop that long is not unrolled at all
+    return int(count)
+
+
+def _scan_length(node: onnx.NodeProto, state: _Unrolling) -> int | None:
+    """The common length of a Scan's scanned axes, when the shapes are static."""
+    num_scan = _attr(node, "num_scan_inputs")
+    if num_scan is None or num_scan > len(node.input):
+        return None
+    carried = len(node.input) - num_scan
+    in_axes = list(_attr(node, "scan_input_axes", [0] * num_scan))
+    lengths = set()
+    for name, axis in zip(node.input[carried:], in_axes):
+        shape = state.shapes.get(name)
+        if not shape or not -len(shape) <= axis < len(shape):
+            return None
+        lengths.add(shape[axis % len(shape)])
+    return lengths.pop() if len(lengths) == 1 and isinstance(next(iter(lengths)), int) else None
 
 
 def _attr(node: onnx.NodeProto, name: str, default=None):
@@ -341,17 +415,10 @@ def _unroll_scan(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
     out_dirs = list(_attr(node, "scan_output_directions", [0] * scan_outputs))
     in_axes = list(_attr(node, "scan_input_axes", [0] * num_scan))
     out_axes = list(_attr(node, "scan_output_axes", [0] * scan_outputs))
-    lengths = set()
-    for name, axis in zip(node.input[carried:], in_axes):
-        shape = state.shapes.get(name)
-        if shape is None:
-            return None
-        lengths.add(shape[axis % len(shape)])
-    if len(lengths) != 1:
-        return None
-    count = lengths.pop()
+    count = _scan_length(node, state)
     if (
-        count < 1
+        count is None
+        or count < 1
         or count > MAX_ITERATIONS
         or count * max(nested_size(body.node), 1) > MAX_UNROLLED_NODES
     ):

@@ -174,3 +174,56 @@ def test_data_dependent_loop_stays_and_is_reported(tmp_path):
     result = convert(tmp_path / "model.onnx", output=tmp_path / "out")
     assert [u.op_type for u in result.unconverted] == ["Loop"]
     assert "run-time data" in result.unconverted[0].reason
+
+
+def _counting_body(depth: int) -> onnx.GraphProto:
+    """v = v + 1, wrapped in ``depth`` Loops of 200 iterations (names unique per level)."""
+    d = str(depth)
+    nodes = [helper.make_node("Identity", ["c_in" + d], ["c_out" + d])]
+    value = "v_in" + d
+    if depth:
+        trip = onnx.numpy_helper.from_array(np.array(200, np.int64))
+        nodes.append(helper.make_node("Constant", [], ["n" + d], value=trip))
+        inner = _counting_body(depth - 1)
+        nodes.append(helper.make_node("Loop", ["n" + d, "", value], ["w" + d], body=inner))
+        value = "w" + d
+    nodes.append(helper.make_node("Add", [value, "one"], ["v_out" + d]))
+    return helper.make_graph(
+        nodes,
+        "body" + d,
+        [_info("j" + d, INT64, []), _info("c_in" + d, BOOL, []), _info("v_in" + d, FLOAT, [2, 4])],
+        [_info("c_out" + d, BOOL, []), _info("v_out" + d, FLOAT, [2, 4])],
+    )
+
+
+def test_nested_loops_past_the_budget_stay_while_a_small_loop_unrolls(tmp_path):
+    """Three nested Loops of 200 would be 8 million copies: the converter sees it before copying
+    (one outer Loop stays, with a note) and still unrolls the small loop beside it."""
+    from mindconverter.passes import unroll_loops as unroll_pass
+    from tests.passes.passes_util import graph_and_context
+
+    small = helper.make_node(
+        "Loop",
+        ["trip", "", "h0"],
+        ["h_last", "h_all"],
+        body=_rnn_body([helper.make_node("Identity", ["cond_in"], ["cond_out"])]),
+    )
+    nested = helper.make_node("Loop", ["many", "", "h0"], ["deep"], body=_counting_body(2))
+    model = _model(
+        [small, nested],
+        [("h_last", np.float32, (2, 4)), ("deep", np.float32, (2, 4))],
+        {
+            "trip": np.array(5, np.int64),
+            "many": np.array(200, np.int64),
+            "one": np.ones((2, 4), np.float32),
+        },
+    )
+    graph, context = graph_and_context(model)
+    assert unroll_pass.run(graph, context) is True  # the small loop
+    assert [n.op_type for n in graph.model.graph.node].count("Loop") == 1
+    assert unroll_pass.run(graph, context) is False
+    assert [n.op_type for n in graph.model.graph.node].count("Loop") == 1
+    assert context.notes == [
+        f"Loops were left as they are: unrolling them would make more than "
+        f"{unroll_pass.MAX_GRAPH_NODES} nodes."
+    ]
