@@ -31,6 +31,7 @@ import numpy as np
 import onnx
 
 from ..errors import make_error
+from ..native_stderr import captured_native_stderr
 
 # The ONNX opset tf2onnx is asked for: its newest well-tested one that every mapper handles.
 TF_OPSET = 17
@@ -63,10 +64,11 @@ def _import_tf():
         raise make_error(
             "TF_STACK_MISSING", "Converting a TensorFlow .pb needs tensorflow and tf2onnx."
         )
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
-        import tensorflow as tf
-        import tf2onnx
+        with captured_native_stderr():  # absl and oneDNN announce themselves on import
+            import tensorflow as tf
+            import tf2onnx
     except Exception as exc:  # noqa: BLE001 - a broken install raises anything
         raise make_error(
             "TF_STACK_MISSING", f"tensorflow or tf2onnx is installed but fails to import ({exc})."
@@ -470,7 +472,7 @@ def load_graphdef(
 ) -> onnx.ModelProto:
     """Convert the frozen GraphDef at ``path`` into ONNX (the user's NHWC input layout kept)."""
     tf, tf2onnx = _import_tf()
-    with _quiet_loggers():
+    with _quiet_loggers(), captured_native_stderr():
         graph_def = parse_graphdef(path, tf)
         placeholders = candidate_inputs(graph_def)
         outputs = candidate_outputs(graph_def)

@@ -87,3 +87,28 @@ def test_cli(small_pb, tmp_path, capsys):
     )
     assert code == 2
     assert "code 2000009" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_native_logging_stays_off_stderr(small_pb, tmp_path, named):
+    """TensorFlow's C++ runtime (absl, oneDNN) writes straight to the stderr descriptor: a fresh
+    process shows nothing of it, so success leaves stderr empty and an error is one line."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    names = ["--input_nodes", "x:0", "--output_nodes", "Identity:0"] if named else []
+    args = ["--model_file", str(small_pb), "--output", str(tmp_path / "out"), "--shape", "1,8,8,3"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mindconverter", *args, *names],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    if named:
+        assert done.returncode == 0 and done.stderr == ""
+    else:
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and "code 2000009" in done.stderr
