@@ -28,6 +28,7 @@ from ..mappers.base import (
     ms_dtype_name,
 )
 from ..passes.recover_hierarchy import module_path
+from .container_dtypes import widened, widened_weight
 from .literals import literal
 from .naming import identifier
 from .rendered import CheckpointEntry
@@ -319,6 +320,7 @@ class ExpressionWriter:
                 source[len(block) + 1 :] if block and source.startswith(block + ".") else source
             )
             hint = relative.replace(".", "_")
+        param = replace(param, weight=widened_weight(param.weight))
         array = param.weight.array
         trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
         key = self.state.content_keys.key(array) if trainable else None
@@ -378,8 +380,9 @@ class ExpressionWriter:
     def const(self, array: np.ndarray, source: str, mapped: MappedNode) -> str:
         """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter."""
         array = np.asarray(array)
-        if array.size <= INLINE_CONST_LIMIT and array.dtype.kind in "biuf":
+        if array.size <= INLINE_CONST_LIMIT and widened(array).dtype.kind in "biuf":
             self.state.uses.add("ms")
+            array = widened(array)
             values = array.tolist()
             self.note_literal(values)
             return f"ms.Tensor({literal(values)}, ms.{ms_dtype_name(array.dtype)})"

@@ -318,6 +318,16 @@ MAX_ELEMENTS = 1 << 40
 MAX_SUBGRAPH_DEPTH = 32
 _VALID_TYPES = {value for name, value in onnx.TensorProto.DataType.items() if name != "UNDEFINED"}
 _FOUR_BIT = {name for name in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(onnx.TensorProto, name)}
+_TWO_BIT = {name for name in ("INT2", "UINT2") if hasattr(onnx.TensorProto, name)}
+
+
+def _packed_count(type_name: str, count: int) -> int:
+    """Stored items of ``count`` values: 4-bit types pack two a byte, 2-bit types four."""
+    if type_name in _FOUR_BIT:
+        return (count + 1) // 2
+    if type_name in _TWO_BIT:
+        return (count + 3) // 4
+    return count
 
 
 def tensor_problem(tensor: onnx.TensorProto) -> str:
@@ -341,14 +351,13 @@ def tensor_problem(tensor: onnx.TensorProto) -> str:
     elif tensor.HasField("raw_data") and tensor.raw_data:
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
         have = len(tensor.raw_data)
-        want = (count + 1) // 2 if type_name in _FOUR_BIT else count * itemsize
+        packed = _packed_count(type_name, count)
+        want = packed if packed != count else count * itemsize
     else:
         field_name = helper.tensor_dtype_to_field(tensor.data_type)
         have = len(getattr(tensor, field_name))
-        want = count
-        if type_name in _FOUR_BIT:
-            want = (count + 1) // 2
-        elif type_name.startswith("COMPLEX"):
+        want = _packed_count(type_name, count)
+        if type_name.startswith("COMPLEX"):
             want = 2 * count
     if have != want:
         return f"holds {have} {'bytes' if tensor.raw_data else 'values'} where dims {list(tensor.dims)} need {want}."
