@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
 from .codegen.script import load_from_safetensors, render_script
@@ -26,6 +28,7 @@ from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
 from .outputs import checkpoint as ckpt
 from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
+from .outputs.mindir import export_mindir
 from .outputs.report import converted_rate, op_counts, render_report
 from .outputs.weight_map import weight_map
 from .passes.context import PassContext
@@ -52,9 +55,21 @@ class OutputPaths:
     checkpoint: Path
     report: Path
     weight_map: Path
+    mindir: Path | None = None  # with --mindir
 
     def all(self) -> list[Path]:
-        return [self.script, self.checkpoint, self.report, self.weight_map]
+        extras = [self.mindir] if self.mindir is not None else []
+        return [self.script, self.checkpoint, self.report, self.weight_map, *extras]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How the results are written and checked."""
+
+    overwrite: bool = False
+    tolerance: float = DEFAULT_TOLERANCE
+    graph_mode: bool = False
+    mindir: bool = False
 
 
 @dataclass
@@ -211,6 +226,7 @@ def convert(
     graph_mode: bool = False,
     dynamic: bool = True,
     float32: bool = False,
+    mindir: bool = False,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -223,7 +239,7 @@ def convert(
     inference and verification. The dimensions the model declares dynamic stay dynamic in the
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
-    bfloat16 model in float32. ``log`` receives progress messages and ``progress`` shows stage
+    bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment. ``log`` receives progress messages and ``progress`` shows stage
     timings and progress bars (the CLI passes one for its terminal). Raises
     ``MindConverterError`` subclasses.
     """
@@ -236,6 +252,7 @@ def convert(
             graph_mode=graph_mode,
             dynamic=dynamic,
             float32=float32,
+            mindir=mindir,
             debug=debug,
         ),
         registry,
@@ -250,6 +267,8 @@ def convert(
     output_dir = prepare_folder(Path(output))
     report_dir = prepare_folder(Path(report)) if report is not None else output_dir
     paths = output_paths(model_path, output_dir, report_dir)
+    if mindir:
+        paths.mindir = paths.script.with_suffix(".mindir")
     check_targets(paths.all(), overwrite)
 
     settings = dict(
@@ -284,9 +303,8 @@ def convert(
             "UNSUPPORTED_OPERATORS",
             f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.",
         )
-    verification = _write_outputs(
-        paths, graph, context, rendered, model_path.name, overwrite, tolerance, graph_mode, say
-    )
+    options = WriteOptions(overwrite, tolerance, graph_mode, mindir)
+    verification = _write_outputs(paths, graph, context, rendered, model_path.name, options, say)
     seconds = time.perf_counter() - started
     mapped = context.mapped
     result = ConversionResult(
@@ -360,12 +378,11 @@ def _write_outputs(
     context: PassContext,
     rendered: RenderedModel,
     model_name: str,
-    overwrite: bool,
-    tolerance: float,
-    graph_mode: bool,
+    options: WriteOptions,
     say: Callable[[str], None],
 ) -> dict | None:
-    """Write script, checkpoint, report and weight map at once (verifying the staged files)."""
+    """Write script, checkpoint, report and weight map (and MindIR) at once, verifying the
+    staged files."""
     input_lines = [
         f"{spec.name} -> {var}: {_shape_text(graph, spec.name)}"
         for spec, var in zip(context.input_specs, rendered.input_names)
@@ -377,50 +394,22 @@ def _write_outputs(
     code, write = rendered.code, ckpt.write_checkpoint
     if not ckpt.fits_ckpt(parameters):
         paths.checkpoint = paths.checkpoint.with_suffix(".safetensors")
-        check_targets([paths.checkpoint], overwrite)
+        check_targets([paths.checkpoint], options.overwrite)
         code, write = load_from_safetensors(code), ckpt.write_safetensors
         context.notes.append(
             "The weights exceed the 2 GB a MindSpore .ckpt can hold: the checkpoint is written "
             'as safetensors; load it with ms.load_checkpoint(path, format="safetensors").'
         )
         say(f"NOTE: {context.notes[-1]}")
-    with AtomicOutputs(overwrite=overwrite) as outputs:
+    with AtomicOutputs(overwrite=options.overwrite) as outputs:
         outputs.write_text(paths.script, code)
         total = sum(array.nbytes for _, array in parameters)
         with progress.bar("write the checkpoint", total) as advance:
             outputs.write_with(paths.checkpoint, lambda stream: write(stream, parameters, advance))
-        training = training_mode_operators(graph) if context.reference is not None else []
         if context.reference is not None:
-            if rendered.unconverted:
-                say("Verification skipped: the script contains unconverted operators.")
-            elif training:
-                say(
-                    "Verification skipped: a training-mode export (training-mode "
-                    f"{' and '.join(training)} in onnxruntime use batch statistics or random "
-                    "dropout); the network follows set_train() like the source's train()/eval()."
-                )
-            else:
-                shape_sets = verification_shapes(graph, context.resolved_shapes)
-                if total > VERIFY_MEMORY_NOTE_BYTES:
-                    say(
-                        f"Verification runs the model in onnxruntime and MindSpore: it needs about "
-                        f"{3 * total / 2**30:.1f} GB of memory (3x the weights)."
-                    )
-                with (
-                    progress.bar("verify", len(shape_sets) or 1, unit="shape") as advance,
-                    warnings_as_notes(context.notes),
-                ):
-                    verification = verify_conversion(
-                        context.reference,
-                        graph,
-                        outputs.staged_path(paths.script),
-                        outputs.staged_path(paths.checkpoint),
-                        tolerance=tolerance,
-                        graph_mode=graph_mode,
-                        shape_sets=shape_sets,
-                        advance=advance,
-                    )
-                say(describe(verification))
+            verification = _verify_staged(outputs, paths, graph, context, rendered, options, say)
+        if paths.mindir is not None:
+            _export_staged_mindir(outputs, paths, graph, context, rendered, say)
         report_text = render_report(
             graph=graph,
             mapped=context.mapped,
@@ -437,6 +426,74 @@ def _write_outputs(
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
         outputs.publish()
     return verification
+
+
+def _verify_staged(outputs, paths, graph, context, rendered, options, say) -> dict | None:
+    """Run the staged script and checkpoint against onnxruntime (None when it cannot be)."""
+    training = training_mode_operators(graph)
+    if rendered.unconverted:
+        say("Verification skipped: the script contains unconverted operators.")
+        return None
+    if training:
+        say(
+            "Verification skipped: a training-mode export (training-mode "
+            f"{' and '.join(training)} in onnxruntime use batch statistics or random "
+            "dropout); the network follows set_train() like the source's train()/eval()."
+        )
+        return None
+    shape_sets = verification_shapes(graph, context.resolved_shapes)
+    total = sum(entry.array.nbytes for entry in rendered.entries)
+    if total > VERIFY_MEMORY_NOTE_BYTES:
+        say(
+            f"Verification runs the model in onnxruntime and MindSpore: it needs about "
+            f"{3 * total / 2**30:.1f} GB of memory (3x the weights)."
+        )
+    with (
+        context.progress.bar("verify", len(shape_sets) or 1, unit="shape") as advance,
+        warnings_as_notes(context.notes),
+    ):
+        verification = verify_conversion(
+            context.reference,
+            graph,
+            outputs.staged_path(paths.script),
+            outputs.staged_path(paths.checkpoint),
+            tolerance=options.tolerance,
+            graph_mode=options.graph_mode,
+            shape_sets=shape_sets,
+            advance=advance,
+        )
+    say(describe(verification))
+    return verification
+
+
+def _export_staged_mindir(outputs, paths, graph, context, rendered, say) -> None:
+    """Export the staged network as MindIR next to the script (the report notes it)."""
+    if rendered.unconverted:
+        paths.mindir = None
+        context.notes.append(
+            "MindIR not written: the script contains unconverted operators, which cannot run."
+        )
+        say(f"NOTE: {context.notes[-1]}")
+        return
+    specs = []
+    for spec in context.input_specs:
+        shape = graph.shapes.get(spec.name) or ()
+        dims = tuple(d if isinstance(d, int) else 1 for d in shape)
+        specs.append((dims, graph.dtypes.get(spec.name, np.dtype(np.float32))))
+    script, checkpoint = outputs.staged_path(paths.script), outputs.staged_path(paths.checkpoint)
+    with context.progress.stage("export MindIR"), warnings_as_notes(context.notes):
+        outputs.write_with(
+            paths.mindir, lambda stream: export_mindir(script, checkpoint, specs, stream)
+        )
+    how = "load it with mindspore.load and nn.GraphCell"
+    if graph.dynamic_dims:
+        how = (
+            f"dynamic dimensions kept; {how}, and to run one cell at several sizes give it "
+            "set_inputs(*dynamic_inputs()) from the script"
+        )
+    else:
+        how = f"fixed input shapes; {how}"
+    context.notes.append(f"MindIR: {paths.mindir.name} ({how}).")
 
 
 # Above this many bytes of weights, --verify says how much memory it needs before it starts.

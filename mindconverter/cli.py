@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dynamic in the generated network)",
     )
     parser.add_argument(
+        "--mindir",
+        action="store_true",
+        help="also export the network as <stem>.mindir for deployment (mindspore.export; "
+        "dynamic dimensions kept)",
+    )
+    parser.add_argument(
         "--float32",
         action="store_true",
         help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
@@ -178,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         graph_mode=args.graph_mode,
         dynamic=not args.static,
         float32=args.float32,
+        mindir=args.mindir,
         debug=args.debug,
         log=_log,
         progress=Progress.for_terminal(quiet=args.quiet),
@@ -199,8 +206,10 @@ def run(args: argparse.Namespace) -> int:
         ("Checkpoint", result.checkpoint_path),
         ("Report", result.report_path),
         ("Weight map", result.weight_map_path),
+        ("MindIR", result.paths.mindir),
     ):
-        _log(f"{label + ':':12}{path}")
+        if path is not None:
+            _log(f"{label + ':':12}{path}")
     _log(f"Wall time {result.seconds:.1f}s, peak memory {result.peak_memory_mb:.0f} MB.")
     return 0
 

@@ -202,6 +202,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "A tensor has a data type that a MindSpore checkpoint cannot store.",
         "Cast the weights to a supported type (float16/32/64, int8-64, uint8-64, bool) before export.",
     ),
+    "MINDIR_FAILED": ErrorCode(
+        4000005,
+        "ConversionError",
+        "MindSpore could not export the converted network as MindIR (--mindir).",
+        "Convert without --mindir and see the error running the script in GRAPH_MODE; "
+        "please report the model.",
+    ),
     # --- 5000xxx: verification --------------------------------------------------------------------
     "VERIFY_MISMATCH": ErrorCode(
         5000001,
