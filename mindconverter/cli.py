@@ -92,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="[deprecated] a PyTorch model script to rewrite by its syntax tree",
     )
     parser.add_argument(
+        "--weights_file",
+        metavar="FILE",
+        help="re-convert weights: a newer state dict of the converted model (.safetensors; "
+        ".pt/.pth/.bin with PyTorch installed; or an ONNX export of the same architecture) "
+        "becomes a new checkpoint in --output, through --weight_map",
+    )
+    parser.add_argument(
+        "--weight_map",
+        metavar="FILE",
+        help="the weight_map_of_<stem>.json written when the model was converted",
+    )
+    parser.add_argument(
         "--overwrite", action="store_true", help="replace results that already exist"
     )
     parser.add_argument(
@@ -147,8 +159,30 @@ def _log(message: str) -> None:
     print(escape_controls(message))
 
 
+def _reconvert_weights(args: argparse.Namespace) -> int:
+    """--weights_file with --weight_map: a new checkpoint for an already converted script."""
+    if not (args.weights_file and args.weight_map) or args.model_file or args.in_file:
+        raise make_error(
+            "BAD_ARGUMENT",
+            "re-converting weights takes --weights_file and --weight_map (and no --model_file "
+            "or --in_file).",
+        )
+    if not args.output.strip():
+        raise make_error("BAD_ARGUMENT", "--output is empty; give a folder name.")
+    from .reweight import reconvert_weights
+
+    result = reconvert_weights(
+        args.weights_file, args.weight_map, args.output, overwrite=args.overwrite, log=_log
+    )
+    if result.checked_against is not None:
+        _log(f"Loaded into {result.checked_against}: every parameter fits.")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed command line; returns the exit code."""
+    if args.weights_file or args.weight_map:
+        return _reconvert_weights(args)
     if bool(args.model_file) == bool(args.in_file):
         raise make_error("MISSING_ARGUMENT")
     for option in ("input_nodes", "output_nodes"):

@@ -103,6 +103,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "TensorFlow cannot import the GraphDef, or tf2onnx fails to convert it to ONNX.",
         "Check the graph loads in TensorFlow (tf.graph_util.import_graph_def); see docs/tensorflow.md.",
     ),
+    "WEIGHTS_UNREADABLE": ErrorCode(
+        1000014,
+        "ModelLoadingError",
+        "The weights file given to --weights_file cannot be read (PyTorch missing, or no state dict).",
+        "Save the weights as safetensors (safetensors.torch.save_file(model.state_dict(), path)).",
+    ),
     # --- 2000xxx: command-line usage (exit code 2) -------------------------------------------
     "BAD_SHAPE": ErrorCode(
         2000001,
@@ -208,6 +214,14 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "MindSpore could not export the converted network as MindIR (--mindir).",
         "Convert without --mindir and see the error running the script in GRAPH_MODE; "
         "please report the model.",
+    ),
+    "WEIGHTS_MISMATCH": ErrorCode(
+        4000006,
+        "ConversionError",
+        "The new weights do not fit the converted network (missing, or other shapes or dtypes), "
+        "or a weight's recorded transform cannot be replayed without the model.",
+        "Check the weights come from the same architecture; for weights the exporter computed "
+        "(folded BatchNorm), export to ONNX again and convert it.",
     ),
     # --- 5000xxx: verification --------------------------------------------------------------------
     "VERIFY_MISMATCH": ErrorCode(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +25,10 @@ MIN_OPSET = 7
 SUPPORTED_SUFFIXES = (".onnx", ".pb")
 
 
-def check_model_path(path: str | Path) -> Path:
-    """Check the model path exists, is a non-empty file with a known suffix."""
+def check_model_path(path: str | Path, suffixes: Sequence[str] = ()) -> Path:
+    """Check the model path exists, is a non-empty file with a known suffix (``suffixes``,
+    by default a model's)."""
+    suffixes = tuple(suffixes) or tuple(SUPPORTED_SUFFIXES)
     path = Path(path)
     try:
         path.stat()
@@ -45,9 +48,10 @@ def check_model_path(path: str | Path) -> Path:
         )
     if path.stat().st_size == 0:
         raise make_error("FILE_EMPTY", f"'{path}' is empty (0 bytes).")
-    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+    if path.suffix.lower() not in suffixes:
         suffix = f"suffix '{path.suffix}'" if path.suffix else "no suffix"
-        raise make_error("UNKNOWN_SUFFIX", f"'{path.name}' has {suffix}; expected .onnx or .pb.")
+        expected = " or ".join(", ".join(suffixes).rsplit(", ", 1))
+        raise make_error("UNKNOWN_SUFFIX", f"'{path.name}' has {suffix}; expected {expected}.")
     if not os.access(path, os.R_OK):
         raise make_error("FILE_UNREADABLE", f"'{path}' cannot be read (permission denied).")
     return path
