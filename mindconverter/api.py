@@ -30,6 +30,7 @@ from .outputs import checkpoint as ckpt
 from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
 from .outputs.mindir import export_mindir
 from .outputs.report import converted_rate, op_counts, render_report
+from .outputs.scaffold import render_scaffold, scaffold_paths
 from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
@@ -56,9 +57,12 @@ class OutputPaths:
     report: Path
     weight_map: Path
     mindir: Path | None = None  # with --mindir
+    train_script: Path | None = None  # with --scaffold
+    eval_script: Path | None = None  # with --scaffold
 
     def all(self) -> list[Path]:
-        extras = [self.mindir] if self.mindir is not None else []
+        extras = [self.mindir, self.train_script, self.eval_script]
+        extras = [path for path in extras if path is not None]
         return [self.script, self.checkpoint, self.report, self.weight_map, *extras]
 
 
@@ -227,6 +231,7 @@ def convert(
     dynamic: bool = True,
     float32: bool = False,
     mindir: bool = False,
+    scaffold: bool = False,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -239,9 +244,10 @@ def convert(
     inference and verification. The dimensions the model declares dynamic stay dynamic in the
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
-    bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment. ``log`` receives progress messages and ``progress`` shows stage
-    timings and progress bars (the CLI passes one for its terminal). Raises
-    ``MindConverterError`` subclasses.
+    bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
+    ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script.
+    ``log`` receives progress messages and ``progress`` shows stage timings and progress bars
+    (the CLI passes one for its terminal). Raises ``MindConverterError`` subclasses.
     """
     started = time.perf_counter()
     _check_options(
@@ -253,6 +259,7 @@ def convert(
             dynamic=dynamic,
             float32=float32,
             mindir=mindir,
+            scaffold=scaffold,
             debug=debug,
         ),
         registry,
@@ -269,6 +276,8 @@ def convert(
     paths = output_paths(model_path, output_dir, report_dir)
     if mindir:
         paths.mindir = paths.script.with_suffix(".mindir")
+    if scaffold:
+        paths.train_script, paths.eval_script = scaffold_paths(paths.script)
     check_targets(paths.all(), overwrite)
 
     settings = dict(
@@ -424,6 +433,12 @@ def _write_outputs(
         )
         outputs.write_text(paths.report, report_text)
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
+        if paths.train_script is not None and paths.eval_script is not None:
+            train, evaluate = render_scaffold(
+                graph, context.resolved_shapes, rendered, paths.script, paths.checkpoint, model_name
+            )
+            outputs.write_text(paths.train_script, train)
+            outputs.write_text(paths.eval_script, evaluate)
         outputs.publish()
     return verification
 

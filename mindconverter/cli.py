@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dynamic dimensions kept)",
     )
     parser.add_argument(
+        "--scaffold",
+        action="store_true",
+        help="also write train_<stem>.py and eval_<stem>.py beside the script: training "
+        "(mindspore.train.Model, checkpoints) and evaluation scripts to start from",
+    )
+    parser.add_argument(
         "--float32",
         action="store_true",
         help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
@@ -219,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         dynamic=not args.static,
         float32=args.float32,
         mindir=args.mindir,
+        scaffold=args.scaffold,
         debug=args.debug,
         log=_log,
         progress=Progress.for_terminal(quiet=args.quiet),
@@ -241,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
         ("Report", result.report_path),
         ("Weight map", result.weight_map_path),
         ("MindIR", result.paths.mindir),
+        ("Training", result.paths.train_script),
+        ("Evaluation", result.paths.eval_script),
     ):
         if path is not None:
             _log(f"{label + ':':12}{path}")
