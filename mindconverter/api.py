@@ -19,6 +19,7 @@ import numpy as np
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
 from .codegen.script import load_from_safetensors, render_script
+from .diagnose import first_divergence, layer_errors
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
@@ -74,6 +75,9 @@ class WriteOptions:
     tolerance: float = DEFAULT_TOLERANCE
     graph_mode: bool = False
     mindir: bool = False
+    verify_layers: bool = False  # the per-layer error table in the report, even on a match
+    # the same conversion with other outputs (for finding where a mismatch starts)
+    convert_with_outputs: Callable[[list[str]], tuple] | None = None
 
 
 @dataclass
@@ -226,6 +230,7 @@ def convert(
     overwrite: bool = False,
     strict: bool = False,
     verify: bool = False,
+    verify_layers: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     graph_mode: bool = False,
     dynamic: bool = True,
@@ -255,6 +260,7 @@ def convert(
             overwrite=overwrite,
             strict=strict,
             verify=verify,
+            verify_layers=verify_layers,
             graph_mode=graph_mode,
             dynamic=dynamic,
             float32=float32,
@@ -268,6 +274,7 @@ def convert(
     )
     say = log or (lambda message: None)
     progress = progress or Progress()
+    verify = verify or verify_layers
     _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance)
     model_path = check_model_path(model_file)
     shapes = _normalise_shapes(shape)
@@ -288,31 +295,24 @@ def convert(
         debug=debug,
         progress=progress,
     )
-    graph, context, rendered = _convert_graph(
+    graph, context, rendered, dynamic = _convert_with_fallback(
         model_path, input_nodes, output_nodes, settings, dynamic, say
     )
-    if dynamic and graph.dynamic_dims and rendered.unconverted:
-        # a network that runs at the example sizes beats one with placeholders
-        quiet = {**settings, "progress": Progress()}
-        static = _convert_graph(model_path, input_nodes, output_nodes, quiet, False, None)
-        if len(static[2].unconverted) < len(rendered.unconverted):
-            kinds = ", ".join(sorted({site.op_type for site in rendered.unconverted}))
-            note = (
-                f"Every dimension is kept at the --shape sizes: with dynamic dimensions "
-                f"{len(rendered.unconverted)} operator(s) ({kinds}) could not be converted, "
-                f"with fixed sizes {len(static[2].unconverted)}."
-            )
-            graph, context, rendered = static
-            context.log = say
-            context.notes.append(one_line(note, 400))
-            say(f"NOTE: {context.notes[-1]}")
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
         raise make_error(
             "UNSUPPORTED_OPERATORS",
             f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.",
         )
-    options = WriteOptions(overwrite, tolerance, graph_mode, mindir)
+    quiet = {**settings, "progress": Progress()}
+    options = WriteOptions(
+        overwrite,
+        tolerance,
+        graph_mode,
+        mindir,
+        verify_layers,
+        lambda outputs: _convert_graph(model_path, input_nodes, outputs, quiet, dynamic, None),
+    )
     verification = _write_outputs(paths, graph, context, rendered, model_path.name, options, say)
     seconds = time.perf_counter() - started
     mapped = context.mapped
@@ -346,6 +346,32 @@ def warnings_as_notes(notes: list[str], limit: int = 20) -> Iterator[None]:
         )
         if text not in notes and len(notes) < limit:
             notes.append(text)
+
+
+def _convert_with_fallback(model_path, input_nodes, output_nodes, settings, dynamic, say):
+    """Convert with dynamic dimensions, or with fixed sizes when those leave fewer operators
+    unconverted: (graph, context, rendered, whether dimensions stayed dynamic)."""
+    graph, context, rendered = _convert_graph(
+        model_path, input_nodes, output_nodes, settings, dynamic, say
+    )
+    if not (dynamic and graph.dynamic_dims and rendered.unconverted):
+        return graph, context, rendered, dynamic
+    # a network that runs at the example sizes beats one with placeholders
+    quiet = {**settings, "progress": Progress()}
+    static = _convert_graph(model_path, input_nodes, output_nodes, quiet, False, None)
+    if len(static[2].unconverted) >= len(rendered.unconverted):
+        return graph, context, rendered, dynamic
+    kinds = ", ".join(sorted({site.op_type for site in rendered.unconverted}))
+    note = (
+        f"Every dimension is kept at the --shape sizes: with dynamic dimensions "
+        f"{len(rendered.unconverted)} operator(s) ({kinds}) could not be converted, "
+        f"with fixed sizes {len(static[2].unconverted)}."
+    )
+    graph, context, rendered = static
+    context.log = say
+    context.notes.append(one_line(note, 400))
+    say(f"NOTE: {context.notes[-1]}")
+    return graph, context, rendered, False
 
 
 def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say):
@@ -477,6 +503,22 @@ def _verify_staged(outputs, paths, graph, context, rendered, options, say) -> di
             shape_sets=shape_sets,
             advance=advance,
         )
+    if options.convert_with_outputs is not None and (
+        options.verify_layers or not verification["ok"]
+    ):
+        with context.progress.stage("compare every layer"), warnings_as_notes(context.notes):
+            errors = layer_errors(
+                graph,
+                context.mapped,
+                context.reference,
+                options.convert_with_outputs,
+                shape_sets[0] if shape_sets else {},
+                options.tolerance,
+            )
+        verification["layers"] = errors if options.verify_layers else []
+        diverging = first_divergence(errors)
+        if diverging is not None:
+            verification["divergence"] = diverging.describe()
     say(describe(verification))
     return verification
 

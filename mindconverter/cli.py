@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the weight_map_of_<stem>.json written when the model was converted",
     )
+    _add_run_options(parser)
+    return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How a conversion runs and what else it writes and checks."""
     parser.add_argument(
         "--overwrite", action="store_true", help="replace results that already exist"
     )
@@ -116,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the converted model in MindSpore and onnxruntime on random inputs and "
         "compare (needs MindSpore); exit 1 on mismatch",
+    )
+    parser.add_argument(
+        "--verify_layers",
+        action="store_true",
+        help="--verify, and write every intermediate value's error against onnxruntime into the "
+        "report (a mismatch always names the first diverging node)",
     )
     parser.add_argument(
         "--tolerance",
@@ -156,7 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="no stage timings or progress bars (shown on stderr only when it is a terminal)",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    return parser
 
 
 def _log(message: str) -> None:
@@ -220,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         strict=args.strict,
         verify=args.verify,
+        verify_layers=args.verify_layers,
         tolerance=args.tolerance,
         graph_mode=args.graph_mode,
         dynamic=not args.static,

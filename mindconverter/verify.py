@@ -255,7 +255,7 @@ def compare_outputs(
     return rows
 
 
-def _in_reference_dtypes(
+def in_reference_dtypes(
     reference: onnx.ModelProto, feeds: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """The inputs in the source model's dtypes (they differ when a float16 model was widened)."""
@@ -287,7 +287,7 @@ def verify_conversion(
     shape_sets = shape_sets or [{}]
     for seed, shapes in itertools.product(range(samples), shape_sets):
         inputs = random_inputs(graph, seed, shapes)
-        feeds = _in_reference_dtypes(reference, dict(zip(graph.inputs, inputs)))
+        feeds = in_reference_dtypes(reference, dict(zip(graph.inputs, inputs)))
         expected = run_onnxruntime(reference, feeds, graph.outputs, graph.store)
         try:
             actual = run_mindspore(script, checkpoint, inputs, graph_mode=graph_mode)
@@ -325,4 +325,7 @@ def describe(summary: dict | None) -> str:
     verdict = "MATCH" if summary["ok"] else "MISMATCH"
     shapes = summary.get("shapes") or []
     at = f" at {len(shapes)} input shapes" if len(shapes) > 1 else ""
-    return f"Verification {verdict} vs onnxruntime{at}: " + "; ".join(parts)
+    text = f"Verification {verdict} vs onnxruntime{at}: " + "; ".join(parts)
+    if summary.get("divergence"):
+        text += f". First diverging: {summary['divergence']}"
+    return text

@@ -1,0 +1,121 @@
+"""Where a converted model first parts from onnxruntime.
+
+The network is converted once more with every intermediate value the converted graph computes
+(and the source names) as an output, run in MindSpore, and compared value by value with
+onnxruntime running the source model with the same values as outputs. In graph order, the first
+value beyond the tolerance names the operator whose conversion is wrong.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from .graph import Graph
+from .outputs.checkpoint import write_checkpoint
+from .passes.recover_hierarchy import module_path
+from .text import one_line
+from .verify import (
+    compare_outputs,
+    in_reference_dtypes,
+    random_inputs,
+    run_mindspore,
+    run_onnxruntime,
+)
+
+# A conversion of the same model with other output names: (graph, context, rendered).
+ConvertWithOutputs = Callable[[list[str]], tuple]
+
+
+@dataclass
+class LayerError:
+    """How one intermediate value of the converted network compares with onnxruntime's."""
+
+    value: str
+    node: str
+    op_type: str
+    scope: str
+    max_abs_error: float
+    relative_error: float
+    ok: bool
+
+    def describe(self) -> str:
+        scope = f", scope '{self.scope}'" if self.scope else ""
+        return one_line(
+            f"node '{self.node}' ({self.op_type}{scope}) output '{self.value}': "
+            f"rel {self.relative_error:.2e} (abs {self.max_abs_error:.2e})",
+            300,
+        )
+
+
+def traceable_values(graph: Graph, mapped, reference: onnx.ModelProto) -> list[tuple[str, object]]:
+    """(value, node) for each float value a converted node computes that the source model
+    computes too, in graph order."""
+    source_values = {out for node in reference.graph.node for out in node.output if out}
+    found = []
+    for item in mapped:
+        if not item.converted:
+            continue
+        for out in item.node.outputs:
+            dtype = graph.dtypes.get(out)
+            if out in source_values and dtype is not None and dtype.kind == "f":
+                found.append((out, item.node))
+    return found
+
+
+def layer_errors(
+    graph: Graph,
+    mapped,
+    reference: onnx.ModelProto,
+    convert_with_outputs: ConvertWithOutputs,
+    shapes: dict[str, tuple[int, ...]],
+    tolerance: float,
+) -> list[LayerError]:
+    """Per intermediate value, in graph order, the error of the converted network."""
+    traced = traceable_values(graph, mapped, reference)
+    wanted = list(dict.fromkeys([value for value, _ in traced] + list(graph.outputs)))
+    cut_graph, _, cut_rendered = convert_with_outputs(wanted)
+    if cut_rendered.unconverted or list(cut_graph.outputs) != wanted:
+        return []
+    inputs = random_inputs(cut_graph, 0, shapes)
+    feeds = in_reference_dtypes(reference, dict(zip(cut_graph.inputs, inputs)))
+    with_outputs = onnx.ModelProto()
+    with_outputs.CopyFrom(reference)
+    declared = {out.name for out in with_outputs.graph.output}
+    for value in wanted:
+        if value not in declared:
+            with_outputs.graph.output.append(onnx.ValueInfoProto(name=value))
+    expected = run_onnxruntime(with_outputs, feeds, wanted, graph.store)
+    with tempfile.TemporaryDirectory(prefix="mindconverter-layers-") as folder:
+        script, checkpoint = Path(folder) / "traced.py", Path(folder) / "traced.ckpt"
+        script.write_text(cut_rendered.code)
+        parameters = [(entry.name, entry.array) for entry in cut_rendered.entries]
+        with open(checkpoint, "wb") as stream:
+            write_checkpoint(stream, parameters)
+        actual = run_mindspore(script, checkpoint, inputs)
+    rows = compare_outputs(wanted, actual, expected, tolerance)
+    by_value = {row.name: row for row in rows}
+    return [
+        LayerError(
+            value,
+            node.name or node.op_type,
+            node.op_type,
+            module_path(node),
+            by_value[value].max_abs_error,
+            by_value[value].relative_error,
+            by_value[value].ok,
+        )
+        for value, node in traced
+    ]
+
+
+def first_divergence(errors: list[LayerError]) -> LayerError | None:
+    """The first value in graph order beyond the tolerance."""
+    return next((row for row in errors if not row.ok), None)
+
+
+__all__ = ["LayerError", "first_divergence", "layer_errors", "traceable_values"]
