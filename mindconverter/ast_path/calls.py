@@ -17,6 +17,13 @@ from .mapping import (
     unused_supplied,
 )
 
+# A training step has no call-for-call MindSpore form: gradients are computed by a function.
+BACKWARD_SUGGESTION = (
+    "MindSpore computes gradients functionally: grad_fn = mindspore.value_and_grad(forward_fn, "
+    "None, optimizer.parameters); loss, grads = grad_fn(inputs, labels); optimizer(grads) "
+    "replaces loss.backward() and optimizer.step() (or wrap the network in nn.TrainOneStepCell)."
+)
+
 
 class CallRewriting:
     """Rewrites calls, ``super().__init__`` and plain references of PyTorch APIs. Part of :class:`~mindconverter.ast_path.transformer.Converter`."""
@@ -189,6 +196,8 @@ class CallRewriting:
                 node.args = [self.visit(a) for a in node.args]
                 node.keywords = [self.visit(k) for k in node.keywords]
                 return self.convert_call(node, api.key, receiver=receiver, statement=statement)
+        if isinstance(func, ast.Attribute) and func.attr == "backward" and not node.args:
+            self.event(node, False, "Tensor.backward", suggest=BACKWARD_SUGGESTION)
         return self.generic_visit(node)
 
     def convert_super_init(self, node: ast.Call):
