@@ -534,22 +534,22 @@ def _export_staged_mindir(outputs, paths, graph, context, rendered, say) -> None
         return
     specs = []
     for spec in context.input_specs:
-        shape = graph.shapes.get(spec.name) or ()
+        shape = context.resolved_shapes.get(spec.name) or graph.shapes.get(spec.name) or ()
         dims = tuple(d if isinstance(d, int) else 1 for d in shape)
         specs.append((dims, graph.dtypes.get(spec.name, np.dtype(np.float32))))
     script, checkpoint = outputs.staged_path(paths.script), outputs.staged_path(paths.checkpoint)
+    exported = []
     with context.progress.stage("export MindIR"), warnings_as_notes(context.notes):
         outputs.write_with(
-            paths.mindir, lambda stream: export_mindir(script, checkpoint, specs, stream)
+            paths.mindir,
+            lambda stream: exported.append(export_mindir(script, checkpoint, specs, stream)),
         )
-    how = "load it with mindspore.load and nn.GraphCell"
-    if graph.dynamic_dims:
-        how = (
-            f"dynamic dimensions kept; {how}, and to run one cell at several sizes give it "
-            "set_inputs(*dynamic_inputs()) from the script"
+    how = f"{exported[0]}; load it with mindspore.load and nn.GraphCell"
+    if exported[0].startswith("dynamic"):
+        how += (
+            ", and to run one cell at several sizes give it set_inputs(*dynamic_inputs()) "
+            "from the script"
         )
-    else:
-        how = f"fixed input shapes; {how}"
     context.notes.append(f"MindIR: {paths.mindir.name} ({how}).")
 
 

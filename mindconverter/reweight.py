@@ -238,7 +238,7 @@ def reconvert_weights(
             "positions: not trainable) were kept from the existing checkpoint."
         )
     if unused:
-        shown = ", ".join(one_line(name, 60) for name in unused[:MAX_LISTED])
+        shown = ", ".join(one_line(name, 120) for name in unused[:3])
         say(f"{len(unused)} tensor(s) of the file are not in the network (e.g. {shown}).")
     return ReweightResult(target, len(parameters), unused, script if script.is_file() else None)
 

@@ -103,3 +103,50 @@ def test_an_export_failure_is_coded_and_writes_nothing(tmp_path, monkeypatch):
     assert info.value.key == "MINDIR_FAILED"
     assert "unsupported construct" in str(info.value) and "more detail" not in str(info.value)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_dynamic_export_mindspore_cannot_run_falls_back_to_fixed_shapes(tmp_path, monkeypatch):
+    """Some dynamic-shape graphs MindSpore exports cannot run after loading (seen on a
+    transformers ResNet: "Get infer shape function failed, primitive name:raise"); each export is
+    loaded and run once, and a failing dynamic one is exported again for the --shape sizes."""
+    from mindconverter.outputs import mindir
+
+    real = mindir._export_checked
+    calls = []
+
+    def dynamic_fails(network, inputs, stem, specs):
+        calls.append(inputs)
+        if len(calls) == 1:
+            raise RuntimeError("Get infer shape function failed, primitive name:raise")
+        return real(network, inputs, stem, specs)
+
+    monkeypatch.setattr(mindir, "_export_checked", dynamic_fails)
+    rng = np.random.default_rng(3)
+    channels = 4
+    inits = {
+        "w": rng.standard_normal((channels, 3, 3, 3)).astype(np.float32),
+        "scale": rng.uniform(0.5, 1.5, channels).astype(np.float32),
+        "bias": rng.standard_normal(channels).astype(np.float32),
+        "mean": rng.standard_normal(channels).astype(np.float32),
+        "var": rng.uniform(0.5, 1.5, channels).astype(np.float32),
+    }
+    model = make_model(
+        [
+            onnx.helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            onnx.helper.make_node(
+                "BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"]
+            ),
+        ],
+        [("x", np.float32, ["batch", 3, 8, 8])],
+        [("y", np.float32, ["batch", channels, 8, 8])],
+        inits,
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = convert(path, shape=["2,3,8,8"], output=tmp_path / "out", mindir=True)
+    report = result.report_path.read_text()
+    x = np.random.default_rng(4).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = run_onnxruntime(model, {"x": x}, ["y"])[0]
+    np.testing.assert_allclose(_run_mindir(result.paths.mindir, [x])[0], want, rtol=1e-4, atol=1e-5)
+    assert "fixed input shapes: MindSpore cannot run its dynamic export (Get infer shape" in report
+    assert len(calls) == 2 and calls[1][0].shape == (2, 3, 8, 8)
