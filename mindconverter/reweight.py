@@ -8,6 +8,7 @@ its transform can be replayed: a checkpoint with stale or missing weights is nev
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,24 @@ def torch_name(converted: str) -> str:
     return f"{path}.{leaf}" if path else leaf
 
 
+_RECURRENT_PARAMETER = re.compile(r"^(?P<kind>(?:weight|bias)_(?:ih|hh))_l0(?P<reverse>_reverse)?$")
+_RECURRENT_SOURCE = re.compile(
+    r"^(?P<module>.+)\.(?:weight|bias)_(?:ih|hh)_l(?P<layer>\d+)(?:_reverse)?$"
+)
+
+
+def recurrent_name(converted: str, source: str) -> str:
+    """PyTorch's name for a parameter of a converted recurrent cell: each layer of a stacked
+    ``nn.LSTM`` becomes a cell of its own (``lstm_1.bias_hh_l0``), named after the source
+    parameter its weights came from (``lstm.weight_ih_l1`` -> ``lstm.bias_hh_l1``)."""
+    leaf = _RECURRENT_PARAMETER.match(converted.rpartition(".")[2])
+    origin = _RECURRENT_SOURCE.match(source)
+    if not (leaf and origin):
+        return ""
+    reverse = leaf.group("reverse") or ""
+    return f"{origin.group('module')}.{leaf.group('kind')}_l{origin.group('layer')}{reverse}"
+
+
 def _same_layout(array: np.ndarray, shape: tuple[int, ...]) -> bool:
     """Equal shapes, or equal apart from unit dimensions (nn.Conv1d's weight is 4-D)."""
     squeezed = tuple(d for d in array.shape if d != 1)
@@ -104,7 +123,8 @@ def new_weight(row: dict, tensors: Mapping[str, np.ndarray], from_onnx: bool = F
         )
     if not from_onnx:
         # the parameter's own name, then the name recovered for a tensor the exporter renamed
-        for own in (torch_name(converted["name"]), name if exported_as else ""):
+        recurrent = recurrent_name(converted["name"], name)
+        for own in (torch_name(converted["name"]), name if exported_as else "", recurrent):
             if own in tensors and _same_layout(tensors[own], shape):
                 array = _checked(tensors[own], tensors[own].shape, source.get("data_type", ""), own)
                 return np.ascontiguousarray(array.reshape(shape).astype(dtype))
@@ -209,7 +229,7 @@ def reconvert_weights(
         except ValueError as why:
             problems.append(f"{one_line(name, 80)}: {one_line(str(why), 160)}")
         used.update({row["source_weight"]["name"], row["source_weight"].get("exported_as", "")})
-        used.update({name, torch_name(name)})
+        used.update({name, torch_name(name), recurrent_name(name, row["source_weight"]["name"])})
     if problems:
         listed = "; ".join(problems[:MAX_LISTED])
         more = f"; and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""

@@ -215,3 +215,15 @@ def test_cli(tmp_path, converted_lstm, capsys):
     assert (out / "tiny_lstm_torchscript.ckpt").is_file()
     assert main(["--weights_file", str(weights)]) == 2
     assert "--weight_map" in capsys.readouterr().err
+
+
+def test_recurrent_names_follow_the_source_layer():
+    from mindconverter.reweight import recurrent_name
+
+    assert (
+        recurrent_name("lstm_1.bias_hh_l0_reverse", "lstm.weight_ih_l1")
+        == "lstm.bias_hh_l1_reverse"
+    )
+    assert recurrent_name("enc.rnn.weight_hh_l0", "enc.rnn.weight_ih_l0") == "enc.rnn.weight_hh_l0"
+    assert recurrent_name("fc.weight", "lstm.weight_ih_l1") == ""
+    assert recurrent_name("lstm.weight_ih_l0", "onnx::LSTM_12") == ""

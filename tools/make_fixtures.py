@@ -435,6 +435,62 @@ def export_with_gradients(model: nn.Module, name: str, ids: torch.Tensor) -> Non
     np.savez(FIXTURES / f"{name}_reference.npz", **arrays)
 
 
+class StackedRecurrent(nn.Module):
+    """Token ids -> embedding -> 2-layer bidirectional LSTM -> GRU -> BatchNorm1d -> classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 6)
+        self.lstm = nn.LSTM(6, 5, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(10, 4, batch_first=True)
+        self.norm = nn.BatchNorm1d(4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, ids):
+        out, _ = self.lstm(self.embed(ids))
+        out, _ = self.gru(out)
+        return self.head(self.norm(out[:, -1]))
+
+
+def export_unfolded_recurrent() -> None:
+    """A TorchScript export without constant folding (BatchNorm kept, the recipe for
+    fine-tuning): the exporter regroups the recurrent weights with Slice/Concat in the graph.
+    References: outputs at two shapes, and a second set of weights (a later fine-tune) with its
+    outputs, for moving new weights into the converted network."""
+    import numpy as np
+
+    torch.manual_seed(8)
+    model = distinct_values(StackedRecurrent(), 8)
+    randomize_batchnorm(model, 9)
+    model.eval()
+    ids = torch.randint(0, 20, (2, 6))
+    torch.onnx.export(
+        model,
+        (ids,),
+        FIXTURES / "tiny_stacked_rnn_unfolded.onnx",
+        dynamo=False,
+        opset_version=17,
+        do_constant_folding=False,
+        input_names=["ids"],
+        output_names=["logits"],
+        dynamic_axes={"ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch"}},
+    )
+    other = torch.randint(0, 20, (3, 9))
+    arrays = {"ids": ids.numpy(), "other_ids": other.numpy()}
+    with torch.no_grad():
+        arrays["logits"] = model(ids).numpy()
+        arrays["other_logits"] = model(other).numpy()
+        for parameter in model.parameters():
+            parameter.add_(
+                torch.randn(parameter.shape, generator=torch.Generator().manual_seed(10)) * 0.1
+            )
+        model.norm.running_mean.add_(0.2)
+        arrays["new_other_logits"] = model(other).numpy()
+    for name, tensor in model.state_dict().items():
+        arrays[f"new:{name}"] = tensor.numpy()
+    np.savez(FIXTURES / "tiny_stacked_rnn_reference.npz", **arrays)
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -451,6 +507,7 @@ def main() -> None:
     torch.manual_seed(6)
     lstm = distinct_values(LSTMClassifier(), 6)
     export_with_gradients(lstm, "tiny_lstm", torch.randint(0, 30, (2, 6)))
+    export_unfolded_recurrent()
     for path in sorted(FIXTURES.glob("*.onnx")):
         print(f"{path.name}: {path.stat().st_size / 1024:.0f} KiB")
 

@@ -133,16 +133,15 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
     y = Item(result, 0)
     if direction == "reverse":
         y = Call("ops.flip", [y, Lit((time_axis,))])
-    seq = x_shape[1] if layout else x_shape[0]
-    if layout:
-        y = Call("ops.reshape", [y, Lit((-1, int(seq), directions, hidden))])
-    elif directions == 1:
-        y = Call("ops.expand_dims", [y, Lit(1)])
+    # the cell concatenates the directions on the last axis; ONNX gives them an axis of their
+    # own (after the time axis, or after batch and time with layout 1): no size is needed, so
+    # dynamic batch and sequence sizes stay dynamic
+    direction_axis = 2 if layout else 1
+    if directions == 1:
+        y = Call("ops.expand_dims", [y, Lit(direction_axis)])
     else:
-        y = Call(
-            "ops.transpose",
-            [Call("ops.reshape", [y, Lit((int(seq), -1, directions, hidden))]), Lit((0, 2, 1, 3))],
-        )
+        halves = Call("ops.split", [y, Lit(hidden)], {"axis": Lit(2)})
+        y = Call("ops.stack", [halves], {"axis": Lit(direction_axis)})
     finals = (
         [Item(Item(result, 1), i) for i in range(len(state_inputs))]
         if len(state_inputs) == 2

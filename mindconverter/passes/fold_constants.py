@@ -74,6 +74,7 @@ def fold_constants(
             constants[name] = numpy_helper.to_array(tensor)
         return constants[name]
 
+    recurrent_prep = _recurrent_weight_prep(graph)
     kept, new_initializers, changed = [], [], False
     for node in graph.node:
         result = None
@@ -90,7 +91,11 @@ def fold_constants(
             target = (dtypes or {}).get(node.input[1])
             if target is not None:
                 result = [value(node.input[0]).astype(target)]
-        elif node.op_type not in LAYOUT_STEPS and _reads_learned(node, source_of, learned):
+        elif (
+            node.op_type not in LAYOUT_STEPS
+            and node.output[0] not in recurrent_prep
+            and _reads_learned(node, source_of, learned)
+        ):
             kept.append(node)
             continue
         elif node.op_type == "Constant" or all(
@@ -166,6 +171,44 @@ def _fold_size_ok(node: onnx.NodeProto, inputs: list, shapes: dict[str, tuple[in
         elif out and node.op_type in _SIZE_FROM_VALUES:
             return False  # size unknown and driven by values: keep it for run time
     return True
+
+
+# Recurrent layers and their weight inputs (W, R, B): their mappers lay the weights out again
+# as MindSpore's cells hold them, so what an exporter computes in front of them may fold.
+_RECURRENT_WEIGHTS = {"LSTM": (1, 2, 3), "GRU": (1, 2, 3), "RNN": (1, 2, 3)}
+
+
+def _recurrent_weight_prep(graph: onnx.GraphProto) -> set[str]:
+    """Nodes (by first output) whose outputs only feed recurrent layers' weight inputs, directly or through
+    other such nodes: a TorchScript export without constant folding regroups a PyTorch LSTM's
+    gates with Slice/Concat in the graph, which the recurrent mapper needs as constants."""
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if name:
+                consumers.setdefault(name, []).append((node, index))
+    outputs = {out.name for out in graph.output}
+    prep: set[str] = set()
+    for node in reversed(graph.node):  # consumers come after producers in a sorted graph
+
+        def feeds_weights(name: str) -> bool:
+            uses = consumers.get(name, [])
+            return bool(uses) and all(
+                (user.output and user.output[0] in prep)
+                or (
+                    user.domain in ("", "ai.onnx")
+                    and index in _RECURRENT_WEIGHTS.get(user.op_type, ())
+                )
+                for user, index in uses
+            )
+
+        if (
+            node.output
+            and not outputs & set(node.output)
+            and all(feeds_weights(out) for out in node.output if out)
+        ):
+            prep.add(node.output[0])
+    return prep
 
 
 def _reads_learned(node: onnx.NodeProto, source_of: dict[str, FoldRecord], learned) -> bool:
