@@ -87,6 +87,8 @@ class Graph:
         self.symbolic_values: dict[str, SymbolicValue] = {}
         # Input dimensions kept dynamic (by name); empty for a network fixed to --shape.
         self.dynamic_dims: set[str] = set()
+        # Sizes only the data decide (NonZero's count...): named so their consumers convert.
+        self.data_dependent_dims: set[str] = set()
 
     # --- editing -------------------------------------------------------------------------
     def replace_model(self, model: onnx.ModelProto) -> None:
@@ -137,9 +139,10 @@ class Graph:
 
     def dims(self, name: str) -> tuple | None:
         """The shape of value ``name``: ints, and :class:`DynamicDim` for dimensions that stay
-        dynamic (only when the network keeps some); None when not even the rank is known."""
+        dynamic (only when the network keeps some) or that the data decide; None when not even
+        the rank is known."""
         shape = self.shapes.get(name)
-        if shape is not None or not self.dynamic_dims:
+        if shape is not None or not (self.dynamic_dims or self.data_dependent_dims):
             return shape
         symbolic = self.symbolic_shapes.get(name)
         if symbolic is None:

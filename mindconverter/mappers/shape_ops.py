@@ -22,13 +22,19 @@ from .registry import mapper
 @mapper("Shape")
 def shape(ctx: NodeContext):
     """Shape -> a constant int64 vector when the input shape is static (``start``/``end`` honoured);
-    a run-time shape is not supported."""
+    the whole shape read at run time (``ops.TensorShape``) when sizes are dynamic or data-dependent."""
     shape = ctx.input_shape(0)
-    if shape is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+    if shape is None:
         raise Unsupported(
             "the input's shape is not known at conversion time; give --shape for every input"
         )
     rank = len(shape)
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
+        start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
+        end = ctx.attr("end", None) if ctx.opset >= 15 else None
+        if start not in (0, -rank) or end not in (None, rank) or rank == 0:
+            raise Unsupported("a part of a shape only known at run time")
+        return Call("ops.TensorShape()", [Input(0)])
     start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
     end = ctx.attr("end", None) if ctx.opset >= 15 else None
     start = min(max(start + rank if start < 0 else start, 0), rank)

@@ -85,7 +85,54 @@ def run(graph: Graph, context: PassContext) -> bool:
             return False
     graph.replace_model(infer_shapes(graph.model))
     graph.symbolic_values = {}
+    named = name_data_dependent_dims(graph.model)
+    if named:
+        graph.replace_model(infer_shapes(graph.model))  # carry the names to the consumers
+        graph.data_dependent_dims |= named
     return False
+
+
+# Operators whose output sizes only the data decide, and the rank of their outputs when shape
+# inference leaves it unknown (None: keep what inference found).
+_DATA_DEPENDENT = {"NonZero": 2, "NonMaxSuppression": 2, "Compress": None, "Unique": None}
+
+
+def name_data_dependent_dims(model: onnx.ModelProto) -> set[str]:
+    """Give the unknown sizes of data-dependent outputs a name (``nonzero_count_3``), and
+    NonZero's output its rank ([input rank, count]) when inference lost it, so shape inference
+    carries them to the consumers and mappers see a known rank with a dynamic size."""
+    graph = model.graph
+    infos = {info.name: info for info in list(graph.value_info) + list(graph.output)}
+    ranks = {
+        info.name: len(info.type.tensor_type.shape.dim)
+        for info in list(graph.input) + list(graph.value_info)
+        if info.type.tensor_type.HasField("shape")
+    }
+    ranks.update({init.name: len(init.dims) for init in graph.initializer})
+    named: set[str] = set()
+    for index, node in enumerate(graph.node):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in _DATA_DEPENDENT:
+            continue
+        for position, out in enumerate(node.output[:1]):
+            if not out:
+                continue
+            info = infos.get(out)
+            if info is None:
+                info = graph.value_info.add(name=out)
+                infos[out] = info
+            shape_known = info.type.tensor_type.HasField("shape")
+            if not shape_known and node.op_type == "NonZero" and node.input[0] in ranks:
+                dims = info.type.tensor_type.shape.dim
+                dims.add().dim_value = max(ranks[node.input[0]], 1)
+                dims.add()
+                if not info.type.tensor_type.elem_type:
+                    info.type.tensor_type.elem_type = onnx.TensorProto.INT64
+            for axis, dim in enumerate(info.type.tensor_type.shape.dim):
+                if not dim.HasField("dim_value"):
+                    if not dim.dim_param:  # (newer onnx names them unk__N itself)
+                        dim.dim_param = f"{node.op_type.lower()}_count_{index}_{position}_{axis}"
+                    named.add(dim.dim_param)
+    return named
 
 
 def has_symbolic_inputs(model: onnx.ModelProto) -> bool:

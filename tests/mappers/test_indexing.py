@@ -217,3 +217,25 @@ def test_data_dependent_shapes_in_graph_mode(tmp_path):
     )
     feeds = {"x": np.array([[0, 2, 2], [1, 0, 3]], F), "c": np.array([True, False, True])}
     assert_matches(model, tmp_path, feeds=feeds, graph_mode=True)
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_consumers_of_data_dependent_sizes_convert(tmp_path, graph_mode):
+    """NonZero's output has rank 2 and a length only the data decide (torchvision detection
+    post-processing): Transpose, GatherND, Shape and a reduction after it convert."""
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "idx"], ["vals"]),
+        helper.make_node("Shape", ["vals"], ["count"]),
+        helper.make_node("ReduceSum", ["vals"], ["total"], keepdims=0),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F, (3, 4))],
+        [("vals", F, None), ("count", I64, None), ("total", F, None)],
+        {"zero": np.array(0.0, F)},
+        opset=17,
+    )
+    assert_matches(model, tmp_path, graph_mode=graph_mode)
