@@ -19,7 +19,7 @@ import numpy as np
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
 from .codegen.script import load_from_safetensors, render_script
-from .diagnose import first_divergence, layer_errors
+from .diagnose import first_divergence, layer_errors, locate_line
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
@@ -41,6 +41,7 @@ from .text import one_line
 from .verify import (
     DEFAULT_TOLERANCE,
     describe,
+    random_inputs,
     training_mode_operators,
     verification_shapes,
     verify_conversion,
@@ -518,6 +519,13 @@ def _verify_staged(outputs, paths, graph, context, rendered, options, say) -> di
         verification["layers"] = errors if options.verify_layers else []
         diverging = first_divergence(errors)
         if diverging is not None:
+            with warnings_as_notes(context.notes):
+                locate_line(
+                    outputs.staged_path(paths.script),
+                    outputs.staged_path(paths.checkpoint),
+                    random_inputs(graph, 0, shape_sets[0] if shape_sets else {}),
+                    diverging,
+                )
             verification["divergence"] = diverging.describe()
     say(describe(verification))
     return verification

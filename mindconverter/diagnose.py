@@ -8,11 +8,13 @@ value beyond the tolerance names the operator whose conversion is wrong.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from .graph import Graph
@@ -20,6 +22,7 @@ from .outputs.checkpoint import write_checkpoint
 from .passes.recover_hierarchy import module_path
 from .text import one_line
 from .verify import (
+    build_network,
     compare_outputs,
     in_reference_dtypes,
     random_inputs,
@@ -42,13 +45,17 @@ class LayerError:
     max_abs_error: float
     relative_error: float
     ok: bool
+    computed: np.ndarray | None = field(default=None, repr=False)  # MindSpore's, when it diverges
+    line: int = 0  # where the generated script computes it (0: not found)
+    code: str = ""
 
     def describe(self) -> str:
         scope = f", scope '{self.scope}'" if self.scope else ""
+        where = f", generated line {self.line}: {self.code}" if self.line else ""
         return one_line(
             f"node '{self.node}' ({self.op_type}{scope}) output '{self.value}': "
-            f"rel {self.relative_error:.2e} (abs {self.max_abs_error:.2e})",
-            300,
+            f"rel {self.relative_error:.2e} (abs {self.max_abs_error:.2e}){where}",
+            400,
         )
 
 
@@ -99,7 +106,8 @@ def layer_errors(
         actual = run_mindspore(script, checkpoint, inputs)
     rows = compare_outputs(wanted, actual, expected, tolerance)
     by_value = {row.name: row for row in rows}
-    return [
+    computed = dict(zip(wanted, actual))
+    errors = [
         LayerError(
             value,
             node.name or node.op_type,
@@ -111,6 +119,59 @@ def layer_errors(
         )
         for value, node in traced
     ]
+    diverging = first_divergence(errors)
+    if diverging is not None:
+        diverging.computed = np.asarray(computed[diverging.value])
+    return errors
+
+
+def locate_line(script: Path, checkpoint: Path, inputs: list[np.ndarray], row: LayerError) -> None:
+    """Find the line of ``script`` whose result is the diverging value: the network runs once
+    (PYNATIVE) while a tracer compares each new local of the script's frames with the value the
+    diagnostic run computed; sets ``row.line`` and ``row.code``."""
+    import mindspore as ms
+
+    target = row.computed
+    if target is None:
+        return
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    network = build_network(script, checkpoint)
+    filename = str(Path(script))
+    found: list[int] = []
+    held: dict[int, dict[str, object]] = {}  # per frame: what each local held at the last event
+    previous: dict[int, int] = {}  # per frame: the line that ran last
+
+    def check(frame) -> None:
+        before = held.setdefault(id(frame), {})
+        for name, value in list(frame.f_locals.items()):
+            if before.get(name) is value:
+                continue  # unchanged since the last line (references kept: ids are not reused)
+            before[name] = value
+            if found or not isinstance(value, ms.Tensor) or tuple(value.shape) != target.shape:
+                continue
+            if np.array_equal(value.asnumpy(), target):
+                found.append(previous.get(id(frame), frame.f_lineno))
+
+    def local(frame, event, arg):
+        if event in ("line", "return") and not found:
+            check(frame)
+            previous[id(frame)] = frame.f_lineno
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code.co_filename == filename else None
+
+    sys.settrace(tracer)
+    try:
+        network(*[ms.Tensor(array) for array in inputs])
+    except Exception:  # noqa: BLE001 - the line search is a hint; a failing run gives none
+        pass
+    finally:
+        sys.settrace(None)
+    if found:
+        row.line = found[0]
+        lines = Path(script).read_text().splitlines()
+        row.code = one_line(lines[row.line - 1].strip(), 160) if row.line <= len(lines) else ""
 
 
 def first_divergence(errors: list[LayerError]) -> LayerError | None:
@@ -118,4 +179,4 @@ def first_divergence(errors: list[LayerError]) -> LayerError | None:
     return next((row for row in errors if not row.ok), None)
 
 
-__all__ = ["LayerError", "first_divergence", "layer_errors", "traceable_values"]
+__all__ = ["LayerError", "first_divergence", "layer_errors", "locate_line", "traceable_values"]

@@ -37,6 +37,9 @@ def test_a_wrong_mapper_is_named_as_the_first_divergence(tmp_path):
     message = str(info.value)
     assert info.value.key == "VERIFY_MISMATCH"
     assert "First diverging: node '/h.0/attn/Softmax' (Softmax, scope 'h.0.attn')" in message
+    line = int(message.split("generated line ")[1].split(":")[0])
+    script = (tmp_path / "out" / "tiny_gpt_torchscript.py").read_text().splitlines()
+    assert "ops.exp(" in script[line - 1] and "ops.exp(" in message
     report = (tmp_path / "out" / "report_of_tiny_gpt_torchscript.txt").read_text()
     assert "First diverging: node '/h.0/attn/Softmax'" in report
     assert "Per-layer errors" not in report  # the table only with --verify_layers
