@@ -24,6 +24,7 @@ from .outputs.replay import EXPORTER_NOTES, CannotReplay, replay
 from .text import one_line
 
 MAX_LISTED = 6
+MAX_WEIGHT_MAP_BYTES = 256 << 20  # a weight map lists names and shapes: far below this
 
 
 @dataclass
@@ -39,6 +40,8 @@ class ReweightResult:
 def read_weight_map(path: str | Path) -> tuple[str, list[dict]]:
     """The model's stem and its rows from a weight map written by a conversion."""
     path = check_model_path(path, (".json",))
+    if path.stat().st_size > MAX_WEIGHT_MAP_BYTES:
+        raise make_error("FILE_CORRUPT", f"'{path.name}' is too large for a weight map.")
     try:
         table = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -133,10 +136,13 @@ def new_weight(row: dict, tensors: Mapping[str, np.ndarray], from_onnx: bool = F
         return _missing(name, exported_as)
     array = _checked(tensors[found], tuple(source["shape"]), source.get("data_type", ""), found)
     try:
-        return replay(transform, array, shape, dtype)
+        result = replay(transform, array, shape, dtype)
+        if tuple(result.shape) != shape:
+            raise ValueError(f"it comes out {list(result.shape)}, the network holds {list(shape)}")
+        return result
     except CannotReplay as step:
         raise ValueError(f"its transform step '{step}' cannot be replayed") from None
-    except ValueError as exc:
+    except (ValueError, IndexError, TypeError) as exc:  # an index or axis the tensor lacks
         raise ValueError(f"its transform does not fit the new tensor ({exc})") from None
 
 

@@ -227,3 +227,36 @@ def test_recurrent_names_follow_the_source_layer():
     assert recurrent_name("enc.rnn.weight_hh_l0", "enc.rnn.weight_ih_l0") == "enc.rnn.weight_hh_l0"
     assert recurrent_name("fc.weight", "lstm.weight_ih_l1") == ""
     assert recurrent_name("lstm.weight_ih_l0", "onnx::LSTM_12") == ""
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (
+            lambda rows: rows[1].update({"transform": "[99]; gates i,o,f,c -> i,f,c,o"}),
+            "does not fit",
+        ),
+        (lambda rows: rows[1].update({"transform": "transpose(5, 0)"}), "does not fit"),
+        (
+            lambda rows: rows[0]["converted_weight"].update({"shape": [10**12, 10**6]}),
+            "holds [1000000000000",
+        ),
+        (lambda rows: rows[1].update({"transform": "Mul()"}), "'Mul()' cannot be replayed"),
+    ],
+    ids=["index-out-of-range", "axis-out-of-range", "shape-the-map-claims", "computing-step"],
+)
+def test_a_tampered_weight_map_is_refused(tmp_path, converted_lstm, edit, expected):
+    result, state = converted_lstm
+    table = json.loads(result.weight_map_path.read_text())
+    edit(table["tiny_lstm_torchscript"])
+    tampered = tmp_path / "map.json"
+    tampered.write_text(json.dumps(table))
+    source = {
+        row["source_weight"]["name"]: np.zeros(row["source_weight"]["shape"], np.float32)
+        for row in table["tiny_lstm_torchscript"]
+    }
+    weights = _save_safetensors(source, tmp_path / "w.safetensors")
+    with pytest.raises(MindConverterError) as info:
+        reconvert_weights(weights, tampered, tmp_path / "o")
+    assert info.value.key == "WEIGHTS_MISMATCH" and expected in str(info.value)
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
