@@ -566,8 +566,9 @@ VERIFY_MEMORY_NOTE_BYTES = 1 << 30
 
 
 def _shape_text(graph, name: str) -> str:
+    """``float32[batch, 3, 224, 224]``: dynamic dimensions by name, ``?`` for an unknown rank."""
     dtype = graph.dtypes.get(name)
-    shape = graph.shapes.get(name)
+    shape = graph.dims(name)
     dims = ", ".join(map(str, shape)) if shape is not None else "?"
     return f"{dtype.name if dtype is not None else '?'}[{dims}]"
 

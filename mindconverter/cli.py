@@ -7,6 +7,7 @@ code; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import textwrap
@@ -173,7 +174,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _log(message: str) -> None:
     # Progress goes to stdout: stderr carries nothing but the one error line on failure.
     # Messages hold model-controlled names: escaped, they cannot forge lines or drive the terminal.
-    print(escape_controls(message))
+    try:
+        print(escape_controls(message), flush=True)
+    except BrokenPipeError:
+        # the reader went away (`mindconverter ... | head -2`): the conversion itself goes on,
+        # the rest of its messages go nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _reconvert_weights(args: argparse.Namespace) -> int:

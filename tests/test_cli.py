@@ -211,3 +211,22 @@ def test_a_checkpoint_too_big_for_ckpt_is_written_as_safetensors(tmp_path, monke
         "tiny_resnet_dynamo.safetensors"
         in (tmp_path / "report_of_tiny_resnet_dynamo.txt").read_text()
     )
+
+
+def test_a_reader_that_goes_away_does_not_stop_the_conversion(tmp_path):
+    """`mindconverter ... | head -1`: the pipe closes after the first line; the conversion still
+    writes every result and exits 0 (it was an internal error with nothing written)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parent / "fixtures" / "tiny_resnet_torchscript.onnx"
+    args = [sys.executable, "-m", "mindconverter", "--model_file", str(model)]
+    args += ["--shape", "1,3,32,32", "--output", str(tmp_path / "out"), "--quiet"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()
+    _, err = process.communicate(timeout=300)
+    assert first.startswith(b"Detected inputs:")
+    assert process.returncode == 0 and err == b""
+    assert len(list((tmp_path / "out").iterdir())) == 4
