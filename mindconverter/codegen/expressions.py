@@ -107,6 +107,10 @@ _CELLS_WITH_DTYPE = {
 }
 
 
+# Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2).
+HELPER_CELLS = {"GRUResetFirst"}
+
+
 def with_weight_dtype(cell: Cell) -> Cell:
     """The layer built in its weights' dtype when that is not float32 (a float16 or bfloat16
     model), so the script's parameters and the checkpoint agree."""
@@ -297,6 +301,8 @@ class ExpressionWriter:
         )
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
         cell = with_weight_dtype(cell)
+        if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see templates/)
+            self.state.uses.update({cell.cls, "ms", "ops", "Parameter"})
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
             key = self.state.content_keys.key(weight.array) if cell.cls in _TIEABLE_CELLS else None

@@ -177,11 +177,52 @@ def gru(ctx: NodeContext):
     if names != list(_GRU.activations) * directions:
         raise Unsupported(f"GRU activations {names} (MindSpore's nn.GRU uses sigmoid/tanh)")
     if not int(ctx.attr("linear_before_reset", 0)):
-        raise Unsupported(
-            "GRU with linear_before_reset=0: MindSpore's nn.GRU applies the reset gate after "
-            "the recurrent linear transform (linear_before_reset=1, PyTorch's form)"
-        )
+        return _gru_reset_first(ctx, directions)
     return _recurrent(ctx, _GRU, {}, (5,))
+
+
+def _gru_reset_first(ctx: NodeContext, directions: int):
+    """GRU with linear_before_reset=0 (Keras' reset_after=False) -> the script's GRUResetFirst
+    cell, which writes the recurrence out (nn.GRU resets after the recurrent transform)."""
+    layout = int(ctx.attr("layout", 0))
+    x_shape = ctx.require_shape(0)
+    w, r = ctx.require_const(1, "W"), ctx.require_const(2, "R")
+    hidden = int(ctx.attr("hidden_size", r.shape[-1]))
+    gates = 3 * hidden
+    if len(x_shape) != 3 or w.shape != (directions, gates, x_shape[2]):
+        raise Unsupported(f"weights of shape {w.shape} do not match the input {x_shape}")
+    if r.shape != (directions, gates, hidden) or w.dtype != np.float32:
+        raise Unsupported(f"recurrent weights of shape {r.shape} and dtype {w.dtype}")
+    b = ctx.require_const(3, "B") if ctx.has_input(3) else None
+    weights: dict[str, Weight] = {}
+    for d in range(directions):
+        suffix = "_reverse" if d == 1 else ""
+        weights[f"weight_ih_l0{suffix}"] = ctx.weight(1, w[d], f"[{d}]")
+        weights[f"weight_hh_l0{suffix}"] = ctx.weight(2, r[d], f"[{d}]")
+        for name, part in (("bias_ih_l0", slice(0, gates)), ("bias_hh_l0", slice(gates, None))):
+            if b is None:
+                zeros = np.zeros(gates, np.float32)
+                weights[name + suffix] = Weight(zeros, "", "zeros (no bias in the source)")
+            else:
+                text = f"[{d}, {part.start or ''}:{part.stop or ''}]"
+                weights[name + suffix] = ctx.weight(3, np.ascontiguousarray(b[d, part]), text)
+    x = Call("ops.transpose", [Input(0), Lit((1, 0, 2))]) if layout else Input(0)
+    args = [x]  # without an initial state the cell starts from zeros
+    if ctx.has_input(5):
+        h0 = ctx.operand(5)
+        args.append(Call("ops.transpose", [h0, Lit((1, 0, 2))]) if layout else h0)
+    kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden}
+    if directions == 2:
+        kwargs["bidirectional"] = True
+    elif ctx.attr("direction", "forward") == "reverse":
+        kwargs["reverse"] = True
+    cell = Cell("GRUResetFirst", kwargs=kwargs, args=args, weights=weights, role="gru")
+    result = Temp(cell, "gru_out")
+    y, y_h = Item(result, 0), Item(result, 1)
+    if layout:
+        y = Call("ops.transpose", [y, Lit((2, 0, 1, 3))])
+        y_h = Call("ops.transpose", [y_h, Lit((1, 0, 2))])
+    return Outputs([e if ctx.has_output(i) else None for i, e in enumerate([y, y_h])])
 
 
 @mapper("RNN", since=7)

@@ -107,6 +107,14 @@ def test_gru(tmp_path, case):
     assert_matches(rnn_model("GRU", linear_before_reset=1, **case), tmp_path)
 
 
+@pytest.mark.parametrize("graph_mode", [False, True])
+@pytest.mark.parametrize("case", GRU_CASES)
+def test_gru_resetting_before_the_recurrent_transform(tmp_path, case, graph_mode):
+    """linear_before_reset=0 (Keras' reset_after=False): the script's GRUResetFirst cell."""
+    result = assert_matches(rnn_model("GRU", **case), tmp_path, graph_mode=graph_mode)
+    assert "class GRUResetFirst(nn.Cell)" in result.script_path.read_text()
+
+
 @pytest.mark.parametrize("case", RNN_CASES)
 def test_rnn(tmp_path, case):
     assert_matches(rnn_model("RNN", **case), tmp_path)
@@ -118,6 +126,8 @@ def test_rnn(tmp_path, case):
         ("LSTM", {"direction": "bidirectional", "initial": ("h", "c")}),
         ("LSTM", {"direction": "reverse", "initial": ("h",)}),
         ("GRU", {"direction": "bidirectional", "initial": ("h",), "linear_before_reset": 1}),
+        ("GRU", {"direction": "bidirectional", "initial": ("h",)}),
+        ("GRU", {"direction": "reverse"}),
         ("RNN", {"direction": "reverse"}),
     ],
 )
@@ -159,7 +169,6 @@ def test_lstm_weight_map_records_reorder(tmp_path):
 @pytest.mark.parametrize(
     "op, kwargs, reason",
     [
-        ("GRU", {}, "linear_before_reset=0"),
         ("LSTM", {"clip": 1.0}, "clip"),
         ("LSTM", {"activations": ["Sigmoid", "Tanh", "Relu"]}, "activations"),
         ("LSTM", {"seq_lens": [SEQ, SEQ - 1]}, "sequence_lens"),
