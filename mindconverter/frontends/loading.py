@@ -419,6 +419,14 @@ def _check_against_schema(
     for name, attr in schema.attributes.items():
         if attr.required and name not in given:
             raise _invalid(f"{what} lacks its required attribute '{name}'{where}.")
+    for attr in node.attribute:  # onnxoptimizer crashes the process on a mistyped attribute
+        declared = schema.attributes.get(attr.name)
+        if declared is not None and attr.type and attr.type != int(declared.type.value):
+            raise _invalid(
+                f"{what} has attribute '{attr.name}' of type "
+                f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; the operator takes "
+                f"{declared.type.name}{where}."
+            )
 
 
 def _check_graph(
@@ -480,6 +488,12 @@ def _check_graph(
                 raise _invalid(
                     f"Node {label!r} ({node.op_type}) reads '{name}', which nothing defines{where}."
                 )
+        names = [attr.name for attr in node.attribute]
+        if len(set(names)) < len(names):
+            twice = sorted({name for name in names if names.count(name) > 1})
+            raise _invalid(
+                f"Node {label!r} ({node.op_type}) repeats attribute {twice[0]!r}{where}."
+            )
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 _check_tensor(attr.t, f"Attribute '{attr.name}' of node {label!r}{where}")

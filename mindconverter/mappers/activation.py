@@ -21,7 +21,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
-from .common import scalar_or_const
+from .common import is_static, scalar_or_const
 from .registry import mapper
 
 
@@ -166,7 +166,8 @@ def _softmax(ctx: NodeContext, func: str):
             # Before opset 13 the input is flattened to 2-D at `axis` and normalised over the rest.
             shape = ctx.require_shape(0)
             flat = Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis])), -1))])
-            return Call("ops.reshape", [Call(func, [flat], {"axis": Lit(-1)}), Lit(tuple(shape))])
+            back = Lit(tuple(shape)) if is_static(shape) else Call("ops.shape", [Input(0)])
+            return Call("ops.reshape", [Call(func, [flat], {"axis": Lit(-1)}), back])
         axis = -1
     if _may_hold_negative_infinity(ctx):
         # MindSpore's CPU softmax zeroes every row after a row that is all -inf (a fully masked

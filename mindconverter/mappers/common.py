@@ -37,18 +37,30 @@ def spatial_pads(
     if auto_pad == "VALID":
         return [0] * rank, [0] * rank
     pads = list(ctx.attr("pads", [0] * (2 * rank)))
-    if len(pads) != 2 * rank:
-        raise Unsupported(f"pads {pads} do not match {rank} spatial axes")
+    if len(pads) != 2 * rank or min(pads, default=0) < 0:
+        raise Unsupported(f"pads {pads} are not {2 * rank} sizes of 0 or more")
     return pads[:rank], pads[rank:]
 
 
 def spatial_attrs(ctx: NodeContext, rank: int, kernel: Sequence[int] | None = None):
     """kernel_shape, strides and dilations with their ONNX defaults."""
+    weight_kernel = kernel
     kernel = list(ctx.attr("kernel_shape", kernel if kernel is not None else []))
     if len(kernel) != rank:
         raise Unsupported(f"kernel_shape {kernel} does not match {rank} spatial axes")
+    if (
+        weight_kernel is not None
+        and is_static(weight_kernel)
+        and [int(k) for k in weight_kernel] != kernel
+    ):
+        raise Unsupported(
+            f"kernel_shape {kernel} disagrees with the weight's {list(weight_kernel)}"
+        )
     strides = list(ctx.attr("strides", [1] * rank)) or [1] * rank
     dilations = list(ctx.attr("dilations", [1] * rank)) or [1] * rank
+    for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
+        if len(values) != rank or min(values) < 1:  # the layer could not even be built
+            raise Unsupported(f"{name} {values} are not {rank} sizes of 1 or more")
     return kernel, strides, dilations
 
 
@@ -75,9 +87,25 @@ def same_dtype_operand(ctx: NodeContext, index: int):
     value = ctx.const(index)
     if value is not None and value.size == 1 and ctx.input_dtype(0) is not None:
         kind = np.asarray(value).dtype.kind
-        if kind == "f" and ctx.input_dtype(0).kind == "f" and ctx.input_dtype(0) == value.dtype:
+        if (
+            kind == "f"
+            and ctx.input_dtype(0).kind == "f"
+            and ctx.input_dtype(0) == value.dtype
+            and _number_keeps_the_result(ctx, index, np.asarray(value).ndim)
+        ):
             return Lit(float(np.asarray(value).reshape(())))
     return ctx.operand(index) if value is not None else Input(index)
+
+
+def _number_keeps_the_result(ctx: NodeContext, index: int, ndim: int) -> bool:
+    """Whether a size-1 constant operand may be written as a Python number: another operand is
+    computed at run time (numbers alone would give a Python float, not a tensor) and has at
+    least the constant's rank (its size-1 axes would otherwise add axes to the result)."""
+    others = [i for i in range(ctx.num_inputs) if i != index and ctx.has_input(i)]
+    if all(ctx.is_const(i) for i in others):
+        return False
+    ranks = [len(shape) for i in others if (shape := ctx.input_shape(i)) is not None]
+    return ndim == 0 or max(ranks, default=-1) >= ndim
 
 
 def axes_input_or_attr(ctx: NodeContext, input_index: int, since: int) -> list[int] | None:

@@ -129,12 +129,16 @@ def conv_transpose(ctx: NodeContext):
             f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])
         ]
     end = [f - b - n for f, b, n in zip(full, begin, lengths)]
-    if any(b < 0 for b in begin) or any(e < 0 for e in end):
+    # A stride longer than the dilated kernel: MindSpore's "valid" result is longer than the full
+    # one by the gap (bias-only cells at the end, which output_padding may reach) and its "pad"
+    # mode fails, so the window is sliced from the "valid" result.
+    gaps = [max(s - (k - 1) * d - 1, 0) for s, k, d in zip(strides, kernel, dilations)]
+    if any(b < 0 for b in begin) or any(e < -g for e, g in zip(end, gaps)):
         raise Unsupported(
             "output_padding reaching past the full transposed convolution (bias-only cells)"
         )
     # MindSpore crops symmetric padding itself; any other window is sliced from the full result.
-    symmetric = begin == end and len(set(begin)) == 1
+    symmetric = begin == end and len(set(begin)) == 1 and not any(gaps)
     kwargs = {
         "in_channels": in_channels,
         "out_channels": out_channels,
@@ -164,6 +168,6 @@ def conv_transpose(ctx: NodeContext):
         return cell
 
     index = (slice(None), slice(None)) + tuple(
-        slice(b or None, (f - e) if e else None) for b, e, f in zip(begin, end, full)
+        slice(b or None, (f - e) if e or g else None) for b, e, f, g in zip(begin, end, full, gaps)
     )
     return Item(cell, index)

@@ -20,6 +20,12 @@ from .registry import mapper
 def _dense(
     ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform: str, bias=None
 ):
+    dtype = ctx.input_dtype(0)
+    for array in [weight_out_in] + ([bias.array] if bias is not None else []):
+        floating = array.dtype.kind == "f" or array.dtype.name == "bfloat16"
+        if not floating or (dtype is not None and array.dtype != dtype):
+            # ONNX gives them one type; the layer could not load such a weight
+            raise Unsupported(f"a {array.dtype} weight for a {dtype} input")
     out_features, in_features = (int(d) for d in weight_out_in.shape)
     weights = {"weight": ctx.weight(weight_index, weight_out_in, transform)}
     kwargs = {"in_channels": in_features, "out_channels": out_features}

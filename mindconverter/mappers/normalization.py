@@ -38,6 +38,13 @@ def batch_norm(ctx: NodeContext):
     for index, what in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")):
         ctx.require_const(index, f"the BatchNormalization {what}")
     channels = int(ctx.require_const(1, "scale").size)
+    for index in (1, 2, 3, 4):  # the layer could not load statistics of another shape or type
+        stat = ctx.const(index)
+        if stat.shape != (channels,) or stat.dtype.kind != "f":
+            raise Unsupported(
+                f"BatchNormalization input {index} is {stat.dtype}{list(stat.shape)}, not "
+                f"{channels} floats like the scale"
+            )
     eps = float(ctx.attr("epsilon", 1e-5))
     momentum = float(ctx.attr("momentum", 0.9))
     kwargs = {"num_features": channels, "eps": eps, "momentum": momentum}
@@ -291,4 +298,6 @@ def dropout(ctx: NodeContext):
         ratio = float(np.asarray(ctx.require_const(1, "the dropout ratio")).reshape(()))
     if ctx.has_input(2) and ctx.const(2) is None:
         raise Unsupported("Dropout whose training switch is computed at run time")
+    if not 0.0 <= ratio < 1.0:  # nn.Dropout refuses it (ONNX allows [0, 1) too)
+        raise Unsupported(f"a dropout ratio of {ratio} (ONNX allows [0, 1))")
     return Cell("nn.Dropout", {"p": ratio}, [Input(0)], role="dropout")

@@ -28,8 +28,23 @@ def _pool(ctx: NodeContext, cells: dict, is_max: bool):
     kwargs = {"kernel_size": compact(kernel), "stride": compact(strides)}
     # MindSpore pools pad symmetrically and at most half the kernel: pad explicitly otherwise
     if begin != end or any(b > k // 2 for b, k in zip(begin, kernel)):
-        if not is_max and int(ctx.attr("count_include_pad", 0)) == 0:
-            rescale = _valid_cell_factor(x_shape[2:], kernel, strides, begin, end, ceil_mode)
+        exclude_pad = not is_max and int(ctx.attr("count_include_pad", 0)) == 0
+        steps = [  # (only when needed: the sizes may stay dynamic otherwise)
+            _onnx_steps(*axis, ceil_mode)
+            for axis in zip(x_shape[2:], kernel, strides, begin, end, dilations)
+            if ceil_mode or exclude_pad
+        ]
+        if exclude_pad:
+            rescale = _valid_cell_factor(x_shape[2:], kernel, strides, begin, steps)
+        if ceil_mode:  # pad the end to fit exactly ONNX's windows: the cell's ceil_mode would
+            # add one starting in the end padding, which ONNX drops
+            end = [
+                max((n - 1) * s + (k - 1) * d + 1 - size - b, 0)
+                for n, size, k, s, b, d in zip(
+                    steps, x_shape[2:], kernel, strides, begin, dilations
+                )
+            ]
+            ceil_mode = False
         x = pad_call(x, begin, end, -math.inf if is_max else 0.0)
         begin = end = [0] * rank
     if any(begin) or ceil_mode:
@@ -50,13 +65,22 @@ def _pool(ctx: NodeContext, cells: dict, is_max: bool):
     return cell
 
 
-def _valid_cell_factor(spatial, kernel, strides, begin, end, ceil_mode) -> np.ndarray:
+def _onnx_steps(size: int, k: int, s: int, b: int, e: int, d: int, ceil_mode: bool) -> int:
+    """The number of windows along one axis, as ONNX counts them."""
+    span = (k - 1) * d + 1
+    if not ceil_mode:
+        return (size + b + e - span) // s + 1
+    steps = -(-(size + b + e - span) // s) + 1
+    if (steps - 1) * s >= size + b:  # the last window would start in the end padding
+        steps -= 1
+    return steps
+
+
+def _valid_cell_factor(spatial, kernel, strides, begin, steps) -> np.ndarray:
     """Per output position: kernel volume / number of non-padding cells in its window."""
     factors = []
-    for size, k, s, b, e in zip(spatial, kernel, strides, begin, end):
-        padded = size + b + e
-        steps = (padded - k + (s - 1 if ceil_mode else 0)) // s + 1
-        starts = np.arange(steps) * s - b
+    for size, k, s, b, n in zip(spatial, kernel, strides, begin, steps):
+        starts = np.arange(n) * s - b
         valid = np.minimum(starts + k, size) - np.maximum(starts, 0)
         factors.append(k / valid)
     grid = factors[0]

@@ -85,7 +85,12 @@ def _reduce(
     if axes is not None:
         kwargs[axis_kw] = _axis_lit(axes)
     kwargs[keep_kw] = Lit(keep)
-    return Call(func, [value], kwargs)
+    result = Call(func, [value], kwargs)
+    dtype = ctx.output_dtype(0)
+    if func in ("ops.sum", "ops.prod") and dtype is not None and dtype.kind in "iu":
+        if np.dtype(dtype) != np.int64:  # MindSpore sums and multiplies integers in int64
+            result = Call("ops.cast", [result, DType(np.dtype(dtype).name)])
+    return result
 
 
 def _sum(ctx: NodeContext, value, since: int = 18):

@@ -51,7 +51,7 @@ def flatten(ctx: NodeContext):
     axis = normalize_axis(
         axis + rank if axis < 0 else axis, rank + 1
     )  # valid range is [-rank, rank]
-    if axis == 1:
+    if axis == 1 and rank >= 2:  # ops.flatten leaves a 1-D input as it is; ONNX gives (n, 1)
         return Call("ops.flatten", [Input(0)])
     shape = ctx.require_shape(0)
     if not is_static(shape[:axis]) and is_static(shape[axis:]):
@@ -186,6 +186,7 @@ def _reorder(value, first: tuple[int, ...], perm: tuple[int, ...], final: tuple[
 def depth_to_space(ctx: NodeContext):
     """DepthToSpace -> ops.pixel_shuffle (CRD) or reshape/transpose/reshape (DCR)."""
     n, c, h, w = ctx.require_shape(0)
+    n = n if is_static([n]) else -1  # a dynamic batch stays dynamic
     bs = int(ctx.attr("blocksize"))
     mode = ctx.attr("mode", "DCR") if ctx.opset >= 11 else "DCR"
     if isinstance(mode, bytes):
@@ -203,6 +204,7 @@ def space_to_depth(ctx: NodeContext):
     """SpaceToDepth -> reshape/transpose/reshape (blocks become the leading channel factor in DCR
     mode, the trailing one in CRD mode, opset 28)."""
     n, c, h, w = ctx.require_shape(0)
+    n = n if is_static([n]) else -1  # a dynamic batch stays dynamic
     bs = int(ctx.attr("blocksize"))
     mode = ctx.attr("mode", "DCR")
     mode = mode.decode() if isinstance(mode, bytes) else mode

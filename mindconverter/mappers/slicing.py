@@ -6,6 +6,7 @@ import numpy as np
 
 from .base import (
     Call,
+    Const,
     Input,
     Item,
     Lit,
@@ -69,7 +70,7 @@ def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
         start = min(max(start, 0), dim)
         end = min(max(end, 0), dim)
         return slice(start or None, end if end < dim else None, step if step != 1 else None)
-    start = min(max(start, -1), dim - 1)
+    start = min(max(start, 0), dim - 1)  # ONNX clamps a start before the first element to it
     end = min(max(end, -1), dim - 1)
     return slice(start if start != dim - 1 else None, end if end >= 0 else None, step)
 
@@ -142,9 +143,16 @@ def slice_(ctx: NodeContext):
             index[axis] = _slice_bounds(int(start), int(end), int(step), int(shape[axis]))
         else:
             index[axis] = _python_slice(int(start), int(end), int(step))
+    source = Input(0)
+    reversed_axes = tuple(a for a, part in enumerate(index) if part == slice(None, None, -1))
+    if reversed_axes and any(part not in (slice(None), slice(None, None, -1)) for part in index):
+        # MindSpore's indexing drops a whole-axis reversal when another axis is sliced too
+        # (x[::-1, :2] reads x[:, :2]): the reversal is an ops.flip
+        source = Call("ops.flip", [source, Lit(reversed_axes)])
+        index = [slice(None) if a in reversed_axes else part for a, part in enumerate(index)]
     while len(index) > 1 and index[-1] == slice(None):
         index.pop()
-    return Item(Input(0), tuple(index))
+    return Item(source, tuple(index))
 
 
 _PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}
@@ -171,18 +179,74 @@ def pad(ctx: NodeContext):
     axes = [normalize_axis(a, rank) for a in axes]
     begin = dict(zip(axes, pads[: len(axes)]))
     end = dict(zip(axes, pads[len(axes) :]))
-    last = max((a for a in axes if begin.get(a) or end.get(a)), default=None)
-    if last is None:
-        return Input(0)
+    source = Input(0)
+    if min(pads, default=0) < 0:  # negative pads crop first (as onnxruntime does); ops.pad gives
+        # wrong values, varying from call to call, for negative widths
+        index = [
+            slice(-min(begin.get(a, 0), 0) or None, min(end.get(a, 0), 0) or None)
+            for a in range(rank)
+        ]
+        while index[-1] == slice(None):
+            index.pop()
+        source = Item(Input(0), tuple(index))
+        cropped = {a: min(begin.get(a, 0), 0) + min(end.get(a, 0), 0) for a in axes}
+        begin = {a: max(b, 0) for a, b in begin.items()}
+        end = {a: max(e, 0) for a, e in end.items()}
+    else:
+        cropped = {}
+    padded = [a for a in axes if begin.get(a) or end.get(a)]
+    if not padded:
+        return source
     widths = []
-    for axis in range(rank - 1, min(a for a in axes if begin.get(a) or end.get(a)) - 1, -1):
+    for axis in range(rank - 1, min(padded) - 1, -1):
         widths += [begin.get(axis, 0), end.get(axis, 0)]
     kwargs = {}
     if _PAD_MODES[mode] != "constant":
+        shape = ctx.require_shape(0)
+        wide = any(  # ops.pad's circular mode reads garbage past one turn
+            is_static([shape[a]])
+            and max(begin.get(a, 0), end.get(a, 0)) >= shape[a] + cropped.get(a, 0)
+            for a in padded
+        )
+        if wide or (rank, len(widths) // 2) not in _PAD_RUNS[mode]:
+            return _pad_by_gather(ctx, source, cropped, mode, begin, end)
         kwargs["mode"] = Lit(_PAD_MODES[mode])
     elif value != 0:
         kwargs["value"] = Lit(value)
-    return Call("ops.pad", [Input(0), Lit(tuple(widths))], kwargs)
+    return Call("ops.pad", [source, Lit(tuple(widths))], kwargs)
+
+
+# (rank, number of trailing axes padded) that MindSpore's ops.pad runs in each mode other than
+# "constant" (its PadV3 kernel refuses the rest: 1-D, 5-D reflect, a batch or channel axis...).
+_PAD_RUNS = {
+    "reflect": {(2, 1), (3, 1), (3, 2), (4, 2)},
+    "edge": {(2, 1), (3, 1), (3, 2), (4, 2), (4, 3), (5, 3)},
+    "wrap": {(2, 1), (3, 1), (3, 2), (4, 2), (4, 3), (5, 3)},
+}
+
+
+def _pad_by_gather(ctx: NodeContext, source, cropped: dict, mode: str, begin: dict, end: dict):
+    """Edge/reflect/wrap padding as one ops.gather per axis of the source positions each output
+    position reads, for what ops.pad cannot run (``cropped``: how much each axis lost first)."""
+    shape = ctx.require_shape(0)
+    for axis in sorted(set(begin) | set(end)):
+        before, after = int(begin.get(axis, 0)), int(end.get(axis, 0))
+        if not before and not after:
+            continue
+        if not is_static([shape[axis]]):
+            raise Unsupported(f"{mode} padding of a dynamic dimension that ops.pad cannot pad")
+        size = int(shape[axis]) + cropped.get(axis, 0)
+        positions = np.arange(-before, size + after)
+        if mode == "edge":
+            index = np.clip(positions, 0, size - 1)
+        elif mode == "wrap":
+            index = positions % size
+        else:  # reflect, without repeating the border
+            period = max(2 * (size - 1), 1)
+            index = positions % period
+            index = np.where(index < size, index, period - index)
+        source = Call("ops.gather", [source, Const(index.astype(np.int64)), Lit(axis)])
+    return source
 
 
 @mapper("ReverseSequence", since=10)

@@ -6,9 +6,11 @@ could not be converted.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import make_error
 from ..graph import Graph
-from ..graph.symbolic import DynamicDimensionError
+from ..graph.symbolic import DynamicDim, DynamicDimensionError
 from ..mappers.base import MappedNode, NodeContext, Unsupported
 from ..mappers.registry import MapperRegistry
 from .context import PassContext
@@ -42,8 +44,33 @@ def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> li
                 MappedNode(node, reason=f"internal mapper error ({type(exc).__name__}: {exc})")
             )
             continue
+        dim = _dynamic_dim_in(result)
+        if dim is not None:  # it would reach the script as a literal (codegen cannot write it)
+            mapped.append(
+                MappedNode(node, reason=f"the mapper writes dynamic dimension '{dim}' as a size")
+            )
+            continue
         mapped.append(MappedNode(node, result=result))
     return mapped
+
+
+def _dynamic_dim_in(value) -> DynamicDim | None:
+    """The first DynamicDim inside a mapper's result (expressions, literals, containers)."""
+    if isinstance(value, DynamicDim):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    else:
+        return None
+    for item in items:
+        found = _dynamic_dim_in(item)
+        if found is not None:
+            return found
+    return None
 
 
 def run(graph: Graph, context: PassContext) -> bool:

@@ -8,6 +8,7 @@ import sys
 
 import onnx
 import onnxoptimizer
+from onnx import numpy_helper
 
 from ..graph import Graph
 from .context import PassContext
@@ -39,9 +40,13 @@ def run_optimizer(model: onnx.ModelProto) -> onnx.ModelProto:
     metadata = {
         node.name: list(node.metadata_props) for node in model.graph.node if node.metadata_props
     }
+    passes = OPTIMIZER_PASSES
+    if _squeezes_with_negative_axes(model.graph):
+        # onnxoptimizer fuses Squeeze(-3) then Squeeze(-1) of [1, 3, 1] into Squeeze((0, 0))
+        passes = [name for name in passes if name != "fuse_consecutive_squeezes"]
     try:
         with _quiet_stderr():
-            optimized = onnxoptimizer.optimize(model, OPTIMIZER_PASSES)
+            optimized = onnxoptimizer.optimize(model, passes)
     except (
         Exception
     ):  # the optimizer rejects some valid models; it only tidies, so go on without it
@@ -51,6 +56,27 @@ def run_optimizer(model: onnx.ModelProto) -> onnx.ModelProto:
             node.metadata_props.add().CopyFrom(entry)
     optimized.graph.ClearField("value_info")
     return optimized
+
+
+def _squeezes_with_negative_axes(graph: onnx.GraphProto) -> bool:
+    """Whether a Squeeze of ``graph`` takes a negative axis (attribute or constant input)."""
+    constants = {init.name: init for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            if node.attribute[0].type == onnx.AttributeProto.TENSOR:
+                constants[node.output[0]] = node.attribute[0].t
+    for node in graph.node:
+        if node.op_type != "Squeeze":
+            continue
+        axes = [list(a.ints) for a in node.attribute if a.name == "axes"]
+        if len(node.input) > 1 and node.input[1] in constants:
+            try:
+                axes.append(numpy_helper.to_array(constants[node.input[1]]).reshape(-1).tolist())
+            except Exception:  # unreadable here (held elsewhere): assume the worst
+                return True
+        if any(axis < 0 for values in axes for axis in values):
+            return True
+    return False
 
 
 @contextlib.contextmanager

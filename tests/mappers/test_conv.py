@@ -50,6 +50,11 @@ def test_conv(tmp_path, attrs, x_shape, w_shape, bias):
         ({"strides": [2, 2], "auto_pad": "SAME_UPPER"}, (1, 4, 5, 5), (4, 3, 3, 3)),
         ({"strides": [2], "pads": [1, 1]}, (1, 4, 5), (4, 3, 3)),
         ({"strides": [2, 2, 2]}, (1, 4, 3, 3, 3), (4, 3, 2, 2, 2)),
+        # strides longer than the kernel: MindSpore's result has trailing bias-only cells
+        ({"strides": [2]}, (3, 4, 2), (4, 1, 1)),
+        ({"strides": [1, 3]}, (1, 2, 3, 3), (2, 3, 2, 2)),
+        ({"strides": [3, 3], "pads": [1, 1, 1, 1]}, (1, 2, 3, 3), (2, 1, 2, 2)),
+        ({"strides": [3], "output_padding": [2]}, (1, 2, 3), (2, 1, 1)),
     ],
 )
 def test_conv_transpose(tmp_path, attrs, x_shape, w_shape):
@@ -60,3 +65,29 @@ def test_conv_transpose(tmp_path, attrs, x_shape, w_shape):
         **attrs,
     )
     assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("Conv", {"strides": [0, 1]}),
+        ("Conv", {"pads": [-1, 0, 0, 0]}),
+        ("Conv", {"kernel_shape": [1, 2]}),  # the weight's kernel is 3x3
+        ("ConvTranspose", {"dilations": [1, 1, 1]}),
+        ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 1, 1]}),
+        ("AveragePool", {"kernel_shape": [2, 0]}),
+    ],
+)
+def test_impossible_window_attributes_leave_a_placeholder(tmp_path, op, attrs):
+    """Such attributes (a mutated model) made layers MindSporeModel() could not build."""
+    import onnx
+
+    from mindconverter import convert
+    from mindconverter.verify import build_network
+
+    inits = {"W": randn(3, 3, 3, 3)} if op.startswith("Conv") else {}
+    model = single_op_model(op, {"x": (1, 3, 6, 6)}, initializers=inits, **attrs)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert [site.op_type for site in result.unconverted] == [op]
+    build_network(result.script_path, result.checkpoint_path)

@@ -68,3 +68,20 @@ def test_einsum(tmp_path, equation, shapes):
     inputs = [(f"x{i}", F, s) for i, s in enumerate(shapes)]
     model = model_of("Einsum", inputs, [("y", F, None)], opset=12, equation=equation)
     assert_matches(model, tmp_path)
+
+
+def test_a_gemm_weight_of_another_dtype_leaves_a_placeholder(tmp_path):
+    """An invalid model (mutated) whose int32 weight became an nn.Dense weight: the script could
+    not load its own checkpoint."""
+    import numpy as np
+    import onnx
+
+    from mindconverter import convert
+    from mindconverter.verify import build_network
+
+    inits = {"B": np.ones((4, 3), np.int32), "C": randn(4)}
+    model = single_op_model("Gemm", {"a": (2, 3)}, initializers=inits, transB=1)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert [site.op_type for site in result.unconverted] == ["Gemm"]
+    build_network(result.script_path, result.checkpoint_path)

@@ -136,3 +136,41 @@ def test_dropout_is_a_cell(tmp_path):
     )
     result = assert_matches(model, tmp_path)
     assert "nn.Dropout(p=0.25)" in result.script_path.read_text()
+
+
+@pytest.mark.parametrize("ratio", [1.0, -0.5, float("nan")])
+def test_a_dropout_ratio_outside_the_range_leaves_a_placeholder(tmp_path, ratio):
+    """nn.Dropout(p=1.0) cannot be built: the script failed at MindSporeModel()."""
+    import onnx
+
+    from mindconverter import convert
+    from mindconverter.verify import build_network
+
+    model = single_op_model(
+        "Dropout", {"x": (2, 3)}, initializers={"r": np.array(ratio, np.float32)}
+    )
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert [site.op_type for site in result.unconverted] == ["Dropout"]
+    build_network(result.script_path, result.checkpoint_path)
+
+
+@pytest.mark.parametrize(
+    "mean",
+    [np.zeros(3, np.int32), np.array(0.25, np.float32)],
+    ids=["int32-statistics", "scalar-statistics"],
+)
+def test_batch_norm_statistics_a_layer_cannot_load_leave_a_placeholder(tmp_path, mean):
+    """An invalid model (mutated) whose statistics reached nn.BatchNorm2d: the script could not
+    load its own checkpoint."""
+    import onnx
+
+    from mindconverter import convert
+    from mindconverter.verify import build_network
+
+    inits = {"s": w(3), "b": w(3), "m": mean, "v": np.ones(3, np.float32)}
+    model = single_op_model("BatchNormalization", {"x": (1, 3, 2, 2)}, initializers=inits)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert [site.op_type for site in result.unconverted] == ["BatchNormalization"]
+    build_network(result.script_path, result.checkpoint_path)

@@ -133,3 +133,20 @@ def test_reduce_mean(tmp_path, opset, keep):
             "ReduceMean", {"x": (2, 3, 4)}, opset=opset, axes=[1], keepdims=keep
         )
     assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceProd", "ReduceL1", "ReduceSumSquare"])
+def test_integer_reductions_keep_int32(tmp_path, op):
+    """MindSpore sums and multiplies int32 in int64: the result is cast back as ONNX says."""
+    from tests.helpers import convert_and_run
+
+    model = make_model(
+        [helper.make_node(op, ["x"], ["y"], keepdims=0)],
+        [("x", np.int32, (2, 3))],
+        [("y", np.int32, None)],
+        opset=18,
+    )
+    feeds = {"x": np.arange(-3, 3, dtype=np.int32).reshape(2, 3)}
+    result, (got,), (want,) = convert_and_run(model, tmp_path, feeds=feeds)
+    assert got.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(got, want)

@@ -15,6 +15,11 @@ def test_flatten(tmp_path, axis):
     assert_matches(single_op_model("Flatten", {"x": (2, 3, 4, 5)}, axis=axis), tmp_path)
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_flatten_of_a_vector(tmp_path, axis):
+    assert_matches(single_op_model("Flatten", {"x": (4,)}, axis=axis), tmp_path)
+
+
 def test_reshape_zero_and_minus_one(tmp_path):
     model = single_op_model(
         "Reshape", {"x": (2, 3, 4)}, initializers={"s": np.array([0, -1], np.int64)}
@@ -164,3 +169,29 @@ def test_shape_arithmetic_on_a_dynamic_batch_reads_the_batch_at_run_time(tmp_pat
             feeds={"x": np.ones((batch, 3, 4), np.float32)},
             shape=["2,3,4"],
         )
+
+
+@pytest.mark.parametrize(
+    "op, attrs, shape",
+    [
+        ("SpaceToDepth", {"blocksize": 2}, (2, 1, 2, 2)),
+        ("DepthToSpace", {"blocksize": 2}, (2, 4, 1, 2)),
+        ("LogSoftmax", {"axis": 0}, (2, 2, 1, 3)),  # opset 11: flattened at the axis
+    ],
+)
+def test_a_dynamic_batch_stays_dynamic(tmp_path, op, attrs, shape):
+    """These wrote the dynamic batch into a reshape target: the conversion failed outright."""
+    from mindconverter.verify import run_mindspore, run_onnxruntime
+
+    model = make_model(
+        [helper.make_node(op, ["x"], ["y"], **attrs)],
+        [("x", np.float32, ["N", *shape[1:]])],
+        [("y", np.float32, None)],
+        opset=11,
+    )
+    feeds = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds=feeds, shape=[",".join(map(str, shape))])
+    grown = np.random.default_rng(1).standard_normal((3, *shape[1:])).astype(np.float32)
+    (got,) = run_mindspore(result.script_path, result.checkpoint_path, [grown])
+    (want,) = run_onnxruntime(model, {"x": grown}, ["y"])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

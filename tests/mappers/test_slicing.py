@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import assert_matches, single_op_model
+from tests.helpers import assert_matches, convert_and_run, single_op_model
 from tests.mappers.builders import I64, F, model_of, randn
 
 
@@ -37,6 +37,11 @@ def test_split(tmp_path, opset, kwargs, inits, outputs):
         ([-1], [-1000], [2], [-1]),
         ([3], [0], [1], [-2]),
         ([0], [2**63 - 1], [0], [1]),
+        ([-10], [-10], [1], [-1]),  # a start before the first element is clamped to it
+        ([-7], [-(2**63)], [2], [-2]),
+        # a whole axis reversed while another is sliced: MindSpore's indexing dropped the reversal
+        ([-1, 0], [-(2**63), 2], [1, 2], [-1, 1]),
+        ([2, 1], [-5, 4], [1, 0], [-1, 1]),
     ],
 )
 def test_slice(tmp_path, starts, ends, axes, steps):
@@ -86,3 +91,41 @@ def test_reverse_sequence(tmp_path, time_axis, batch_axis):
         batch_axis=batch_axis,
     )
     assert_matches(model, tmp_path, feeds={"x": randn(*shape), "l": np.array([1, 4, 2], I64)})
+
+
+@pytest.mark.parametrize(
+    "shape, pads, mode",
+    [
+        ((5,), [2, 1], "reflect"),  # 1-D: ops.pad runs no reflect/edge/wrap on it
+        ((2, 3, 4, 4), [1, 0, 0, 0, 0, 1, 0, 0], "edge"),  # batch and channel axes
+        ((1, 2, 3, 3, 3), [0, 0, 1, 1, 1, 0, 0, 1, 1, 1], "reflect"),  # 3 axes of a 5-D input
+        ((2, 3), [0, 5, 0, 4], "wrap"),  # wider than the axis
+        ((2, 3), [1, 0, 1, 0], "reflect"),  # both axes of a 2-D input
+        ((3, 4), [0, -1, 0, 2], "wrap"),  # cropped first, then wrapped
+        ((3, 4), [-1, 1, 1, 0], "edge"),
+    ],
+)
+def test_pad_modes_ops_pad_cannot_run(tmp_path, shape, pads, mode):
+    model = single_op_model(
+        "Pad",
+        {"x": shape},
+        initializers={"p": np.array(pads, np.int64)},
+        opset=19,
+        mode=mode,
+    )
+    assert_matches(model, tmp_path)
+
+
+def test_pad_with_negative_pads_is_right_on_every_call(tmp_path):
+    """ops.pad with negative widths is right on its first call and wrong on the next ones."""
+    from mindconverter.verify import run_mindspore
+
+    inits = {"p": np.array([1, -1, -1, 0, -1, 0], np.int64), "v": np.array(2.0, np.float32)}
+    model = single_op_model(
+        "Pad", {"x": (1, 3, 3)}, initializers=inits, input_names=["x", "p", "v"], opset=18
+    )
+    x = randn(1, 3, 3)
+    result, _, (want,) = convert_and_run(model, tmp_path, feeds={"x": x})
+    for _ in range(2):
+        (got,) = run_mindspore(result.script_path, result.checkpoint_path, [x])
+        np.testing.assert_array_equal(got, want)

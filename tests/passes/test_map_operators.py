@@ -43,3 +43,20 @@ def test_a_failing_mapper_becomes_an_unconverted_node_or_an_error_with_debug():
     with pytest.raises(MindConverterError) as info:
         map_operators.run(graph, context)
     assert info.value.key == "MAPPING_FAILED"
+
+
+def test_a_dynamic_dimension_written_as_a_size_is_an_unconverted_node_not_a_crash():
+    """A mapper that puts a dynamic dimension into a literal (a reshape target) would make the
+    code generator fail on the whole model; the node is left unconverted instead."""
+    from mindconverter.graph.symbolic import DynamicDim
+    from mindconverter.mappers.base import Call, Input, Lit
+
+    registry = MapperRegistry()
+
+    @registry.register("Relu")
+    def reshaping(ctx):
+        return Call("ops.reshape", [Input(0), Lit((DynamicDim("N"), -1))])
+
+    graph, context = _graph(registry)
+    map_operators.run(graph, context)
+    assert context.mapped[0].reason == "the mapper writes dynamic dimension 'N' as a size"

@@ -60,6 +60,32 @@ def test_optimizer_drops_identities_and_keeps_node_metadata():
     assert node.op_type == "Relu" and node.metadata_props[0].value == "layer1"
 
 
+@pytest.mark.parametrize(
+    "opset, first, second", [(13, [-3], [-1]), (11, [-3], [-1]), (13, [0], [1])]
+)
+def test_consecutive_squeezes_keep_their_meaning(tmp_path, opset, first, second):
+    """onnxoptimizer fused Squeeze(-3) then Squeeze(-1) of [1, 3, 1] into Squeeze((0, 0)),
+    which leaves [3, 1]; with negative axes the two stay apart."""
+    from tests.helpers import assert_matches
+
+    if opset >= 13:
+        nodes = [
+            helper.make_node("Squeeze", ["x", "a"], ["t"]),
+            helper.make_node("Squeeze", ["t", "b"], ["y"]),
+        ]
+        inits = {"a": np.array(first, np.int64), "b": np.array(second, np.int64)}
+    else:
+        nodes = [
+            helper.make_node("Squeeze", ["x"], ["t"], axes=first),
+            helper.make_node("Squeeze", ["t"], ["y"], axes=second),
+        ]
+        inits = {}
+    model = make_model(
+        nodes, [("x", np.float32, [1, 3, 1])], [("y", np.float32, None)], inits, opset=opset
+    )
+    assert_matches(model, tmp_path)
+
+
 def test_dead_nodes_and_unused_weights_go():
     model = make_model(
         [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Add", ["x", "w"], ["unused"])],

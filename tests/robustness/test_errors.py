@@ -88,6 +88,12 @@ def _cycle():
     )
 
 
+def _with_attribute(op_type: str, attr: onnx.AttributeProto, perm=None) -> onnx.ModelProto:
+    node = helper.make_node(op_type, ["x"], ["y"], **({"perm": perm} if perm else {}))
+    node.attribute.append(attr)
+    return make_model([node], [("x", F, [1, 4])], [("y", F, None)])
+
+
 def _init_lie(dims):
     model = make_model(
         [helper.make_node("Add", ["x", "w"], ["y"])],
@@ -235,6 +241,17 @@ CASES = {
                 [("y", F, None)],
             )
         ),
+        "INVALID_GRAPH",
+        1,
+    ),
+    # a mistyped attribute made onnxoptimizer crash the process (SIGSEGV, no error line)
+    "attribute of the wrong type": (
+        _model_case(_with_attribute("Transpose", helper.make_attribute("perm", 0.5))),
+        "INVALID_GRAPH",
+        1,
+    ),
+    "attribute given twice": (
+        _model_case(_with_attribute("Transpose", helper.make_attribute("perm", [0, 1]), [1, 0])),
         "INVALID_GRAPH",
         1,
     ),
