@@ -103,8 +103,61 @@ def max_pool(ctx: NodeContext):
 def average_pool(ctx: NodeContext):
     """AveragePool -> nn.AvgPool1d/2d/3d with count_include_pad and ceil_mode."""
     if any(d != 1 for d in ctx.attr("dilations", [])):
-        raise Unsupported("dilated average pooling has no MindSpore equivalent")
+        return _dilated_average_pool(ctx)
     return _pool(ctx, _AVG_CELLS, False)
+
+
+def _window_counts(size, out, k, s, d, begin, end, include_pad) -> np.ndarray:
+    """Along one axis: how many taps of each output window ONNX divides by (taps on the input,
+    or also on the explicit pads with count_include_pad; never on ceil_mode's extra end)."""
+    low, high = (-begin, size + end) if include_pad else (0, size)
+    taps = np.arange(out)[:, None] * s - begin + np.arange(k)[None, :] * d
+    return ((taps >= low) & (taps < high)).sum(axis=1)
+
+
+def _dilated_average_pool(ctx: NodeContext):
+    """Dilated AveragePool -> window sums by a depthwise convolution with a dilated kernel of
+    ones, divided by each window's count (MindSpore's pooling cells take no dilation)."""
+    shape, out_shape = ctx.require_shape(0), ctx.output_shape(0)
+    rank = len(shape) - 2
+    if (
+        rank not in (1, 2, 3)
+        or out_shape is None
+        or not all(isinstance(n, (int, np.integer)) for n in list(shape[1:]) + list(out_shape[2:]))
+    ):
+        raise Unsupported("dilated average pooling needs static channel and spatial sizes")
+    kernel, strides, dilations = spatial_attrs(ctx, rank)
+    begin, end = spatial_pads(ctx, shape[2:], kernel, strides, dilations)
+    include_pad = bool(int(ctx.attr("count_include_pad", 0)))
+    counts = np.ones((), np.float32)
+    full_end = []
+    for axis in range(rank):
+        n, o, k, st, dl = (
+            shape[2 + axis],
+            out_shape[2 + axis],
+            kernel[axis],
+            strides[axis],
+            dilations[axis],
+        )
+        full_end.append(max((o - 1) * st + (k - 1) * dl + 1 - (n + begin[axis]), end[axis]))
+        along = _window_counts(n, o, k, st, dl, begin[axis], end[axis], include_pad)
+        counts = np.multiply.outer(counts, along.astype(np.float32))
+    x = pad_call(Input(0), begin, full_end) if any(begin) or any(full_end) else Input(0)
+    channels = int(shape[1])
+    ones = np.ones((channels, 1, *kernel), np.float32)
+    strides, dilations = tuple(strides), tuple(dilations)
+    if rank == 1:  # as a 2-D convolution over a height of 1
+        x = Call("ops.expand_dims", [x, Lit(2)])
+        ones, strides, dilations = ones[:, :, None], (1, *strides), (1, *dilations)
+    conv = "ops.conv3d" if rank == 3 else "ops.conv2d"
+    sums = Call(
+        conv,
+        [x, Const(ones)],
+        {"stride": Lit(strides), "dilation": Lit(dilations), "groups": Lit(channels)},
+    )
+    if rank == 1:
+        sums = Call("ops.squeeze", [sums, Lit(2)])
+    return BinOp("/", sums, Const(counts))
 
 
 def _spatial_axes(ctx: NodeContext) -> tuple[int, ...]:

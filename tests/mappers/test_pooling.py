@@ -171,6 +171,34 @@ def test_dilated_max_pool(tmp_path, shape, attrs):
 
 
 @pytest.mark.parametrize(
+    "shape, attrs",
+    [
+        ((1, 2, 9), {"kernel_shape": [3], "dilations": [2]}),
+        ((2, 3, 8, 7), {"kernel_shape": [2, 3], "dilations": [2, 1], "strides": [1, 2]}),
+        (
+            (1, 2, 9, 9),
+            {
+                "kernel_shape": [3, 3],
+                "dilations": [2, 2],
+                "pads": [2, 1, 2, 2],
+                "count_include_pad": 1,
+            },
+        ),
+        ((1, 2, 9, 9), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 1, 2, 2]}),
+        (
+            (1, 1, 8, 8),
+            {"kernel_shape": [2, 2], "dilations": [2, 2], "strides": [3, 3], "ceil_mode": 1},
+        ),
+        ((1, 2, 6, 6, 6), {"kernel_shape": [2, 2, 2], "dilations": [2, 2, 1]}),
+    ],
+)
+def test_dilated_average_pool(tmp_path, shape, attrs):
+    """Window sums by a dilated depthwise convolution of ones, divided by ONNX's counts."""
+    model = single_op_model("AveragePool", {"x": shape}, opset=19, **attrs)
+    assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize(
     "op, attrs",
     [
         ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
