@@ -254,9 +254,32 @@ def load_model(
         validate_model(model)
         return model
     model = load_onnx(path, store)
+    add_default_opset_if_unused(model)
     check_opset(model)
     validate_model(model)
     return model
+
+
+def add_default_opset_if_unused(model: onnx.ModelProto) -> None:
+    """A model whose nodes all come from other domains (an ``ai.onnx.preview.training``
+    optimizer step) may import no default-domain opset; give the loaded copy the newest one,
+    which the passes need for their own helper nodes."""
+    if any(entry.domain in ("", "ai.onnx") for entry in model.opset_import):
+        return
+    if _uses_default_domain(model.graph):
+        return
+    model.opset_import.append(helper.make_opsetid("", onnx.defs.onnx_opset_version()))
+
+
+def _uses_default_domain(graph: onnx.GraphProto) -> bool:
+    for node in graph.node:
+        if node.domain in ("", "ai.onnx"):
+            return True
+        for attr in node.attribute:
+            subgraphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
+            if any(_uses_default_domain(sub) for sub in subgraphs):
+                return True
+    return False
 
 
 # --- TensorFlow GraphDef sniffing (no TensorFlow needed) -------------------------------------------

@@ -29,6 +29,8 @@ def batch_norm(ctx: NodeContext):
     The cell follows ``set_train``: batch statistics (updating the moving ones with the same
     momentum convention as ONNX) when training, the moving statistics otherwise, so eval-mode and
     training-mode exports (``training_mode=1``) both become the layer a person would write."""
+    if ctx.opset >= 14 and ctx.attr("training_mode", 0) and any(ctx.output_used(i) for i in (1, 2)):
+        return _batch_norm_with_running_stats(ctx)
     if any(ctx.output_used(i) for i in range(1, 5)):
         raise Unsupported(
             "BatchNormalization outputs that return running statistics to the graph are not "
@@ -61,6 +63,40 @@ def batch_norm(ctx: NodeContext):
         raise Unsupported(f"BatchNormalization of rank {rank}")
     weights = {name: ctx.weight(index) for name, index in zip(names, (1, 2, 3, 4))}
     return Cell(cls, kwargs=kwargs, args=[Input(0)], weights=weights, role="bn")
+
+
+def _batch_norm_with_running_stats(ctx: NodeContext) -> Outputs:
+    """Training-mode BatchNormalization whose graph reads the updated running statistics:
+    batch mean and (population) variance, written out."""
+    rank = ctx.input_rank(0)
+    axes = (0,) + tuple(range(2, rank))
+    momentum = float(ctx.attr("momentum", 0.9))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    channel_shape = (-1,) + (1,) * (rank - 2)
+
+    def per_channel(expr):
+        return Call("ops.reshape", [expr, Lit(channel_shape)])
+
+    x = Input(0)
+    mean = Temp(Call("ops.mean", [x], {"axis": Lit(axes)}), "batch_mean")
+    centered = Temp(BinOp("-", x, per_channel(mean)), "centered")
+    var = Temp(Call("ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes)}), "batch_var")
+    scale = BinOp(
+        "/", per_channel(ctx.operand(1)), Call("ops.sqrt", [BinOp("+", per_channel(var), Lit(eps))])
+    )
+    y = BinOp("+", BinOp("*", centered, scale), per_channel(ctx.operand(2)))
+
+    def running(index, batch):
+        return BinOp(
+            "+",
+            BinOp("*", ctx.operand(index), Lit(momentum)),
+            BinOp("*", batch, Lit(1.0 - momentum)),
+        )
+
+    exprs = [y, running(3, mean), running(4, var)]
+    return Outputs(
+        [e if ctx.has_output(i) else None for i, e in enumerate(exprs)][: ctx.num_outputs]
+    )
 
 
 @mapper("LRN")
