@@ -107,8 +107,9 @@ _CELLS_WITH_DTYPE = {
 }
 
 
-# Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2).
-HELPER_CELLS = {"GRUResetFirst"}
+# Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2),
+# with the names their definitions need imported.
+HELPER_CELLS = {"GRUResetFirst": {"ms", "ops", "Parameter"}, "ImageDecoder": {"ms"}}
 
 
 def with_weight_dtype(cell: Cell) -> Cell:
@@ -302,7 +303,7 @@ class ExpressionWriter:
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
         cell = with_weight_dtype(cell)
         if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see templates/)
-            self.state.uses.update({cell.cls, "ms", "ops", "Parameter"})
+            self.state.uses.update({cell.cls, *HELPER_CELLS[cell.cls]})
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
             key = self.state.content_keys.key(weight.array) if cell.cls in _TIEABLE_CELLS else None
