@@ -20,6 +20,7 @@ import onnx
 
 from .errors import make_error
 from .graph import Graph
+from .graph.container_types import widened
 from .graph.weight_store import WeightStore, is_held
 
 DEFAULT_TOLERANCE = 1e-3
@@ -222,7 +223,9 @@ def build_network(script: Path, checkpoint: Path):
 def run_mindspore(
     script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool = False
 ) -> list[np.ndarray]:
-    """Run the converted network on numpy inputs; returns numpy outputs."""
+    """Run the converted network on numpy inputs; returns numpy outputs. Inputs of types
+    MindSpore cannot hold (float8, int4...) are passed in their containers, as the script
+    declares them."""
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
     import mindspore as ms
 
@@ -232,7 +235,7 @@ def run_mindspore(
         declare = getattr(sys.modules.get(type(net).__module__), "dynamic_inputs", None)
         if graph_mode and declare is not None:
             net.set_inputs(*declare())  # one graph for every size of the dynamic dimensions
-        result = net(*[ms.Tensor(array) for array in inputs])
+        result = net(*[ms.Tensor(widened(array)) for array in inputs])
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
     results = result if isinstance(result, (tuple, list)) else [result]

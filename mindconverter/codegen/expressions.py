@@ -110,7 +110,12 @@ _CELLS_WITH_DTYPE = {
 
 # Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2),
 # with the names their definitions need imported.
-HELPER_CELLS = {"GRUResetFirst": {"ms", "ops", "Parameter"}, "ImageDecoder": {"ms"}}
+HELPER_CELLS = {
+    "GRUResetFirst": {"ms", "ops", "Parameter"},
+    "ImageDecoder": {"ms"},
+    "NarrowFloat": {"ms", "ops"},
+    "PowerOfTwo": {"ms", "ops"},
+}
 
 
 def with_weight_dtype(cell: Cell) -> Cell:

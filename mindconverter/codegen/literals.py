@@ -16,7 +16,7 @@ def float_literal(value: float) -> str:
     if math.isinf(value):
         return "math.inf" if value > 0 else "-math.inf"
     if value == 0.0:
-        return "0.0"
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     for digits in range(1, 18):
         text = f"{value:.{digits}g}"
         if abs(float(text) - value) <= abs(value) * 2e-7:

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from ..graph import Graph
+from ..graph.container_types import container_dtype
 from ..mappers.base import MappedNode, ms_dtype_name
 from ..passes.recover_hierarchy import Block
 from ..templating import render_template
@@ -166,7 +167,10 @@ def _value_doc(graph, name: str, var: str) -> str:
     dtype = graph.dtypes.get(name)
     shape = graph.shapes.get(name) or graph.symbolic_shapes.get(name)
     dims = _dims_text(shape) if shape is not None else "?"
-    return f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}[{dims}]"
+    text = f"{var}: {ms_dtype_name(dtype) if dtype is not None else '?'}[{dims}]"
+    if dtype is not None and container_dtype(dtype) is not None:
+        text += f" ({np.dtype(dtype).name} values, held exactly)"
+    return text
 
 
 def _dims_text(shape: tuple) -> str:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..graph.container_types import held_dtype
 from ..graph.weight_roles import learned_source
 
 if TYPE_CHECKING:
@@ -279,8 +280,9 @@ def normalize_axis(axis: int, rank: int) -> int:
 
 
 def ms_dtype_name(dtype: np.dtype) -> str:
-    """The MindSpore dtype attribute name for a numpy dtype (``float32``, ``bool_``...)."""
-    name = np.dtype(dtype).name
+    """The MindSpore dtype attribute name for a numpy dtype (``float32``, ``bool_``...); types
+    MindSpore cannot hold (float8, int4...) name their container (float16, int8...)."""
+    name = held_dtype(dtype).name
     return "bool_" if name == "bool" else name
 
 

@@ -13,7 +13,19 @@ from .base import (
     Unsupported,
 )
 from .common import cast_to, require_dtype
+from .narrow_types import cast_to_narrow, is_narrow
 from .registry import mapper
+
+
+def _narrow_cast(ctx: NodeContext, target: np.dtype):
+    """Input 0 cast to a type MindSpore cannot hold (exact ONNX rounding, in its container)."""
+    source = np.dtype(ctx.input_dtype(0) or np.float32)
+    if source == target:
+        return Input(0)
+    saturate = bool(int(ctx.attr("saturate", 1)))
+    round_mode = ctx.attr("round_mode", "up")
+    round_mode = round_mode.decode() if isinstance(round_mode, bytes) else round_mode
+    return cast_to_narrow(Input(0), source, target, saturate, round_mode)
 
 
 @mapper("Identity")
@@ -26,6 +38,8 @@ def identity(ctx: NodeContext):
 def cast(ctx: NodeContext):
     """Cast -> ops.cast to the MindSpore dtype."""
     target = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.attr("to"))))
+    if is_narrow(target):
+        return _narrow_cast(ctx, target)
     if target.kind not in "biuf":
         raise Unsupported(f"cast to {target.name}")
     return Call("ops.cast", [Input(0), DType(target.name)])
@@ -35,6 +49,8 @@ def cast(ctx: NodeContext):
 def cast_like(ctx: NodeContext):
     """CastLike -> ops.cast to the second input's dtype."""
     target = require_dtype(ctx, 1)
+    if is_narrow(target):
+        return _narrow_cast(ctx, target)
     if target.kind not in "biuf":
         raise Unsupported(f"cast to {target.name}")
     source = ctx.input_dtype(0)

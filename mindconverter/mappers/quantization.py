@@ -20,7 +20,7 @@ ConvInteger, QLinearMatMul and QLinearConv, with ONNX's exact integer semantics.
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from .base import (
     BinOp,
@@ -36,13 +36,26 @@ from .base import (
     Unsupported,
 )
 from .common import compact, pad_call, spatial_attrs, spatial_pads
+from .narrow_types import CONTAINER_NAMES, FLOAT_FORMATS, cast_to_narrow
 from .registry import mapper
+
+_ELEM_TYPES = {
+    "float8_e4m3fn": TensorProto.FLOAT8E4M3FN,
+    "float8_e4m3fnuz": TensorProto.FLOAT8E4M3FNUZ,
+    "float8_e5m2": TensorProto.FLOAT8E5M2,
+    "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
+    "float4_e2m1fn": TensorProto.FLOAT4E2M1,
+}
 
 _RANGES = {
     "uint8": (0, 255),
     "int8": (-128, 127),
     "uint16": (0, 65535),
     "int16": (-32768, 32767),
+    "int4": (-8, 7),
+    "uint4": (0, 15),
+    "int2": (-2, 1),
+    "uint2": (0, 3),
 }
 EXACT_FLOAT = 2**24  # integers below this magnitude are exact in float32
 
@@ -52,9 +65,11 @@ def _cast(value, dtype: str) -> Call:
 
 
 def _saturate(value, dtype: str) -> Call:
-    """Clamp a float tensor of integral values to ``dtype``'s range and cast it."""
+    """Clamp a float tensor of integral values to ``dtype``'s range and cast it (2- and 4-bit
+    types to their int8/uint8 container)."""
     low, high = _RANGES[dtype]
-    return _cast(Call("ops.clamp", [value, Lit(float(low)), Lit(float(high))]), dtype)
+    held = CONTAINER_NAMES.get(dtype, dtype)
+    return _cast(Call("ops.clamp", [value, Lit(float(low)), Lit(float(high))]), held)
 
 
 def _quantized_dtype(ctx: NodeContext, zp_index: int) -> str:
@@ -72,8 +87,8 @@ def _quantized_dtype(ctx: NodeContext, zp_index: int) -> str:
             raise Unsupported(f"quantized output type {ctx.attr('output_dtype')}") from exc
     else:
         name = "uint8"
-    if name not in _RANGES:
-        raise Unsupported(f"quantized type {name} (MindSpore has no such integer type)")
+    if name not in _RANGES and name not in FLOAT_FORMATS:
+        raise Unsupported(f"quantized type {name}")
     return name
 
 
@@ -130,13 +145,21 @@ def _axis_and_block(ctx: NodeContext) -> tuple[int, int, int, int | None]:
 @mapper("QuantizeLinear", since=10)
 def quantize_linear(ctx: NodeContext):
     """QuantizeLinear -> saturate(round_half_even(x / scale) + zero_point), per tensor, per axis
-    or per block; float8 and 4-bit outputs are not supported."""
+    or per block; to a float8/float4 type: x / scale + zero_point cast with ONNX's rounding and
+    ``saturate``."""
     dtype = _quantized_dtype(ctx, 2)
     rank, axis, block, length = _axis_and_block(ctx)
     x = Input(0)
     if np.dtype(ctx.input_dtype(0) or np.float32) != np.float32:
         x = _cast(x, "float32")
     scale = _broadcast(ctx, 1, rank, axis, "float32", block, length)
+    if dtype in FLOAT_FORMATS:
+        value = BinOp("/", x, scale)
+        if ctx.has_input(2):
+            value = BinOp("+", value, _broadcast(ctx, 2, rank, axis, "float32", block, length))
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(_ELEM_TYPES[dtype]))
+        saturate = bool(int(ctx.attr("saturate", 1)))
+        return cast_to_narrow(value, np.dtype(np.float32), target, saturate, "up")
     value = Call("ops.round", [BinOp("/", x, scale)])
     if ctx.has_input(2):
         zero = _broadcast(ctx, 2, rank, axis, "float32", block, length)
@@ -150,16 +173,26 @@ def dequantize_linear(ctx: NodeContext):
     """DequantizeLinear -> float32(int32(x) - int32(zero_point)) * scale, per tensor, per axis or
     per block (then cast to the scale's type when it is not float32)."""
     source = np.dtype(ctx.input_dtype(0) or np.uint8).name
-    if source not in _RANGES and source != "int32":
+    if source not in _RANGES and source != "int32" and source not in FLOAT_FORMATS:
         raise Unsupported(f"dequantizing {source}")
     rank, axis, block, length = _axis_and_block(ctx)
+    if source in FLOAT_FORMATS:  # float8/float4 values, held exactly in float16
+        value = _cast(Input(0), "float32")
+        if ctx.has_input(2):
+            value = BinOp("-", value, _broadcast(ctx, 2, rank, axis, "float32", block, length))
+        scale = _broadcast(ctx, 1, rank, axis, "float32", block, length)
+        return _dequantized(ctx, BinOp("*", value, scale))
     value = _cast(Input(0), "int32")
     if ctx.has_input(2):
         zero = _broadcast(ctx, 2, rank, axis, "int32", block, length)
         if not (isinstance(zero, Lit) and zero.value == 0):
             value = BinOp("-", value, zero)
     scale = _broadcast(ctx, 1, rank, axis, "float32", block, length)
-    result = BinOp("*", _cast(value, "float32"), scale)
+    return _dequantized(ctx, BinOp("*", _cast(value, "float32"), scale))
+
+
+def _dequantized(ctx: NodeContext, result):
+    """A float32 dequantized value in the scale's type."""
     target = np.dtype(ctx.input_dtype(1) or np.float32).name
     if target not in ("float32", "float16"):
         raise Unsupported(f"dequantizing to {target}")
