@@ -217,11 +217,8 @@ def check_opset(model: onnx.ModelProto) -> int:
     """Check the default-domain opset is one we convert; returns it."""
     version = default_opset(model)
     newest = onnx.defs.onnx_opset_version()
-    if version < MIN_OPSET:
-        raise make_error(
-            "OPSET_UNSUPPORTED",
-            f"The model uses opset {version}; the oldest supported is {MIN_OPSET}.",
-        )
+    if version < 1:
+        raise make_error("OPSET_UNSUPPORTED", f"The model uses opset {version}.")
     if version > newest:
         raise make_error(
             "OPSET_UNSUPPORTED",
@@ -257,7 +254,26 @@ def load_model(
     add_default_opset_if_unused(model)
     check_opset(model)
     validate_model(model)
-    return model
+    return upgrade_old_opset(model)
+
+
+def upgrade_old_opset(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A model older than opset 7 (checked valid first), rewritten to opset 7 by onnx's version
+    converter; OPSET_UNSUPPORTED when the converter cannot."""
+    version = default_opset(model)
+    if version >= MIN_OPSET:
+        return model
+    from onnx import version_converter
+
+    try:
+        upgraded = version_converter.convert_version(model, MIN_OPSET)
+    except Exception as exc:  # the converter raises plain RuntimeErrors
+        raise make_error(
+            "OPSET_UNSUPPORTED",
+            f"The model uses opset {version}; onnx's version converter could not bring it to "
+            f"opset {MIN_OPSET} ({type(exc).__name__}).",
+        ) from None
+    return upgraded
 
 
 def add_default_opset_if_unused(model: onnx.ModelProto) -> None:

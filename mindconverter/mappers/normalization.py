@@ -10,6 +10,7 @@ from .base import (
     BinOp,
     Call,
     Cell,
+    DType,
     Input,
     Lit,
     NodeContext,
@@ -325,8 +326,6 @@ def rms_normalization(ctx: NodeContext):
 def dropout(ctx: NodeContext):
     """Dropout -> nn.Dropout(p=ratio): random under ``set_train(True)``, an identity otherwise
     (a training-mode export's ``training_mode`` input is what ``set_train`` decides here)."""
-    if ctx.output_used(1):
-        raise Unsupported("the mask output of Dropout is not supported")
     ratio = 0.5
     if ctx.opset < 12:
         ratio = float(ctx.attr("ratio", 0.5))
@@ -334,6 +333,13 @@ def dropout(ctx: NodeContext):
         ratio = float(np.asarray(ctx.require_const(1, "the dropout ratio")).reshape(()))
     if ctx.has_input(2) and ctx.const(2) is None:
         raise Unsupported("Dropout whose training switch is computed at run time")
+    if ctx.output_used(1):
+        training = ctx.opset >= 12 and ctx.has_input(2) and bool(np.asarray(ctx.const(2)).all())
+        if training and ratio > 0:
+            raise Unsupported("the mask output of a training-mode Dropout (a random mask)")
+        # nothing is dropped: the input passes through and the mask keeps every element
+        keep_all = Call("ops.ones_like", [Input(0)], {"dtype": DType("bool")})
+        return Outputs([Input(0), keep_all])
     if not 0.0 <= ratio < 1.0:  # nn.Dropout refuses it (ONNX allows [0, 1) too)
         raise Unsupported(f"a dropout ratio of {ratio} (ONNX allows [0, 1))")
     return Cell("nn.Dropout", {"p": ratio}, [Input(0)], role="dropout")

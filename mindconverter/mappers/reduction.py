@@ -79,6 +79,9 @@ def _reduce(
     if axes == "noop":
         return None
     keep = bool(int(ctx.attr("keepdims", 1)))
+    empty = _empty_reduction(ctx, func, axes)
+    if empty is not None:
+        return empty
     kwargs = {}
     if axes is None and (all_axes_needed or keep):
         axes = tuple(range(ctx.input_rank(0)))
@@ -91,6 +94,34 @@ def _reduce(
         if np.dtype(dtype) != np.int64:  # MindSpore sums and multiplies integers in int64
             result = Call("ops.cast", [result, DType(np.dtype(dtype).name)])
     return result
+
+
+def _empty_identity(func: str, dtype: np.dtype):
+    """What ``func`` gives over no elements (ONNX: the reduction's identity)."""
+    if func in ("ops.any", "ops.all"):
+        return func == "ops.all"
+    if func in ("ops.sum", "ops.prod"):
+        return int(func == "ops.prod") if dtype.kind in "iub" else float(func == "ops.prod")
+    largest = np.iinfo(dtype).max if dtype.kind in "iu" else np.inf
+    smallest = np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
+    return {"ops.amax": smallest, "ops.amin": largest, "ops.logsumexp": -np.inf}[func]
+
+
+def _empty_reduction(ctx: NodeContext, func: str, axes):
+    """``ops.full`` of the identity when a reduced axis has size 0 (MindSpore's kernels return
+    uninitialised memory or fail there); None otherwise."""
+    shape, out_shape, dtype = ctx.input_shape(0), ctx.output_shape(0), ctx.output_dtype(0)
+    if shape is None or out_shape is None or dtype is None:
+        return None
+    reduced = range(len(shape)) if axes is None else axes
+    if not any(isinstance(shape[a], int) and shape[a] == 0 for a in reduced):
+        return None
+    if not all(isinstance(d, int) for d in out_shape):
+        raise Unsupported("a reduction over an empty axis with a dynamic result shape")
+    identity = _empty_identity(func, np.dtype(dtype))
+    return Call(
+        "ops.full", [Lit(tuple(out_shape)), Lit(identity)], {"dtype": DType(np.dtype(dtype).name)}
+    )
 
 
 def _sum(ctx: NodeContext, value, since: int = 18):

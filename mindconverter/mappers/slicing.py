@@ -11,6 +11,7 @@ from .base import (
     Item,
     Lit,
     NodeContext,
+    Outputs,
     Unpack,
     Unsupported,
     normalize_axis,
@@ -54,6 +55,12 @@ def split(ctx: NodeContext):
             total = ctx.require_shape(0)[axis]
             chunk = -(-total // count)
             sizes = [chunk] * (count - 1) + [total - chunk * (count - 1)]
+    if 0 in sizes:  # ops.split refuses empty sections: slice each part
+        bounds = np.cumsum([0, *sizes])
+        lead = (slice(None),) * axis
+        return Outputs(
+            [Item(Input(0), lead + (slice(int(a), int(b)),)) for a, b in zip(bounds, bounds[1:])]
+        )
     section = sizes[0] if len(set(sizes)) == 1 else list(sizes)
     return Unpack(Call("ops.split", [Input(0), Lit(section)], {"axis": Lit(axis)}), count)
 

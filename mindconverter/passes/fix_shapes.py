@@ -104,11 +104,6 @@ def resolve_input_shapes(
                     "ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}."
                 )
         if given is None:
-            if spec.is_static and 0 in declared:
-                raise make_error(
-                    "SHAPE_REQUIRED",
-                    f"Input {spec.describe()} declares a dimension of size 0 (an empty tensor).",
-                )
             if not spec.is_static:
                 raise make_error(
                     "SHAPE_REQUIRED",
@@ -148,8 +143,8 @@ def symbolic_input_shapes(
         declared = spec.shape if spec.shape is not None else [None] * len(resolved[spec.name])
         dims: list[int | str] = []
         for axis, dim in enumerate(declared):
-            if isinstance(dim, int) and dim > 0:
-                dims.append(dim)
+            if isinstance(dim, int) and (dim > 0 or resolved[spec.name][axis] == 0):
+                dims.append(dim)  # a declared 0 is an empty axis unless --shape sizes it
             elif isinstance(dim, str) and dim.strip():
                 dims.append(_dimension_name(dim))
             else:

@@ -7,9 +7,11 @@ import onnx
 import pytest
 from onnx import helper
 
+from mindconverter import convert
 from mindconverter.errors import MindConverterError
 from mindconverter.frontends.loading import check_model_path, check_opset, load_model, load_onnx
 from mindconverter.graph.weight_store import WeightStore
+from mindconverter.verify import run_mindspore
 from tests.helpers import make_model
 
 
@@ -79,9 +81,33 @@ def test_external_data_outside_the_folder_or_missing_is_refused(tmp_path, locati
 
 def test_opsets_outside_the_supported_range(tmp_path):
     model = _model()
-    model.opset_import[0].version = 6
+    model.opset_import[0].version = 0
     assert _error(check_opset, model) == "OPSET_UNSUPPORTED"
     model.opset_import[0].version = onnx.defs.onnx_opset_version() + 1
     assert _error(check_opset, model) == "OPSET_UNSUPPORTED"
     model.opset_import[0].version = 17
     assert check_opset(model) == 17
+
+
+def test_a_model_older_than_opset_7_is_upgraded_by_onnx_version_converter(tmp_path):
+    nodes = [
+        helper.make_node("Not", ["x"], ["n"]),
+        helper.make_node("Add", ["z", "b"], ["y"], broadcast=1),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.bool_, [2, 3]), ("z", np.float32, [2, 3])],
+        [("n", np.bool_, None), ("y", np.float32, None)],
+        {"b": np.array([0.5, 1.5, 2.5], np.float32)},
+        opset=5,
+    )
+    model.opset_import[0].version = 5
+    x = np.array([[True, False, True], [False, False, True]])
+    z = np.arange(6, dtype=np.float32).reshape(2, 3)
+    onnx.save(model, tmp_path / "m.onnx")
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert result.unconverted == []
+    not_x, total = run_mindspore(result.script_path, result.checkpoint_path, [x, z])
+    # onnxruntime runs nothing older than opset 7: the expected values by hand
+    np.testing.assert_array_equal(not_x, ~x)
+    np.testing.assert_array_equal(total, z + np.array([0.5, 1.5, 2.5], np.float32))
