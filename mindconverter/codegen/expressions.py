@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..graph.container_types import is_floating
 from ..graph.weight_roles import is_generated_name, learned_source
 from ..mappers.base import (
     BinOp,
@@ -335,7 +336,7 @@ class ExpressionWriter:
             hint = relative.replace(".", "_")
         param = replace(param, weight=widened_weight(param.weight))
         array = param.weight.array
-        trainable = param.trainable and np.issubdtype(array.dtype, np.floating)
+        trainable = param.trainable and is_floating(array.dtype)
         key = self.state.content_keys.key(array) if trainable else None
         held = self.held_weight(key, param.weight.source, None) if key else None
         if held is not None:

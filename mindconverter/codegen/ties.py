@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.container_types import is_floating
 from ..graph.weight_store import release_pages
 
 # Values sampled per tensor for its fingerprint.
@@ -19,7 +20,7 @@ SAMPLE_SIZE = 4096
 def fingerprint(array: np.ndarray) -> tuple | None:
     """Shape, dtype and sampled values; None for tensors never tied by value (not float, a
     single value, or constant-filled like fresh LayerNorm ones and zero biases)."""
-    if not np.issubdtype(array.dtype, np.floating) or array.size < 2:
+    if not is_floating(array.dtype) or array.size < 2:
         return None
     first, last = array.flat[0], array.flat[-1]
     if first == last and array.min() == array.max():

@@ -34,3 +34,10 @@ def widened(array: np.ndarray) -> np.ndarray:
     """``array`` in a type MindSpore has (values unchanged)."""
     wider = container_dtype(np.asarray(array).dtype)
     return array if wider is None else np.asarray(array).astype(wider)
+
+
+def is_floating(dtype) -> bool:
+    """Whether ``dtype`` is a floating-point type, bfloat16 included (numpy's ``np.floating``
+    does not count ml_dtypes' bfloat16)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name == "bfloat16"

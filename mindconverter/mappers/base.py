@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..graph.container_types import held_dtype
+from ..graph.container_types import held_dtype, is_floating
 from ..graph.weight_roles import learned_source
 
 if TYPE_CHECKING:
@@ -262,12 +262,7 @@ class NodeContext:
 
 def constant_operand(value: np.ndarray, weight: Weight | None = None, learned: bool = True) -> Expr:
     """Express a constant array used as an operand of an arithmetic op."""
-    if (
-        learned
-        and weight is not None
-        and value.size > 1
-        and np.issubdtype(value.dtype, np.floating)
-    ):
+    if learned and weight is not None and value.size > 1 and is_floating(value.dtype):
         return Param(weight, role="weight", trainable=True)
     return Const(np.asarray(value), weight.source if weight else "")
 

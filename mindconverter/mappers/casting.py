@@ -40,7 +40,7 @@ def cast(ctx: NodeContext):
     target = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.attr("to"))))
     if is_narrow(target):
         return _narrow_cast(ctx, target)
-    if target.kind not in "biuf":
+    if target.kind not in "biuf" and target.name != "bfloat16":
         raise Unsupported(f"cast to {target.name}")
     return Call("ops.cast", [Input(0), DType(target.name)])
 
@@ -51,7 +51,7 @@ def cast_like(ctx: NodeContext):
     target = require_dtype(ctx, 1)
     if is_narrow(target):
         return _narrow_cast(ctx, target)
-    if target.kind not in "biuf":
+    if target.kind not in "biuf" and target.name != "bfloat16":
         raise Unsupported(f"cast to {target.name}")
     source = ctx.input_dtype(0)
     if source is not None and np.dtype(source) == target:

@@ -12,6 +12,7 @@ from .base import (
     Const,
     DType,
     Input,
+    Item,
     Lit,
     NodeContext,
     Unsupported,
@@ -54,10 +55,7 @@ def one_hot(ctx: NodeContext):
         values = np.asarray(values).reshape(-1)
         off, on = (Const(np.asarray(v, dtype=values.dtype)) for v in values[:2])
     else:
-        off, on = (
-            Call("ops.gather", [Input(2), Lit(0), Lit(0)]),
-            Call("ops.gather", [Input(2), Lit(1), Lit(0)]),
-        )
+        off, on = Item(Input(2), 0), Item(Input(2), 1)
     kwargs = {"axis": Lit(axis if axis != rank else -1)}
     return Call("ops.one_hot", [indices, Lit(depth), on, off], kwargs)
 
@@ -65,13 +63,23 @@ def one_hot(ctx: NodeContext):
 @mapper("Range", since=11)
 def range_(ctx: NodeContext):
     """Range -> ops.arange(start, limit, delta) (cast back to int32, which ops.arange may widen)."""
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    # ops.arange takes int32/int64/float32/float64: other types count in a wider one
+    wide = dtype if dtype.name in ("int32", "int64", "float32", "float64") else None
+    if wide is None:
+        wide = np.dtype(np.int64) if dtype.kind in "iu" else np.dtype(np.float32)
     args = []
     for index in range(3):
         value = ctx.const(index)
-        args.append(scalar_or_const(value) if value is not None else Input(index))
+        if value is not None:
+            args.append(scalar_or_const(np.asarray(value).astype(wide)))
+        elif wide != dtype:
+            args.append(Call("ops.cast", [Input(index), DType(wide.name)]))
+        else:
+            args.append(Input(index))
     result = Call("ops.arange", args)
-    if ctx.input_dtype(0) == np.int32:
-        result = Call("ops.cast", [result, DType("int32")])
+    if dtype != np.int64 and dtype.name != "float32" or wide != dtype:
+        result = Call("ops.cast", [result, DType(dtype.name)])
     return result
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..graph import Graph
 from . import (
+    bfloat16_compute,
     check_graph,
     dead_nodes,
     fix_shapes,
@@ -87,6 +88,7 @@ PIPELINE: tuple[Step, ...] = (
     Pass("widen half precision to float32 (on request)", to_float32.run),
     *SIMPLIFY,
     Pass("say which dynamic dimensions the model pins", report_pinned_dims.run),
+    Pass("compute bfloat16 in float32 where MindSpore has no kernel", bfloat16_compute.run),
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("collapse shape arithmetic on dynamic dimensions", lift_shape_arithmetic.run),
     Pass("check the graph", check_graph.run),

@@ -13,11 +13,10 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from ..graph import Graph
+from ..graph.half_precision import HALF_TYPES, widen_half_attributes
 from ..graph.subgraphs import has_subgraph
 from ..graph.weight_store import WeightStore, is_held
 from .context import PassContext
-
-_HALF = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
 
 def run(graph: Graph, context: PassContext) -> bool:
@@ -33,11 +32,11 @@ def run(graph: Graph, context: PassContext) -> bool:
 def _widen_graph(body: onnx.GraphProto, store: WeightStore | None = None) -> bool:
     changed = False
     for index, init in enumerate(body.initializer):
-        if init.data_type in _HALF and is_held(init):
+        if init.data_type in HALF_TYPES and is_held(init):
             widened = store.put(init.name, store.array(init.name).astype(np.float32))
             body.initializer[index].CopyFrom(widened)
             changed = True
-        elif init.data_type in _HALF:
+        elif init.data_type in HALF_TYPES:
             widened = numpy_helper.from_array(
                 numpy_helper.to_array(init).astype(np.float32), init.name
             )
@@ -45,11 +44,11 @@ def _widen_graph(body: onnx.GraphProto, store: WeightStore | None = None) -> boo
             changed = True
     for info in list(body.input) + list(body.output) + list(body.value_info):
         tensor_type = info.type.tensor_type
-        if tensor_type.elem_type in _HALF:
+        if tensor_type.elem_type in HALF_TYPES:
             tensor_type.elem_type = TensorProto.FLOAT
             changed = True
     for node in body.node:
-        changed |= _widen_node(node)
+        changed |= widen_half_attributes(node)
         if has_subgraph(node):
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
@@ -57,21 +56,4 @@ def _widen_graph(body: onnx.GraphProto, store: WeightStore | None = None) -> boo
                 elif attr.type == onnx.AttributeProto.GRAPHS:
                     for sub in attr.graphs:
                         changed |= _widen_graph(sub)
-    return changed
-
-
-def _widen_node(node: onnx.NodeProto) -> bool:
-    changed = False
-    for attr in node.attribute:
-        if (
-            attr.name in ("to", "dtype")
-            and attr.type == onnx.AttributeProto.INT
-            and attr.i in _HALF
-        ):
-            attr.i = TensorProto.FLOAT
-            changed = True
-        elif attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type in _HALF:
-            widened = numpy_helper.from_array(numpy_helper.to_array(attr.t).astype(np.float32))
-            attr.t.CopyFrom(widened)
-            changed = True
     return changed

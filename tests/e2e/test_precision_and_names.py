@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mindconverter import convert
-from mindconverter.verify import build_network
+from mindconverter.verify import build_network, run_mindspore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -57,18 +57,25 @@ def test_float16_runs_in_float16_and_can_be_widened(tmp_path):
         assert "return scores" in result.script_path.read_text()
 
 
-def test_bfloat16_weights_reach_the_checkpoint(tmp_path):
+def test_bfloat16_weights_reach_the_checkpoint_and_the_network_runs_on_cpu(tmp_path):
     import mindspore as ms
 
-    model, weight, _ = _half_model(TensorProto.BFLOAT16, ml_dtypes.bfloat16)
+    model, weight, bias = _half_model(TensorProto.BFLOAT16, ml_dtypes.bfloat16)
     onnx.save(model, tmp_path / "bf16.onnx")
     result = convert(tmp_path / "bf16.onnx", shape=["2,4"], output=tmp_path / "out")
     stored = ms.load_checkpoint(str(result.checkpoint_path))
-    assert stored["fc.weight"].dtype == ms.bfloat16
+    assert stored["fc_weight"].dtype == ms.bfloat16 and stored["fc_weight"].requires_grad
     np.testing.assert_allclose(
-        stored["fc.weight"].float().asnumpy(), weight.astype(ml_dtypes.bfloat16).astype(np.float32)
+        stored["fc_weight"].float().asnumpy(), weight.astype(ml_dtypes.bfloat16).astype(np.float32)
     )
-    assert "dtype=ms.bfloat16" in result.script_path.read_text()
+    # MindSpore's CPU has no bfloat16 matmul: computed in float32, rounded back to bfloat16
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(ml_dtypes.bfloat16)
+    (got,) = run_mindspore(result.script_path, result.checkpoint_path, [x])
+    bf16 = ml_dtypes.bfloat16
+    h = x.astype(np.float32) @ weight.astype(bf16).astype(np.float32).T
+    want = np.maximum(h + bias.astype(bf16).astype(np.float32), 0).astype(bf16)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2**-7)
+    assert "no bfloat16 kernel for Gemm, Relu" in result.report_path.read_text()
 
 
 def test_renamed_weights_get_their_source_names_back(tmp_path):
