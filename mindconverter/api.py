@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bodies import body_converter
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
 from .codegen.script import load_from_safetensors, render_script
@@ -400,6 +401,7 @@ def _run_pipeline(model_path, input_nodes, output_nodes, settings, dynamic, say)
         output_nodes=list(output_nodes or []),
         dynamic=dynamic,
         log=say,
+        convert_body=body_converter(settings["registry"]),
         **settings,
     )
     run_passes(graph, context, PIPELINE)

@@ -9,12 +9,13 @@ from .naming import Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
 
-def merge_classes(instances: list[BlockInstance]) -> dict:
-    """Group block instances by their text; literals that differ become constructor arguments."""
+def merge_classes(instances: list[BlockInstance], taken: set[str] = frozenset()) -> dict:
+    """Group block instances by their text; literals that differ become constructor arguments.
+    Class names avoid ``taken`` (classes the script defines otherwise)."""
     groups: dict = {}
     for instance in instances:
         groups.setdefault(instance.key, []).append(instance)
-    namer = Namer({"MindSporeModel"})
+    namer = Namer({"MindSporeModel", *taken})
     classes = {}
     for key, members in groups.items():
         first = members[0]

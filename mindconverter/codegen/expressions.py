@@ -4,6 +4,7 @@ parameters and checkpoint entries they create."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..mappers.base import (
     Neg,
     Param,
     Temp,
+    Ternary,
     Weight,
     ms_dtype_name,
 )
@@ -220,6 +222,11 @@ class ExpressionWriter:
             return f"{self.expr(value.value, mapped, 9)}[{index_text}]"
         if isinstance(value, Cell):
             return self.cell(value, mapped)
+        if isinstance(value, Ternary):
+            body = self.expr(value.body, mapped, 1)
+            test = self.expr(value.test, mapped, 1)
+            text = f"{body} if {test} else {self.expr(value.orelse, mapped, 0)}"
+            return f"({text})" if parent_prec > 0 else text
         if isinstance(value, Param):
             return self.param(value, mapped)
         if isinstance(value, Const):
@@ -295,9 +302,27 @@ class ExpressionWriter:
         parts.append(")")
         return parts
 
+    def define_body_class(self, cell: Cell) -> Cell:
+        """Give a converted body's classes names no other class has (every class of the text
+        starts with ``cell.cls``); the script defines them once."""
+        taken = set(self.state.body_classes)
+        stem, count = cell.cls, 1
+        while any(name == stem or name.startswith(stem) for name in taken):
+            count += 1
+            stem = f"{cell.cls}{count}"
+        text = re.sub(
+            rf"\b{re.escape(cell.cls)}(\w*)", lambda m: stem + m.group(1), cell.definition
+        )
+        for name in re.findall(r"^class (\w+)\(", text, re.M):
+            self.state.body_classes[name] = ""
+        self.state.body_classes[stem] = text
+        self.state.uses.update(cell.uses)
+        return replace(cell, cls=stem, definition="")
+
     def leaf_name(self, mapped: MappedNode, cell: Cell) -> str:
         """Attribute hint for a layer: its source module name relative to the current block."""
-        path = _weight_hint(cell.weights) or _module_path_hint(mapped)
+        # a body cell's weights are named inside the body: only the node's scope names it
+        path = ("" if cell.definition else _weight_hint(cell.weights)) or _module_path_hint(mapped)
         block = self.scope.prefix_path
         if block and path.startswith(block + "."):
             return path[len(block) + 1 :]
@@ -309,6 +334,8 @@ class ExpressionWriter:
         )
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
         cell = with_weight_dtype(cell)
+        if cell.definition:
+            cell = self.define_body_class(cell)
         if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see templates/)
             self.state.uses.update({cell.cls, *HELPER_CELLS[cell.cls]})
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))

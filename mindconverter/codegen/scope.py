@@ -101,3 +101,5 @@ class RenderState:
     held_paths: dict[tuple, tuple[str, str]] = field(default_factory=dict)
     ties: list[tuple[str, str]] = field(default_factory=list)
     content_keys: ContentKeys = field(default_factory=ContentKeys)  # tensors' identity by value
+    # classes defined from converted control-flow bodies: final name -> class text
+    body_classes: dict[str, str] = field(default_factory=dict)

@@ -35,7 +35,7 @@ def render_script(
     exprs = ExpressionWriter(state)
     blocks = BlockWriter(state, exprs, StatementWriter(state, exprs))
     top = blocks.render_block(tree, prefix="", is_root=True)
-    classes = merge_classes(state.instances)
+    classes = merge_classes(state.instances, taken=set(state.body_classes))
     root_init = [join(line, top.builder, {}, classes) for line in top.builder.init_lines]
     root_init += [f"self.{_path_expr(dst)} = self.{_path_expr(src)}" for dst, src in state.ties]
     code = fill_template(
@@ -115,6 +115,7 @@ def fill_template(
         returns=", ".join(returns),
         unconverted=bool(state.unconverted),
         dynamic_inputs=dynamic_inputs,
+        body_classes=[text for text in state.body_classes.values() if text],
     )
 
 

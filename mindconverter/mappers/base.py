@@ -112,6 +112,10 @@ class Cell(Expr):
     weights: dict[str, Weight] = field(default_factory=dict)
     role: str = ""  # naming hint, e.g. "conv", "bn", "fc"
     call_kwargs: dict[str, Any] = field(default_factory=dict)
+    # a class the script defines from this text (a converted control-flow body), named ``cls``;
+    # every class in the text has a name starting with ``cls``
+    definition: str = ""
+    uses: frozenset[str] = frozenset()  # names the definition needs imported
 
 
 @dataclass
@@ -140,6 +144,15 @@ class Unpack:
 
 
 @dataclass
+class Ternary(Expr):
+    """``body if test else orelse`` (an If whose branches are cells)."""
+
+    test: Any
+    body: Any
+    orelse: Any
+
+
+@dataclass
 class Outputs:
     """One expression per node output (None where the output is not produced)."""
 
@@ -149,10 +162,14 @@ class Outputs:
 class NodeContext:
     """Read-only view of one node for a mapper: attributes, input/output shapes, constants."""
 
-    def __init__(self, graph: Graph, node: Node, domain_opset: int | None = None):
+    def __init__(
+        self, graph: Graph, node: Node, domain_opset: int | None = None, convert_body=None
+    ):
         self.graph = graph
         self.node = node
         self.opset = domain_opset if domain_opset is not None else graph.opset
+        # (BodyModel, class name, doc) -> BodyCell: an If/Loop/Scan body as a cell class
+        self.convert_body = convert_body
 
     # --- node facts -----------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:

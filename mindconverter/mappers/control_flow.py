@@ -1,51 +1,256 @@
-"""Control flow: If, Loop, Scan, and what happens to them.
+"""Control flow: If, Loop and Scan decided at run time become Python control flow in cells.
 
-The preprocessing inlines an ``If`` whose condition is a constant (onnxoptimizer's
-eliminate_if_with_const_cond, after constant folding), so a mapper only sees the ones it cannot
-resolve. Rendering an ONNX subgraph as MindSpore code (a branch body, a loop body) needs the
-renderer to emit nested statement blocks, which the single-expression mapper contract cannot
-describe, so these stay unconverted with a clear reason. Loops and Scans whose iteration count
-is known at conversion time never get here: the preprocessing unrolls them into straight-line
-nodes (mindconverter/unroll.py).
+The preprocessing inlines an ``If`` whose condition is a constant and unrolls Loops and Scans
+whose iteration count is known (within a budget), so these mappers see the rest. Each body is
+converted into a cell class of its own (mindconverter/bodies.py) that takes the body's formal
+inputs and then the outer values it reads. An If becomes ``then(...) if cond else other(...)``;
+a Loop or Scan becomes a small cell whose ``construct`` runs the body in a ``while``/``for``.
 """
 
 from __future__ import annotations
 
-from .base import NodeContext, Unsupported
+import re
+
+import onnx
+from onnx import TensorProto, helper
+
+from ..graph.body_models import body_model
+from .base import Cell, Input, NodeContext, Ternary, Unpack, Unsupported
 from .registry import mapper
+
+
+def _body_cell(ctx: NodeContext, attr: str, name: str, formal_types, formal_args) -> Cell:
+    """The body graph ``attr`` as a cell called with ``formal_args`` then its outer values."""
+    body = ctx.attr(attr)
+    try:
+        model = body_model(body, ctx.graph, formal_types, name)
+    except ValueError as exc:
+        raise Unsupported(f"{ctx.node.op_type} body: {exc}") from None
+    if ctx.convert_body is None:
+        raise Unsupported("control-flow bodies cannot be converted here")
+    converted = ctx.convert_body(model, name, _BODY_DOCS[name])
+    return Cell(
+        name,
+        {},
+        list(formal_args) + [_read_outer(ctx, value) for value in model.captured],
+        weights=dict(converted.weights),
+        role=_snake(name),
+        definition=converted.definition,
+        uses=converted.uses | {"ms"},
+    )
+
+
+_BODY_DOCS = {
+    "ThenBranch": "What the If computes when its condition holds.",
+    "ElseBranch": "What the If computes when its condition does not hold.",
+    "LoopBody": "One step of the Loop: (step, condition, carried values, outer values) -> "
+    "(condition, carried values, values of this step).",
+    "ScanBody": "One step of the Scan: (states, slices, outer values) -> (states, values of "
+    "this slice).",
+}
+
+
+def _read_outer(ctx: NodeContext, name: str) -> Input:
+    """The outer value ``name`` that a body reads, made an extra input of the node (for the
+    renderer: it is passed to the body's cell)."""
+    ctx.node.inputs.append(name)
+    return Input(len(ctx.node.inputs) - 1)
+
+
+def _nested(weights: dict, attribute: str) -> dict:
+    return {f"{attribute}.{path}": weight for path, weight in weights.items()}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _value_type(ctx: NodeContext, index: int) -> tuple[int, list | None]:
+    """The ONNX element type and symbolic dims of input ``index``."""
+    name = ctx.node.inputs[index]
+    dtype = ctx.graph.dtypes.get(name)
+    if dtype is None:
+        raise Unsupported(f"{ctx.node.op_type}: the type of '{name}' is unknown")
+    dims = ctx.graph.symbolic_shapes.get(name)
+    return helper.np_dtype_to_tensor_dtype(dtype), list(dims) if dims is not None else None
+
+
+def _results(ctx: NodeContext, expr, count: int):
+    return expr if count == 1 else Unpack(expr, count)
 
 
 @mapper("If")
 def if_(ctx: NodeContext):
-    """If -> unsupported unless the preprocessing inlined it (constant condition)."""
+    """If decided at run time -> ``self.then_branch(...) if cond else self.else_branch(...)``."""
     if ctx.is_const(0):
         raise Unsupported(
             "If with a constant condition that the preprocessing could not inline "
             "(onnxoptimizer's eliminate_if_with_const_cond rejected the model)"
         )
-    raise Unsupported(
-        "If with a condition computed at run time: converting ONNX subgraphs into MindSpore "
-        "control flow is not supported"
+    then_cell = _body_cell(ctx, "then_branch", "ThenBranch", [], [])
+    else_cell = _body_cell(ctx, "else_branch", "ElseBranch", [], [])
+    return _results(ctx, Ternary(Input(0), then_cell, else_cell), ctx.num_outputs)
+
+
+def _loop_text(name: str, has_trip: bool, has_cond: bool, carried: int, scans: int) -> str:
+    """A cell running ``<name>Body`` like ONNX's Loop (the body returns the condition, the
+    carried values, then one value per step to stack)."""
+    states = [f"state_{i}" for i in range(carried)]
+    made = [f"made_{i}" for i in range(scans)]
+    stacks = [f"per_step_{i}" for i in range(scans)]
+    tests = (["step < trip_count"] if has_trip else []) + (["condition"] if has_cond else [])
+    test = " and ".join(tests) or "True"
+    call = f"self.body({', '.join(['step', 'condition', *states, '*outer'])})"
+    buffered = scans and has_trip  # graph mode needs buffers of a size known before the loop
+    doc = (
+        f"ONNX Loop: calls {name}Body while {test}; the values it carries go round"
+        + (", the ones it makes per step are stacked" if scans else "")
+        + "."
+        + (" One extra call before the loop learns their shapes." if buffered else "")
+        + (" (Lists of per-step values: PyNative mode.)" if scans and not buffered else "")
     )
+    lines = [
+        f"class {name}(nn.Cell):",
+        f'    """{doc}"""',
+        "",
+        "    def __init__(self):",
+        "        super().__init__()",
+        f"        self.body = {name}Body()",
+        "",
+        f"    def construct({', '.join(['self', 'trip_count', 'condition', *states, '*outer'])}):",
+        "        step = ms.Tensor(0, ms.int64)",
+    ]
+    if not has_cond:
+        lines.append("        condition = ms.Tensor(True)")
+    if buffered:
+        lines.append(f"        {', '.join(['_', *(['_'] * carried), *made])} = {call}")
+        lines += [
+            f"        {b} = ops.zeros((trip_count,) + {m}.shape, {m}.dtype)"
+            for b, m in zip(stacks, made)
+        ]
+    else:
+        lines += [f"        {b} = []" for b in stacks]
+    lines.append(f"        while {test}:")
+    lines.append(f"            {', '.join(['condition', *states, *made])} = {call}")
+    for b, m in zip(stacks, made):
+        lines.append(f"            {b}[step] = {m}" if buffered else f"            {b}.append({m})")
+    lines.append("            step = step + 1")
+    if buffered:  # rows past an early stop are dropped (a gather: slicing by a tensor is not)
+        results = [f"ops.gather({b}, ops.arange(step), 0)" for b in stacks]
+    else:
+        results = [f"ops.stack({b})" for b in stacks]
+    lines.append(f"        return {', '.join(states + results)}")
+    return "\n".join(lines)
 
 
 @mapper("Loop")
 def loop(ctx: NodeContext):
-    """Loop -> unsupported (one left by the unrolling runs a data-dependent number of times)."""
-    trip = ctx.const(0)
-    detail = (
-        f" ({int(trip.reshape(-1)[0])} iterations)" if trip is not None and trip.size == 1 else ""
+    """Loop run a data-dependent number of times -> a cell with a ``while`` over its body."""
+    body: onnx.GraphProto = ctx.attr("body")
+    carried = ctx.num_inputs - 2
+    scans = len(body.output) - 1 - carried
+    has_trip, has_cond = ctx.has_input(0), ctx.has_input(1)
+    formal = [(TensorProto.INT64, []), (TensorProto.BOOL, [])]
+    formal += [_value_type(ctx, 2 + i) for i in range(carried)]
+    cell = _body_cell(ctx, "body", "LoopBody", formal, [])
+    glue = _loop_text("Loop", has_trip, has_cond, carried, scans)
+    trip = Input(0) if has_trip else None
+    cond = Input(1) if has_cond else None
+    args = [trip, cond] + [Input(2 + i) for i in range(carried)] + list(cell.args)
+    definition = glue + "\n\n\n" + cell.definition
+    runner = Cell(
+        "Loop",
+        {},
+        args,
+        weights=_nested(cell.weights, "body"),
+        role="loop",
+        definition=definition,
+        uses=cell.uses | {"ops"},
     )
-    raise Unsupported(
-        f"Loop{detail}: its iteration count or condition depends on run-time data, so it could not "
-        "be unrolled, and converting ONNX loop bodies (subgraphs) into MindSpore is not supported"
-    )
+    return _results(ctx, runner, ctx.num_outputs)
 
 
-@mapper("Scan", since=8)
+def _scan_text(name: str, states: int, scans: list, outputs: list) -> str:
+    """A cell running ``<name>Body`` over slices like ONNX's Scan: ``scans`` holds (axis,
+    reversed) per scanned input, ``outputs`` the same per stacked output."""
+    state_names = [f"state_{i}" for i in range(states)]
+    inputs = [f"sequence_{i}" for i in range(len(scans))]
+    made = [f"made_{i}" for i in range(len(outputs))]
+    stacks = [f"per_step_{i}" for i in range(len(outputs))]
+    slices = [
+        f"ops.gather({var}, {'length - 1 - step' if backwards else 'step'}, {axis})"
+        for var, (axis, backwards) in zip(inputs, scans)
+    ]
+    call = f"self.body({', '.join(state_names + slices + ['*outer'])})"
+    lines = [
+        f"class {name}(nn.Cell):",
+        f'    """ONNX Scan: calls {name}Body on each slice of the scanned inputs; the states go\n'
+        "    round, the values it makes per slice are stacked (one extra call before the loop\n"
+        '    learns their shapes)."""',
+        "",
+        "    def __init__(self):",
+        "        super().__init__()",
+        f"        self.body = {name}Body()",
+        "",
+        f"    def construct({', '.join(['self', *state_names, *inputs, '*outer'])}):",
+        f"        length = ops.dyn_shape({inputs[0]})[{scans[0][0]}]",
+        "        step = ms.Tensor(0, ms.int64)",
+    ]
+    if outputs:
+        lines.append(f"        {', '.join(['_'] * states + made)} = {call}")
+        lines += [
+            f"        {b} = ops.zeros((length,) + {m}.shape, {m}.dtype)"
+            for b, m in zip(stacks, made)
+        ]
+    lines.append("        while step < length:")
+    lines.append(f"            {', '.join(state_names + made)} = {call}")
+    lines += [f"            {b}[step] = {m}" for b, m in zip(stacks, made)]
+    lines.append("            step = step + 1")
+    results = list(state_names)
+    for b, (axis, backwards) in zip(stacks, outputs):
+        value = f"ops.flip({b}, (0,))" if backwards else b
+        results.append(f"ops.moveaxis({value}, 0, {axis})" if axis else value)
+    lines.append(f"        return {', '.join(results)}")
+    return "\n".join(lines)
+
+
+@mapper("Scan", since=9)
 def scan(ctx: NodeContext):
-    """Scan -> unsupported (one left by the unrolling has no static scan length)."""
-    raise Unsupported(
-        "Scan: the scanned length is not static (or the loop is too long to unroll), and converting "
-        "ONNX scan bodies (subgraphs) into MindSpore is not supported"
+    """Scan over a length known only at run time -> a cell with a ``for`` over its body."""
+    body: onnx.GraphProto = ctx.attr("body")
+    count = int(ctx.attr("num_scan_inputs"))
+    states = ctx.num_inputs - count
+    made = len(body.output) - states
+    in_axes = list(ctx.attr("scan_input_axes", [0] * count))
+    in_dirs = list(ctx.attr("scan_input_directions", [0] * count))
+    out_axes = list(ctx.attr("scan_output_axes", [0] * made))
+    out_dirs = list(ctx.attr("scan_output_directions", [0] * made))
+    formal = [_value_type(ctx, i) for i in range(states)]
+    scans = []
+    for k in range(count):
+        elem, dims = _value_type(ctx, states + k)
+        if dims is None:
+            raise Unsupported("Scan over an input of unknown rank")
+        axis = in_axes[k] % len(dims)
+        scans.append((axis, bool(in_dirs[k])))
+        formal.append((elem, dims[:axis] + dims[axis + 1 :]))
+    outputs = []
+    for k in range(made):
+        rank = ctx.output_shape(states + k)
+        if rank is None and out_axes[k] < 0:
+            raise Unsupported("Scan output of unknown rank with a negative axis")
+        axis = out_axes[k] % len(rank) if rank is not None else out_axes[k]
+        outputs.append((axis, bool(out_dirs[k])))
+    cell = _body_cell(ctx, "body", "ScanBody", formal, [])
+    glue = _scan_text("Scan", states, scans, outputs)
+    args = [Input(i) for i in range(states + count)] + list(cell.args)
+    runner = Cell(
+        "Scan",
+        {},
+        args,
+        weights=_nested(cell.weights, "body"),
+        role="scan",
+        definition=glue + "\n\n\n" + cell.definition,
+        uses=cell.uses | {"ops"},
     )
+    return _results(ctx, runner, ctx.num_outputs)

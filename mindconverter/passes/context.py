@@ -35,6 +35,8 @@ class PassContext:
     debug: bool = False
     log: Callable[[str], None] | None = None
     progress: Progress = field(default_factory=Progress)  # stage timings on a terminal
+    # converts an If/Loop/Scan body into a cell class (bodies.py); None: bodies stay unconverted
+    convert_body: Callable | None = None
 
     input_specs: list[TensorSpec] = field(default_factory=list)  # select_io
     output_specs: list[TensorSpec] = field(default_factory=list)  # select_io

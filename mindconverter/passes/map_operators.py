@@ -16,7 +16,9 @@ from ..mappers.registry import MapperRegistry
 from .context import PassContext
 
 
-def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> list[MappedNode]:
+def map_nodes(
+    graph: Graph, registry: MapperRegistry, debug: bool = False, convert_body=None
+) -> list[MappedNode]:
     """Map every node; a mapper's internal error becomes an unconverted node (or raises with debug)."""
     mapped = []
     for node in graph.nodes:
@@ -28,7 +30,7 @@ def map_nodes(graph: Graph, registry: MapperRegistry, debug: bool = False) -> li
             mapped.append(MappedNode(node, reason=reason))
             continue
         try:
-            result = fn(NodeContext(graph, node, opset))
+            result = fn(NodeContext(graph, node, opset, convert_body))
         except Unsupported as exc:
             mapped.append(MappedNode(node, reason=str(exc)))
             continue
@@ -75,5 +77,7 @@ def _dynamic_dim_in(value) -> DynamicDim | None:
 
 def run(graph: Graph, context: PassContext) -> bool:
     """Map every node with the context's registry; the results go to ``context.mapped``."""
-    context.mapped = map_nodes(graph, context.registry, debug=context.debug)
+    context.mapped = map_nodes(
+        graph, context.registry, debug=context.debug, convert_body=context.convert_body
+    )
     return False
