@@ -9,6 +9,7 @@ function through their node context.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,6 +67,7 @@ def body_converter(
             for entry in rendered.entries
         }
         definition, uses = _classes_of(rendered.code, name)
+        doc = textwrap.fill(doc, width=92, subsequent_indent="    ")
         definition = definition.replace('"""Converted network.', f'"""{doc}', 1)
         return BodyCell(name, definition, uses, weights)
 

@@ -10,6 +10,7 @@ a Loop or Scan becomes a small cell whose ``construct`` runs the body in a ``whi
 from __future__ import annotations
 
 import re
+import textwrap
 
 import onnx
 from onnx import TensorProto, helper
@@ -19,8 +20,11 @@ from .base import Cell, Input, NodeContext, Ternary, Unpack, Unsupported
 from .registry import mapper
 
 
-def _body_cell(ctx: NodeContext, attr: str, name: str, formal_types, formal_args) -> Cell:
-    """The body graph ``attr`` as a cell called with ``formal_args`` then its outer values."""
+def body_cell(
+    ctx: NodeContext, attr: str, name: str, formal_types, formal_args, doc: str = ""
+) -> Cell:
+    """The body graph ``attr`` as a cell ``name`` called with ``formal_args`` then its outer
+    values; ``doc`` starts its docstring (a standard one for If/Loop/Scan bodies)."""
     body = ctx.attr(attr)
     try:
         model = body_model(body, ctx.graph, formal_types, name)
@@ -28,7 +32,7 @@ def _body_cell(ctx: NodeContext, attr: str, name: str, formal_types, formal_args
         raise Unsupported(f"{ctx.node.op_type} body: {exc}") from None
     if ctx.convert_body is None:
         raise Unsupported("control-flow bodies cannot be converted here")
-    converted = ctx.convert_body(model, name, _BODY_DOCS[name])
+    converted = ctx.convert_body(model, name, doc or _BODY_DOCS[name])
     return Cell(
         name,
         {},
@@ -61,6 +65,13 @@ def _nested(weights: dict, attribute: str) -> dict:
     return {f"{attribute}.{path}": weight for path, weight in weights.items()}
 
 
+def _docstring(text: str) -> str:
+    """A class docstring line (wrapped at 96 columns, indented for a class body)."""
+    return textwrap.fill(
+        f'"""{text}"""', width=96, initial_indent="    ", subsequent_indent="    "
+    )
+
+
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -87,8 +98,8 @@ def if_(ctx: NodeContext):
             "If with a constant condition that the preprocessing could not inline "
             "(onnxoptimizer's eliminate_if_with_const_cond rejected the model)"
         )
-    then_cell = _body_cell(ctx, "then_branch", "ThenBranch", [], [])
-    else_cell = _body_cell(ctx, "else_branch", "ElseBranch", [], [])
+    then_cell = body_cell(ctx, "then_branch", "ThenBranch", [], [])
+    else_cell = body_cell(ctx, "else_branch", "ElseBranch", [], [])
     return _results(ctx, Ternary(Input(0), then_cell, else_cell), ctx.num_outputs)
 
 
@@ -111,7 +122,7 @@ def _loop_text(name: str, has_trip: bool, has_cond: bool, carried: int, scans: i
     )
     lines = [
         f"class {name}(nn.Cell):",
-        f'    """{doc}"""',
+        _docstring(doc),
         "",
         "    def __init__(self):",
         "        super().__init__()",
@@ -152,7 +163,7 @@ def loop(ctx: NodeContext):
     has_trip, has_cond = ctx.has_input(0), ctx.has_input(1)
     formal = [(TensorProto.INT64, []), (TensorProto.BOOL, [])]
     formal += [_value_type(ctx, 2 + i) for i in range(carried)]
-    cell = _body_cell(ctx, "body", "LoopBody", formal, [])
+    cell = body_cell(ctx, "body", "LoopBody", formal, [])
     glue = _loop_text("Loop", has_trip, has_cond, carried, scans)
     trip = Input(0) if has_trip else None
     cond = Input(1) if has_cond else None
@@ -241,7 +252,7 @@ def scan(ctx: NodeContext):
             raise Unsupported("Scan output of unknown rank with a negative axis")
         axis = out_axes[k] % len(rank) if rank is not None else out_axes[k]
         outputs.append((axis, bool(out_dirs[k])))
-    cell = _body_cell(ctx, "body", "ScanBody", formal, [])
+    cell = body_cell(ctx, "body", "ScanBody", formal, [])
     glue = _scan_text("Scan", states, scans, outputs)
     args = [Input(i) for i in range(states + count)] + list(cell.args)
     runner = Cell(
