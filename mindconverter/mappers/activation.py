@@ -54,7 +54,8 @@ def prelu(ctx: NodeContext):
     """PRelu -> nn.PReLU when the slope is per channel, else max(x,0) + slope*min(x,0)."""
     slope = ctx.const(1)
     x_shape = ctx.input_shape(0)
-    if slope is not None and x_shape is not None and len(x_shape) >= 2:
+    narrow = ctx.input_dtype(0) in (np.float16, np.float32)  # nn.PReLU's kernel types
+    if slope is not None and x_shape is not None and len(x_shape) >= 2 and narrow:
         channels = x_shape[1]
         squeezed = np.asarray(slope).reshape(-1)
         # nn.PReLU holds one slope, or one per channel (axis 1) broadcast over the rest.
@@ -296,7 +297,8 @@ def shrink(ctx: NodeContext):
     lambd = float(ctx.attr("lambd", 0.5))
     dtype = ctx.input_dtype(0)
     is_float = dtype is None or np.dtype(dtype).kind == "f"
-    if is_float and lambd >= 0:
+    has_kernel = dtype is None or np.dtype(dtype) in (np.float16, np.float32)
+    if has_kernel and lambd >= 0:
         if bias == 0.0:
             return Call("ops.hardshrink", [Input(0)], {"lambd": Lit(lambd)} if lambd != 0.5 else {})
         if bias == lambd:

@@ -291,6 +291,10 @@ def lp_normalization(ctx: NodeContext):
     if p not in (1, 2):
         raise Unsupported(f"LpNormalization with p={p}")
     axis = normalize_axis(int(ctx.attr("axis", -1)), ctx.input_rank(0))
+    if ctx.input_dtype(0) == np.float64:  # ops.norm's kernel is float16/float32 only
+        summed = Call("ops.abs", [Input(0)]) if p == 1 else BinOp("*", Input(0), Input(0))
+        norm = Call("ops.sum", [summed], {"dim": Lit(axis), "keepdim": Lit(True)})
+        return BinOp("/", Input(0), norm if p == 1 else Call("ops.sqrt", [norm]))
     norm = Call("ops.norm", [Input(0)], {"ord": Lit(p), "dim": Lit(axis), "keepdim": Lit(True)})
     return BinOp("/", Input(0), norm)
 

@@ -52,8 +52,6 @@ KNOWN_FINDINGS = {
     "pinned-dim-at-example-one": "a dynamic dimension given size 1 by --shape that an Expand "
     "broadcasts to a constant size k: the converter pins the dimension to k (report note 'the model "
     "fixes it to k') and drops the Expand, so the network is wrong at the size the user gave",
-    "float64-kernels": "PRelu, Shrink and LpNormalization on float64 map to MindSpore "
-    "kernels that take float16/float32 only: the network fails at run time",
     "shape-as-output": "a Reshape target that is also a graph output: static models leave the "
     "Reshape unconverted; in dynamic ones ops.reshape gets a tensor and MindSpore crashes (SIGSEGV)",
 }
@@ -302,8 +300,6 @@ def build_activation(b: Builder) -> None:
     elif op == "HardSigmoid":
         b.node(op, [x.name], alpha=b.choice([0.2, 1 / 6]), beta=b.choice([0.5, 0.3]))
     elif op == "Shrink":
-        if x.dtype != F32:
-            raise Unusable  # KNOWN_FINDINGS["float64-kernels"]
         lambd = b.choice([0.5, 1.0])
         b.node(op, [x.name], lambd=lambd, bias=b.choice([0.0, lambd, 0.2]))
     elif op == "Gelu":
@@ -403,7 +399,7 @@ def build_binary(b: Builder) -> None:
 
 
 def build_prelu(b: Builder) -> None:
-    x = b.pick([F32], min_rank=1)  # KNOWN_FINDINGS["float64-kernels"]
+    x = b.pick(FLOATS, min_rank=1)
     if x.rank >= 2 and b.flag():
         slope = (x.shape[1],) + (1,) * (x.rank - 2)  # per channel, as exporters write it
     else:

@@ -193,9 +193,8 @@ def test_known_expand_of_a_dynamic_dimension_given_size_one(tmp_path):
     check_case(case, tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_FINDINGS["float64-kernels"])
 @pytest.mark.parametrize("op", ["PRelu", "Shrink", "LpNormalization"])
-def test_known_float64_activations(tmp_path, op):
+def test_float64_activations_compute_in_float64(tmp_path, op):
     inits = {"slope": np.array([0.1, 0.2, 0.3])} if op == "PRelu" else None
     case = _one_node_case(
         helper.make_node(op, ["x", "slope"] if inits else ["x"], ["y"]),
