@@ -187,13 +187,15 @@ def scatter(ctx: NodeContext):
 
 @mapper("TopK")
 def top_k(ctx: NodeContext):
-    """TopK -> ops.topk (k from the attribute before opset 10, from the input after)."""
-    shape = ctx.require_shape(0)
-    axis = normalize_axis(int(ctx.attr("axis", -1)), len(shape))
+    """TopK -> ops.topk (k from the attribute before opset 10, from the input after; a k
+    computed at run time is passed as a tensor)."""
+    axis = normalize_axis(int(ctx.attr("axis", -1)), ctx.input_rank(0))
     if ctx.opset < 10:
-        k = int(ctx.attr("k"))
+        k = Lit(int(ctx.attr("k")))
+    elif ctx.const(1) is not None:
+        k = Lit(ctx.const_ints(1, "k")[0])
     else:
-        k = ctx.const_ints(1, "k")[0]
+        return _top_k_computed(ctx, axis)
     largest = bool(int(ctx.attr("largest", 1))) if ctx.opset >= 11 else True
     sorted_ = bool(int(ctx.attr("sorted", 1))) if ctx.opset >= 11 else True
     kwargs = {"dim": Lit(axis)}
@@ -201,15 +203,27 @@ def top_k(ctx: NodeContext):
         kwargs["largest"] = Lit(False)
     if not sorted_:
         kwargs["sorted"] = Lit(False)
-    call = Call("ops.topk", [Input(0), Lit(k)], kwargs)
+    call = Temp(Call("ops.topk", [Input(0), k], kwargs), "top")
     values = Item(call, 0) if ctx.has_output(0) else None
     indices = None
     if ctx.has_output(1):
-        indices = Call(
-            "ops.cast",
-            [Item(Call("ops.topk", [Input(0), Lit(k)], dict(kwargs)), 1), DType("int64")],
-        )
+        indices = Call("ops.cast", [Item(call, 1), DType("int64")])
     return Outputs([values, indices])
+
+
+def _top_k_computed(ctx: NodeContext, axis: int):
+    """TopK whose k is computed at run time (it may be 0, on an empty input): a sort, then
+    the first k (ops.topk refuses k = 0)."""
+    largest = bool(int(ctx.attr("largest", 1))) if ctx.opset >= 11 else True
+    ordered = Temp(
+        Call("ops.sort", [Input(0)], {"axis": Lit(axis), "descending": Lit(largest)}), "ordered"
+    )
+    first = Temp(Call("ops.arange", [Item(Input(1), 0)]), "first")
+    values = Call("ops.gather", [Item(ordered, 0), first, Lit(axis)])
+    indices = Call(
+        "ops.cast", [Call("ops.gather", [Item(ordered, 1), first, Lit(axis)]), DType("int64")]
+    )
+    return Outputs([values if ctx.has_output(0) else None, indices if ctx.has_output(1) else None])
 
 
 @mapper("NonZero", since=9)

@@ -29,18 +29,15 @@ def shape(ctx: NodeContext):
             "the input's shape is not known at conversion time; give --shape for every input"
         )
     rank = len(shape)
-    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
-        start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
-        end = ctx.attr("end", None) if ctx.opset >= 15 else None
-        if start not in (0, -rank) or end not in (None, rank) or rank == 0:
-            raise Unsupported("a part of a shape only known at run time")
-        return Call("ops.TensorShape()", [Input(0)])
     start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
     end = ctx.attr("end", None) if ctx.opset >= 15 else None
     start = min(max(start + rank if start < 0 else start, 0), rank)
     end = rank if end is None else int(end)
     end = min(max(end + rank if end < 0 else end, 0), rank)
-    return Const(np.array(shape[start:end], dtype=np.int64))
+    if all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape[start:end]):
+        return Const(np.array(shape[start:end], dtype=np.int64))
+    whole = Call("ops.TensorShape()", [Input(0)])
+    return whole if (start, end) == (0, rank) else Item(whole, slice(start or None, end))
 
 
 @mapper("Flatten")
