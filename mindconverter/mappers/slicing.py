@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import (
+    BinOp,
     Call,
     Const,
     Input,
@@ -12,6 +13,7 @@ from .base import (
     Lit,
     NodeContext,
     Outputs,
+    Temp,
     Unpack,
     Unsupported,
     normalize_axis,
@@ -127,6 +129,48 @@ def _slice_with_dynamic_bounds(ctx: NodeContext, rank: int):
     return Item(Input(0), tuple(index))
 
 
+def _clamped(bound, size):
+    """A bound computed at run time, counted from the end when negative and clamped to
+    [0, size] as ONNX does."""
+    counted = Call("ops.where", [BinOp("<", bound, Lit(0)), BinOp("+", bound, size), bound])
+    return Call("ops.clamp", [counted, Lit(0), size])
+
+
+def _slice_with_computed_bounds(ctx: NodeContext, shape):
+    """Starts or ends computed from data (a loop's step...): the kept positions gathered per
+    axis (``ops.arange`` of the clamped bounds), which is exact in both modes and for empty
+    results. Positive steps only."""
+    rank = len(shape)
+    count = len(ctx.const(1).reshape(-1)) if ctx.const(1) is not None else None
+    count = count or ctx.require_shape(1)[0]
+    if not isinstance(count, int):
+        raise Unsupported("Slice whose number of bounds is not known")
+    axes = ctx.const_ints(3, "Slice axes") if ctx.has_input(3) else list(range(count))
+    steps = ctx.const_ints(4, "Slice steps") if ctx.has_input(4) else [1] * count
+    if any(step <= 0 for step in steps):
+        raise Unsupported("Slice with bounds computed at run time and a negative step")
+    value = Input(0)
+    for k, (axis, step) in enumerate(zip(axes, steps)):
+        axis = normalize_axis(int(axis), rank)
+        size = (
+            Lit(int(shape[axis]))
+            if is_static(shape[axis : axis + 1])
+            else Item(Call("ops.shape", [Input(0)]), axis)
+        )
+        start = Temp(_clamped(_bound(ctx, 1, k), size), "start")
+        end = Call("ops.maximum", [_clamped(_bound(ctx, 2, k), size), start])  # none: empty
+        positions = Call("ops.arange", [start, end] + ([Lit(step)] if step != 1 else []))
+        value = Call("ops.gather", [value, positions, Lit(axis)])
+    return value
+
+
+def _bound(ctx: NodeContext, index: int, k: int):
+    constant = ctx.const(index)
+    if constant is None:
+        return Item(Input(index), k)
+    return Call("ms.Tensor", [Lit(int(np.asarray(constant).reshape(-1)[k]))])
+
+
 @mapper("Slice")
 def slice_(ctx: NodeContext):
     """Slice -> Python indexing ``x[a:b:c, ...]`` with ONNX's clamping resolved."""
@@ -138,6 +182,8 @@ def slice_(ctx: NodeContext):
         steps = [1] * len(starts)
     elif _has_dynamic_bounds(ctx):
         return _slice_with_dynamic_bounds(ctx, rank)
+    elif ctx.const(1) is None or ctx.const(2) is None:
+        return _slice_with_computed_bounds(ctx, shape)
     else:
         starts = ctx.const_ints(1, "Slice starts")
         ends = ctx.const_ints(2, "Slice ends")
