@@ -6,12 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .base import (
+    BinOp,
     Call,
     Const,
+    DType,
     Input,
     Item,
     Lit,
     NodeContext,
+    Temp,
     Unsupported,
     normalize_axis,
 )
@@ -71,6 +74,8 @@ def reshape(ctx: NodeContext):
         target = [
             size if isinstance(size, int) else Item(Input(1), i) for i, size in enumerate(target)
         ]
+    elif ctx.const(1) is None:
+        return _reshape_computed(ctx)
     else:
         target = ctx.const_ints(1, "the target shape")
     allow_zero = int(ctx.attr("allowzero", 0))
@@ -85,6 +90,33 @@ def reshape(ctx: NodeContext):
     if all(isinstance(size, int) for size in resolved):
         return Call("ops.reshape", [Input(0), Lit(tuple(resolved))])
     return Call("ops.reshape", [Input(0), tuple(resolved)])
+
+
+def _input_dims(ctx: NodeContext, length: int):
+    """The input's sizes as an int64 tensor of ``length`` entries (cut, or padded with ones on
+    the right: a Reshape's 0 only copies sizes the input has)."""
+    dims = Call("ops.TensorShape()", [Input(0)])
+    rank = ctx.input_rank(0)
+    if length == rank:
+        return dims
+    if length < rank:
+        return Item(dims, slice(None, length))
+    ones = Call("ops.ones", [Lit(length - rank), DType("int64")])
+    return Call("ops.concat", [(dims, ones)])
+
+
+def _reshape_computed(ctx: NodeContext):
+    """Reshape to a shape computed from data: its 0 entries copy the input's sizes (unless
+    allowzero) with ops.where; ops.reshape takes the sizes as a tuple (MindSpore's GRAPH mode
+    can crash on a reshape to a shape tensor)."""
+    length = ctx.require_shape(1)[0]
+    if not isinstance(length, int):
+        raise Unsupported("Reshape to a target whose length is not known")
+    target = Input(1)
+    if not int(ctx.attr("allowzero", 0)):
+        copied = [BinOp("==", target, Lit(0)), _input_dims(ctx, length), target]
+        target = Temp(Call("ops.where", copied), "target")
+    return Call("ops.reshape", [Input(0), tuple(Item(target, i) for i in range(length))])
 
 
 @mapper("Transpose")
@@ -132,6 +164,8 @@ def expand(ctx: NodeContext):
     in_shape = ctx.require_shape(0)
     if ctx.const(1) is None and shape_value(ctx, 1) is not None:
         return _expand_to_dynamic(ctx, len(in_shape), shape_value(ctx, 1))
+    if ctx.const(1) is None:
+        return _expand_computed(ctx, len(in_shape))
     target = ctx.const_ints(1, "the Expand shape")
     out = tuple(int(d) for d in np.broadcast_shapes(tuple(in_shape), tuple(target)))
     if out == tuple(in_shape):
@@ -154,6 +188,28 @@ def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):
         else:
             dims.append(Item(Input(1), t_axis))
     return Call("ops.broadcast_to", [ctx.operand(0), tuple(dims)])
+
+
+def _expand_computed(ctx: NodeContext, in_rank: int):
+    """Expand to a shape computed from data: where the input has size 1 the target's size,
+    else the input's (bidirectional broadcasting), as a tuple for ops.broadcast_to."""
+    length = ctx.require_shape(1)[0]
+    if not isinstance(length, int):
+        raise Unsupported("Expand to a shape whose length is not known")
+    out_rank = max(in_rank, length)
+    dims = Call("ops.TensorShape()", [Input(0)])
+    if out_rank > in_rank:
+        ones = Call("ops.ones", [Lit(out_rank - in_rank), DType("int64")])
+        dims = Call("ops.concat", [(ones, dims)])
+    wanted = Input(1)
+    if out_rank > length:
+        ones = Call("ops.ones", [Lit(out_rank - length), DType("int64")])
+        wanted = Call("ops.concat", [(ones, wanted)])
+    dims = Temp(dims, "dims")
+    target = Temp(Call("ops.where", [BinOp("==", dims, Lit(1)), wanted, dims]), "target")
+    return Call(
+        "ops.broadcast_to", [ctx.operand(0), tuple(Item(target, i) for i in range(out_rank))]
+    )
 
 
 @mapper("Tile", since=6)

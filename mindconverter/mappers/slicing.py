@@ -11,6 +11,7 @@ from .base import (
     Input,
     Item,
     Lit,
+    Neg,
     NodeContext,
     Outputs,
     Temp,
@@ -222,6 +223,8 @@ def pad(ctx: NodeContext):
         pads = [int(p) for p in ctx.attr("pads", ctx.attr("paddings", []))]
         value = float(ctx.attr("value", 0.0))
         axes = list(range(rank))
+    elif ctx.const(1) is None or (ctx.has_input(2) and ctx.const(2) is None):
+        return _pad_computed(ctx, mode, rank)
     else:
         pads = ctx.const_ints(1, "the pads")
         value = 0.0
@@ -267,6 +270,57 @@ def pad(ctx: NodeContext):
     elif value != 0:
         kwargs["value"] = Lit(value)
     return Call("ops.pad", [source, Lit(tuple(widths))], kwargs)
+
+
+def _pad_computed(ctx: NodeContext, mode: str, rank: int):
+    """Pads (or the pad value) computed at run time: per axis, gather the source position each
+    output position reads (clamped, wrapped or reflected by ``mode``; negative pads crop) and,
+    in constant mode, put the value where the position falls outside. Exact in both modes."""
+    axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
+    axes = [normalize_axis(a, rank) for a in axes]
+    shape = ctx.require_shape(0)
+    dtype = np.dtype(ctx.input_dtype(0) or np.float32)
+    value = Input(2) if ctx.has_input(2) and ctx.const(2) is None else None
+    if value is None:
+        fill = ctx.const(2) if ctx.has_input(2) else None
+        number = np.asarray(fill).reshape(-1)[0].item() if fill is not None and fill.size else 0
+        value = Lit(
+            bool(number)
+            if dtype.kind == "b"
+            else int(number)
+            if dtype.kind in "iu"
+            else float(number)
+        )
+    result = Input(0)
+    for k, axis in enumerate(axes):
+        size = (
+            Lit(int(shape[axis]))
+            if is_static(shape[axis : axis + 1])
+            else Item(Call("ops.shape", [Input(0)]), axis)
+        )
+        before, after = Item(Input(1), k), Item(Input(1), k + len(axes))
+        positions = Temp(Call("ops.arange", [Neg(before), BinOp("+", size, after)]), "positions")
+        result = _gather_padded(result, positions, size, mode, axis, rank, value)
+    return result
+
+
+def _gather_padded(source, positions, size, mode: str, axis: int, rank: int, value):
+    """One axis of :func:`_pad_computed`."""
+    last = BinOp("-", size, Lit(1))
+    if mode == "wrap":
+        index = BinOp("%", positions, size)
+    elif mode == "reflect":
+        period = BinOp("*", Lit(2), last)
+        folded = Temp(BinOp("%", positions, period), "folded")
+        index = Call("ops.where", [BinOp("<", folded, size), folded, BinOp("-", period, folded)])
+    else:  # constant and edge read the nearest position inside
+        index = Call("ops.clamp", [positions, Lit(0), last])
+    gathered = Call("ops.gather", [source, index, Lit(axis)])
+    if mode != "constant":
+        return gathered
+    inside = BinOp("&", BinOp(">=", positions, Lit(0)), BinOp("<", positions, size))
+    inside = Call("ops.reshape", [inside, Lit((-1,) + (1,) * (rank - 1 - axis))])
+    return Call("ops.where", [inside, gathered, value])
 
 
 # (rank, number of trailing axes padded) that MindSpore's ops.pad runs in each mode other than

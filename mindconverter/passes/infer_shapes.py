@@ -85,11 +85,18 @@ def run(graph: Graph, context: PassContext) -> bool:
             return False
     graph.replace_model(infer_shapes(graph.model))
     graph.symbolic_values = {}
-    named = name_data_dependent_dims(graph.model)
-    if named:
-        graph.replace_model(infer_shapes(graph.model))  # carry the names to the consumers
+    for _ in range(NAMING_ROUNDS):
+        named = name_data_dependent_dims(graph.model)
+        new = named - graph.data_dependent_dims
         graph.data_dependent_dims |= named
+        if not new:
+            break
+        graph.replace_model(infer_shapes(graph.model))  # carry the names to the consumers
     return False
+
+
+# Rounds of naming unknown sizes and inferring again (each may let inference reach further).
+NAMING_ROUNDS = 3
 
 
 # Operators whose output sizes only the data decide, and the rank of their outputs when shape
@@ -111,7 +118,10 @@ def name_data_dependent_dims(model: onnx.ModelProto) -> set[str]:
     ranks.update({init.name: len(init.dims) for init in graph.initializer})
     named: set[str] = set()
     for index, node in enumerate(graph.node):
-        if node.domain not in ("", "ai.onnx") or node.op_type not in _DATA_DEPENDENT:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type not in _DATA_DEPENDENT:  # sizes computed at run time (a Pad's pads...)
+            named |= _name_unknown_sizes(node, index, infos)
             continue
         for position, out in enumerate(node.output[:1]):
             if not out:
@@ -132,6 +142,21 @@ def name_data_dependent_dims(model: onnx.ModelProto) -> set[str]:
                     if not dim.dim_param:  # (newer onnx names them unk__N itself)
                         dim.dim_param = f"{node.op_type.lower()}_count_{index}_{position}_{axis}"
                     named.add(dim.dim_param)
+    return named
+
+
+def _name_unknown_sizes(node: onnx.NodeProto, index: int, infos: dict) -> set[str]:
+    """Names for the sizes inference left unknown in outputs whose rank it found."""
+    named = set()
+    for position, out in enumerate(node.output):
+        info = infos.get(out)
+        if info is None or not info.type.tensor_type.HasField("shape"):
+            continue
+        for axis, dim in enumerate(info.type.tensor_type.shape.dim):
+            if not dim.HasField("dim_value"):
+                if not dim.dim_param:  # (newer onnx names them unk__N itself)
+                    dim.dim_param = f"{node.op_type.lower()}_size_{index}_{position}_{axis}"
+                named.add(dim.dim_param)
     return named
 
 
