@@ -21,7 +21,7 @@ import onnx
 from .errors import make_error
 from .graph import Graph
 from .graph.container_types import widened
-from .graph.weight_store import WeightStore, is_held
+from .graph.weight_store import WeightStore, weights_as_inputs
 
 DEFAULT_TOLERANCE = 1e-3
 _module_counter = itertools.count()
@@ -129,30 +129,6 @@ def random_inputs(
                 "VERIFY_FAILED", f"Cannot make random values for input '{name}' of dtype {dtype}."
             )
     return arrays
-
-
-def weights_as_inputs(
-    model: onnx.ModelProto, store: WeightStore
-) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """A copy of ``model`` whose initializers held by ``store`` are graph inputs, and their
-    values to feed (views of the held buffers): the model onnxruntime loads stays small."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    graph = copy.graph
-    declared = {inp.name for inp in graph.input}
-    kept, weights = [], {}
-    for init in graph.initializer:
-        if not is_held(init):
-            kept.append(init)
-            continue
-        weights[init.name] = store.array(init.name)
-        if init.name not in declared:
-            graph.input.append(
-                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
-            )
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    return copy, weights
 
 
 def run_onnxruntime(

@@ -205,3 +205,27 @@ def hold_large_initializers(model: onnx.ModelProto, store: WeightStore) -> None:
             continue
         store.put(tensor.name, numpy_helper.to_array(tensor))
         mark_held(tensor)
+
+
+def weights_as_inputs(
+    model: onnx.ModelProto, store: WeightStore
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A copy of ``model`` whose initializers held by ``store`` are graph inputs, and their
+    values to feed (views of the held buffers): the model onnxruntime loads stays small."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    declared = {inp.name for inp in graph.input}
+    kept, weights = [], {}
+    for init in graph.initializer:
+        if not is_held(init):
+            kept.append(init)
+            continue
+        weights[init.name] = store.array(init.name)
+        if init.name not in declared:
+            graph.input.append(
+                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+            )
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return copy, weights

@@ -73,10 +73,11 @@ def range_(ctx: NodeContext):
         value = ctx.const(index)
         if value is not None:
             args.append(scalar_or_const(np.asarray(value).astype(wide)))
-        elif wide != dtype:
-            args.append(Call("ops.cast", [Input(index), DType(wide.name)]))
-        else:
-            args.append(Input(index))
+        else:  # a scalar (exporters also pass one-element vectors, which onnxruntime takes)
+            value = Input(index)
+            if ctx.input_rank(index) != 0:
+                value = Call("ops.reshape", [value, Lit(())])
+            args.append(Call("ops.cast", [value, DType(wide.name)]) if wide != dtype else value)
     result = Call("ops.arange", args)
     if dtype != np.int64 and dtype.name != "float32" or wide != dtype:
         result = Call("ops.cast", [result, DType(dtype.name)])

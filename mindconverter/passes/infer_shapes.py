@@ -7,6 +7,7 @@ from onnx import shape_inference
 
 from ..errors import make_error
 from ..graph import Graph
+from ..graph.example_run import observed_ranks
 from ..graph.symbolic import infer_symbolic
 from .context import PassContext
 
@@ -85,6 +86,43 @@ def run(graph: Graph, context: PassContext) -> bool:
             return False
     graph.replace_model(infer_shapes(graph.model))
     graph.symbolic_values = {}
+    _name_unknown_sizes_until_settled(graph)
+    if _observe_missing_ranks(graph, context):
+        graph.replace_model(infer_shapes(graph.model))
+        _name_unknown_sizes_until_settled(graph)
+    return False
+
+
+def _observe_missing_ranks(graph: Graph, context: PassContext) -> bool:
+    """Give values whose rank inference could not find the rank they have in one run on
+    example inputs, their sizes named (unknown); whether any was found."""
+    body = graph.model.graph
+    infos = {info.name: info for info in list(body.value_info) + list(body.output)}
+    missing = []
+    for node in body.node:
+        for out in node.output:
+            info = infos.get(out)
+            if not out or (info is not None and not info.type.HasField("tensor_type")):
+                continue  # sequences, optionals
+            if info is None or not info.type.tensor_type.HasField("shape"):
+                missing.append(out)
+    if not missing or not context.resolved_shapes:
+        return False
+    found = observed_ranks(graph.model, graph.store, context.resolved_shapes, missing)
+    for name, (elem_type, rank) in found.items():
+        if name not in infos:
+            infos[name] = body.value_info.add(name=name)
+        tensor_type = infos[name].type.tensor_type
+        tensor_type.elem_type = tensor_type.elem_type or elem_type
+        tensor_type.shape.SetInParent()  # a scalar has an empty shape
+        dims = tensor_type.shape.dim
+        for axis in range(rank):
+            dims.add().dim_param = f"observed_{len(graph.data_dependent_dims)}_{axis}"
+            graph.data_dependent_dims.add(dims[axis].dim_param)
+    return bool(found)
+
+
+def _name_unknown_sizes_until_settled(graph: Graph) -> None:
     for _ in range(NAMING_ROUNDS):
         named = name_data_dependent_dims(graph.model)
         new = named - graph.data_dependent_dims
@@ -92,7 +130,6 @@ def run(graph: Graph, context: PassContext) -> bool:
         if not new:
             break
         graph.replace_model(infer_shapes(graph.model))  # carry the names to the consumers
-    return False
 
 
 # Rounds of naming unknown sizes and inferring again (each may let inference reach further).

@@ -1,0 +1,146 @@
+"""Ranks that shape inference could not find, observed by running the graph once.
+
+Some values' ranks only follow from data (a Reshape to a shape computed in the network, an
+operator whose inference gives up). onnxruntime runs the model on example inputs (the
+--shape sizes; random floats, integers all 1, 2 or 0) and reports the rank of each such
+value; their sizes stay unknown (named), since another input may give others. Graphs with a
+Loop are not run (its trip count and condition come from the data: the run could be endless).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from .weight_store import WeightStore, weights_as_inputs
+
+# Values whose rank is observed in one run at most (a run outputs each of them).
+MAX_OBSERVED = 2000
+
+
+def example_inputs(model: onnx.ModelProto, sizes: dict[str, tuple[int, ...]], fill: int) -> dict:
+    """An example value for every graph input that is not a weight (integers and booleans all
+    ``fill``)."""
+    weights = {init.name for init in model.graph.initializer}
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for inp in model.graph.input:
+        if inp.name in weights or inp.name not in sizes:
+            continue
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+        shape = sizes[inp.name]
+        if dtype.kind == "f":
+            feeds[inp.name] = rng.standard_normal(shape).astype(dtype)
+        else:
+            feeds[inp.name] = np.full(shape, fill, dtype)
+    return feeds
+
+
+def observed_ranks(
+    model: onnx.ModelProto,
+    store: WeightStore,
+    sizes: dict[str, tuple[int, ...]],
+    wanted: list[str],
+) -> dict[str, tuple[int, int]]:
+    """The element type and rank of each tensor value of ``wanted`` in one run (onnxruntime,
+    else onnx's reference evaluator); empty when the model cannot run so."""
+    if _loops(model.graph):  # a Loop may run as long as its data says: never started here
+        return {}
+    names = list(wanted)[:MAX_OBSERVED]
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.value_info[:]  # onnxruntime infers its own (ours may hold observed ranks)
+    existing = {out.name for out in copy.graph.output}
+    for name in names:
+        if name not in existing:
+            copy.graph.output.append(helper.make_empty_tensor_value_info(name))
+    copy, weights = weights_as_inputs(copy, store)
+    feeds_for = [{**weights, **example_inputs(model, sizes, fill)} for fill in (1, 2, 0)]
+    return _in_child(lambda: _observe(copy, names, feeds_for))
+
+
+def _observe(model: onnx.ModelProto, names: list[str], feeds_for: list[dict]) -> dict:
+    # integer inputs are often sizes (small ones are safe) or indices (0 is)
+    values = _run_onnxruntime(model, names, feeds_for) or _run_reference(model, names, feeds_for)
+    return {
+        name: (helper.np_dtype_to_tensor_dtype(value.dtype), value.ndim)
+        for name, value in zip(names, values or [])
+        if isinstance(value, np.ndarray)
+    }
+
+
+def _in_child(work) -> dict:
+    """``work()`` in a forked child with a time and memory limit (an example run of a hostile
+    model must not run forever or exhaust memory); empty when it fails or is stopped."""
+    import multiprocessing
+    import resource
+
+    def child(connection):
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+        try:
+            connection.send(work())
+        except BaseException:  # noqa: BLE001 - the child only reports what it found
+            connection.send({})
+
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=child, args=(sender,), daemon=True)
+    process.start()
+    found = receiver.recv() if receiver.poll(CHILD_SECONDS) else {}
+    process.kill()
+    process.join()
+    return found
+
+
+# Limits of the example run's child process.
+CHILD_SECONDS = 120
+CHILD_MEMORY = 16 * 2**30
+
+
+def _loops(graph: onnx.GraphProto) -> bool:
+    for node in graph.node:
+        if node.op_type == "Loop":
+            return True
+        for attr in node.attribute:
+            nested = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            if any(_loops(sub) for sub in nested):
+                return True
+    return False
+
+
+def _run_onnxruntime(model: onnx.ModelProto, names: list[str], feeds_for: list[dict]):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception:  # noqa: BLE001 - its static checks refuse some folded graphs
+        return None
+    for feeds in feeds_for:
+        try:
+            return session.run(names, feeds)
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own types
+            continue
+    return None
+
+
+def _run_reference(model: onnx.ModelProto, names: list[str], feeds_for: list[dict]):
+    """onnx's reference evaluator, which checks nothing before running (slow: small graphs)."""
+    from onnx.reference import ReferenceEvaluator
+
+    if sum(init.ByteSize() for init in model.graph.initializer) > REFERENCE_LIMIT:
+        return None
+    for feeds in feeds_for:
+        try:
+            return ReferenceEvaluator(model).run(names, feeds)
+        except Exception:  # noqa: BLE001 - any failure leaves the ranks unknown
+            continue
+    return None
+
+
+# The reference evaluator is only used for graphs whose weights take up to this many bytes.
+REFERENCE_LIMIT = 64 * 2**20
