@@ -26,6 +26,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
+from .common import shape_value
 from .registry import mapper
 
 
@@ -218,6 +219,25 @@ def _text(value, default: str) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _computed_sizes(ctx: NodeContext) -> list | None:
+    """Resize sizes computed from dynamic dimensions, per axis: the size when it is a number,
+    None where it is the input's own size (that axis is not resized); None when the sizes are
+    not such a value."""
+    value = shape_value(ctx, 3)
+    dims = ctx.graph.symbolic_shapes.get(ctx.node.inputs[0])
+    if value is None or dims is None or len(value) != len(dims):
+        return None
+    sizes = []
+    for size, dim in zip(value, dims):
+        if isinstance(size, (int, np.integer)):
+            sizes.append(int(size))
+        elif str(size) == str(dim):
+            sizes.append(None)
+        else:
+            raise Unsupported("Resize to sizes computed at run time from the data")
+    return sizes
+
+
 def _optional_const(ctx: NodeContext, index: int, what: str) -> np.ndarray | None:
     if not ctx.has_input(index):
         return None
@@ -259,7 +279,8 @@ def resize(ctx: NodeContext):
             attrs["nearest_mode"] = "round_prefer_floor"
         roi = _optional_const(ctx, 1, "the Resize roi")
         scales = _optional_const(ctx, 2, "the Resize scales")
-        sizes = _optional_const(ctx, 3, "the Resize sizes")
+        sizes = _computed_sizes(ctx) if ctx.has_input(3) and ctx.const(3) is None else None
+        sizes = sizes if sizes is not None else _optional_const(ctx, 3, "the Resize sizes")
     if mode not in ("nearest", "linear", "cubic"):
         raise Unsupported(f"Resize mode '{mode}'")
     axes = (
@@ -275,6 +296,12 @@ def resize(ctx: NodeContext):
             raise Unsupported("tf_crop_and_resize without a roi")
         roi = [float(r) for r in roi.reshape(-1)]
     specs: dict[int, _Axis] = {}
+    if isinstance(sizes, list):  # sizes computed at run time: some axes only keep their size
+        kept = {a for a, s in zip(axes, sizes) if s is None}
+        if kept and policy != "stretch":
+            raise Unsupported("Resize with a keep_aspect_ratio_policy and computed sizes")
+        sizes = np.array([s for s in sizes if s is not None], np.int64)
+        axes = [a for a in axes if a not in kept]
     if sizes is not None:
         sizes = [int(s) for s in sizes.reshape(-1)]
         scale_list = [sizes[i] / shape[a] for i, a in enumerate(axes)]
