@@ -327,6 +327,7 @@ def render_operators(
     outcomes: dict[str, suite.Outcome],
     known: dict[str, suite.KnownFailure],
     results: dict,
+    excluded: list[suite.NodeTest] = (),
 ) -> str:
     claimed = [row for row in rows if row["claimed"]]
     lines = [
@@ -348,8 +349,9 @@ def render_operators(
             f"booleans exactly, floats within rtol={suite.DEFAULT_RTOL:g}, atol={suite.DEFAULT_ATOL:g} "
             "(or the test's own looser tolerance)."
         ),
-        "Out of scope: training, sequence/optional, string, random, `ai.onnx.ml` and quantization",
-        "operators (`tools.node_suite.exclusion_reason`). Graph inputs that an exporter would store as",
+        "Out of scope: strings, random values, sequence/optional values at the graph's boundary and the",
+        "Gradient operator (`tools.node_suite.exclusion_reason`; each group is argued at the end of this",
+        "page). Graph inputs that an exporter would store as",
         "constants (shapes, axes, pads, layer weights...) are frozen into initializers first",
         "(`tools.node_suite.freeze_parameter_inputs` documents the rule).",
         "",
@@ -385,7 +387,18 @@ def render_operators(
         reason = entry.reason if entry else f"*(undocumented)* {outcome.reason}"
         reason = reason.replace("|", "\\|")
         lines.append(f"| {test.name} | {test.primary_op or '-'} | {outcome.status} | {reason} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + out_of_scope_lines(excluded)) + "\n"
+
+
+def out_of_scope_lines(excluded: list[suite.NodeTest]) -> list[str]:
+    """The excluded tests, grouped by the argument for leaving them out."""
+    groups: dict[str, list[str]] = {}
+    for test in excluded:
+        groups.setdefault(suite.out_of_scope_argument(test.excluded), []).append(test.name)
+    lines = ["", f"## Out of scope ({len(excluded)} tests)", ""]
+    for why, names in groups.items():
+        lines += [f"**{len(names)} tests.** {why}", "", ", ".join(sorted(names)), ""]
+    return lines[:-1]
 
 
 def summary_lines(tests, outcomes, rows, known) -> list[str]:
@@ -491,7 +504,8 @@ def main(argv=None) -> int:
         known = record_unconverted(args.known_failures, tests, outcomes, known)
     results = results_document(tests, outcomes)
     rows = operator_rows(default_registry(), tests, outcomes, known)
-    markdown = render_operators(rows, tests, outcomes, known, results)
+    excluded = [test for test in suite.load_manifest(data_dir) if test.excluded]
+    markdown = render_operators(rows, tests, outcomes, known, results, excluded)
     results_text = json.dumps(results, indent=1, sort_keys=False) + "\n"
 
     for line in summary_lines(tests, outcomes, rows, known):
