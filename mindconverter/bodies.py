@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .codegen.expressions import HELPER_CELLS
 from .codegen.script import render_script
 from .graph import Graph
 from .graph.body_models import BodyModel
@@ -25,9 +26,6 @@ from .progress import Progress
 
 # Bodies inside bodies: deeper nesting than this is left unconverted.
 MAX_DEPTH = 8
-
-# Classes a script defines from fixed templates: shared, never renamed (see codegen templates).
-_TEMPLATE_CLASSES = ("GRUResetFirst", "ImageDecoder", "NarrowFloat", "PowerOfTwo")
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ def _classes_of(code: str, name: str) -> tuple[str, frozenset[str]]:
     kept, renames = [], {}
     for block in blocks:
         class_name = re.match(r"class (\w+)", block).group(1)
-        if class_name in _TEMPLATE_CLASSES:
+        if class_name in HELPER_CELLS:  # from a fixed template: shared, never renamed
             uses.add(class_name)
             continue
         renames[class_name] = name if class_name == "MindSporeModel" else f"{name}{class_name}"

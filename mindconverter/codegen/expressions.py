@@ -115,6 +115,7 @@ _CELLS_WITH_DTYPE = {
 # with the names their definitions need imported.
 HELPER_CELLS = {
     "GRUResetFirst": {"ms", "ops", "Parameter"},
+    "GridSampleNearest": {"ms", "ops"},
     "ImageDecoder": {"ms"},
     "NarrowFloat": {"ms", "ops"},
     "PowerOfTwo": {"ms", "ops"},

@@ -9,6 +9,14 @@ Loop are not run (its trip count and condition come from the data: the run could
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
+import resource
+import select
+import signal
+import time
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -56,7 +64,10 @@ def observed_ranks(
         if name not in existing:
             copy.graph.output.append(helper.make_empty_tensor_value_info(name))
     copy, weights = weights_as_inputs(copy, store)
-    feeds_for = [{**weights, **example_inputs(model, sizes, fill)} for fill in (1, 2, 0)]
+    try:
+        feeds_for = [{**weights, **example_inputs(model, sizes, fill)} for fill in (1, 2, 0)]
+    except (KeyError, ValueError, TypeError):  # an input of no known or numeric type
+        return {}
     return _in_child(lambda: _observe(copy, names, feeds_for))
 
 
@@ -73,28 +84,40 @@ def _observe(model: onnx.ModelProto, names: list[str], feeds_for: list[dict]) ->
 def _in_child(work) -> dict:
     """``work()`` in a forked child with a time and memory limit (an example run of a hostile
     model must not run forever or exhaust memory); empty when it fails or is stopped."""
-    import multiprocessing
-    import resource
-
-    def child(connection):
-        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+    if not hasattr(os, "fork"):
+        return {}
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it found, then leave without cleanup
+        os.close(read_end)
         try:
-            connection.send(work())
+            resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+            data = pickle.dumps(work())
         except BaseException:  # noqa: BLE001 - the child only reports what it found
-            connection.send({})
-
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=child, args=(sender,), daemon=True)
-    process.start()
-    found = receiver.recv() if receiver.poll(CHILD_SECONDS) else {}
-    process.kill()
-    process.join()
-    return found
+            data = pickle.dumps({})
+        with os.fdopen(write_end, "wb") as stream:
+            stream.write(data)
+        os._exit(0)
+    os.close(write_end)
+    chunks, deadline = [], time.monotonic() + CHILD_SECONDS
+    with os.fdopen(read_end, "rb") as stream:
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([stream], [], [], left)
+            chunk = stream.read1(1 << 20) if ready else b""
+            if not chunk:
+                break
+            chunks.append(chunk)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    try:
+        return pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 - stopped before it finished: nothing found
+        return {}
 
 
 # Limits of the example run's child process.
-CHILD_SECONDS = 120
+CHILD_SECONDS = 60
 CHILD_MEMORY = 16 * 2**30
 
 

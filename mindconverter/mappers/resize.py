@@ -18,6 +18,7 @@ import numpy as np
 from .base import (
     BinOp,
     Call,
+    Cell,
     Const,
     Input,
     Item,
@@ -365,13 +366,13 @@ def grid_sample(ctx: NodeContext):
     padding = ctx.attr("padding_mode", "zeros")
     mode, padding = (v.decode() if isinstance(v, bytes) else v for v in (mode, padding))
     mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
-    if mode == "nearest":
-        # verified on the node suite: positions exactly halfway between pixels pick the other
-        # neighbour than ONNX's round-half-to-even
-        raise Unsupported(
-            "GridSample mode 'nearest' (MindSpore's grid_sample rounds halfway positions "
-            "differently from ONNX)"
-        )
+    rank = ctx.input_rank(0)
+    if mode == "nearest" and rank in (4, 5):
+        # MindSpore's grid_sample picks the other neighbour than ONNX's round-half-to-even at
+        # positions exactly halfway between pixels: the script's own cell rounds like ONNX
+        align = bool(int(ctx.attr("align_corners", 0)))
+        kwargs = {"align_corners": align, "padding_mode": padding}
+        return Cell("GridSampleNearest", kwargs, [Input(0), Input(1)], role="grid_sample")
     if mode != "bilinear":
         raise Unsupported(f"GridSample mode {mode!r} (MindSpore's grid_sample has no bicubic mode)")
     rank = ctx.input_rank(0)

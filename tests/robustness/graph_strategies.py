@@ -52,8 +52,8 @@ KNOWN_FINDINGS = {
     "pinned-dim-at-example-one": "a dynamic dimension given size 1 by --shape that an Expand "
     "broadcasts to a constant size k: the converter pins the dimension to k (report note 'the model "
     "fixes it to k') and drops the Expand, so the network is wrong at the size the user gave",
-    "shape-as-output": "a Reshape target that is also a graph output: static models leave the "
-    "Reshape unconverted; in dynamic ones ops.reshape gets a tensor and MindSpore crashes (SIGSEGV)",
+    "shape-as-output": "a Reshape target that is also a graph output, in a model with a dynamic "
+    "batch: ops.reshape gets the target tensor and MindSpore crashes (SIGSEGV)",
 }
 
 

@@ -219,8 +219,7 @@ def _reshape_to_own_shape_model(batch) -> onnx.ModelProto:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_FINDINGS["shape-as-output"])
-def test_known_reshape_target_that_is_also_an_output(tmp_path):
+def test_reshape_target_that_is_also_an_output(tmp_path):
     model = _reshape_to_own_shape_model(2)
     feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 2)).astype(np.float32)}
     check_case(GraphCase(model, feeds), tmp_path)
