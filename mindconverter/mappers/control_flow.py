@@ -67,9 +67,7 @@ def _nested(weights: dict, attribute: str) -> dict:
 
 def _docstring(text: str) -> str:
     """A class docstring line (wrapped at 96 columns, indented for a class body)."""
-    return textwrap.fill(
-        f'"""{text}"""', width=96, initial_indent="    ", subsequent_indent="    "
-    )
+    return textwrap.fill(f'"""{text}"""', width=96, initial_indent="    ", subsequent_indent="    ")
 
 
 def _snake(name: str) -> str:

@@ -132,7 +132,9 @@ def _add_float32_types(graph: Graph, copies: dict[str, str]) -> None:
     records.update({info.name: info for info in body.output})
     for name, copy in copies.items():
         dims = graph.symbolic_shapes.get(name)
-        info = helper.make_tensor_value_info(copy, TensorProto.FLOAT, list(dims) if dims is not None else None)
+        info = helper.make_tensor_value_info(
+            copy, TensorProto.FLOAT, list(dims) if dims is not None else None
+        )
         if dims is None and name in records:
             info.type.tensor_type.shape.CopyFrom(records[name].type.tensor_type.shape)
         body.value_info.append(info)
