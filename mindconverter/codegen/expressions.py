@@ -114,6 +114,7 @@ _CELLS_WITH_DTYPE = {
 # Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2),
 # with the names their definitions need imported.
 HELPER_CELLS = {
+    "DeformConv": {"ms", "ops"},
     "GRUResetFirst": {"ms", "ops", "Parameter"},
     "GridSampleNearest": {"ms", "ops"},
     "ImageDecoder": {"ms"},
