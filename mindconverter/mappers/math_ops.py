@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Unsupported
+from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Temp, Unsupported
 from .common import cast_to, require_dtype, same_dtype_operand
 from .registry import mapper
 
@@ -122,14 +122,31 @@ def pow_(ctx: NodeContext):
 def mod(ctx: NodeContext):
     """Mod -> ops.fmod (fmod=1, sign of the dividend) or ops.remainder (fmod=0, sign of the divisor).
 
-    Floats with fmod=0 are valid from opset 28 only; MindSpore's remainder gives NaN (not x or y)
-    for an infinite divisor and +0 (not -0) for a zero dividend with a negative divisor there.
+    Floats with fmod=0 (valid from opset 28) follow numpy's mod, written out: MindSpore's
+    remainder (and fmod) give NaN for an infinite divisor and +0 where the divisor is negative.
     """
     c_style = int(ctx.attr("fmod", 0)) == 1
     args = [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)]
     if c_style or _kind(ctx) == "u":
         return Call("ops.fmod", args)
+    if _kind(ctx) == "f":
+        return _float_mod(*args)
     return Call("ops.remainder", args)
+
+
+def _float_mod(x, y):
+    """numpy's mod on floats: C's fmod (x itself for a finite x over an infinite y), moved by
+    y when its sign differs from y's; a zero result takes y's sign."""
+    finite_by_infinite = Call(
+        "ops.logical_and", [Call("ops.isinf", [y]), Call("ops.isfinite", [x])]
+    )
+    rest = Temp(Call("ops.where", [finite_by_infinite, x, Call("ops.fmod", [x, y])]), "rest")
+    other_sign = Call("ops.logical_xor", [BinOp("<", rest, Lit(0)), BinOp("<", y, Lit(0))])
+    moved = Call("ops.logical_and", [BinOp("!=", rest, Lit(0)), other_sign])
+    rest = Temp(Call("ops.where", [moved, BinOp("+", rest, y), rest]), "rest")
+    zero = Temp(Call("ops.zeros_like", [rest]), "zero")  # in x's dtype (a literal is float32)
+    signed_zero = Call("ops.where", [BinOp("<", y, Lit(0)), Neg(zero), zero])
+    return Call("ops.where", [BinOp("==", rest, Lit(0)), signed_zero, rest])
 
 
 def _variadic(ctx: NodeContext, func: str):

@@ -444,3 +444,22 @@ def test_compare_scalar_constant(tmp_path):
 )
 def test_graph_mode(tmp_path, op, feeds, attrs, out_dtype):
     check(tmp_path, op, feeds, out_dtype=out_dtype, graph_mode=True, **attrs)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_mod_follows_numpy_on_edge_cases(tmp_path, dtype):
+    """fmod=0 on floats (opset 28) is numpy's mod: infinities, signed zeros, NaNs."""
+    x = np.array([0, -0.0, 0, -0.0, -3, 3, -1, 1, np.inf, -np.inf, 1, 1, np.nan, 5.5, -5.5], dtype)
+    y = np.array([-2, 2, 2, -2, np.inf, np.inf, -np.inf, -np.inf, 2, 2, 0, -0.0, 2, -2, 2], dtype)
+    node = helper.make_node("Mod", ["x", "y"], ["z"], fmod=0)
+    model = make_model(
+        [node], [("x", dtype, [15]), ("y", dtype, [15])], [("z", dtype, None)], opset=28
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    (got,) = run_mindspore(result.script_path, result.checkpoint_path, [x, y])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(x, y)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
