@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..graph.weight_roles import learned_source
-from .base import Call, Cell, Input, Item, Lit, NodeContext, Unsupported
+from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
@@ -94,6 +94,22 @@ def conv(ctx: NodeContext):
     return Cell(_CONV_CELLS[rank], kwargs=kwargs, args=[x], weights=weights, role="conv")
 
 
+def _window_past_the_result(cell, begin, lengths, full, gaps, bias):
+    """The window [begin, begin + length) per spatial axis of a transposed convolution whose
+    result (full + gap long) it overhangs: padded with zeros first, the bias added after."""
+    widths, index = [], [slice(None), slice(None)]
+    for b, n, f, g in zip(begin, lengths, full, gaps):
+        front, back = max(-b, 0), max(b + n - (f + g), 0)
+        widths.append((front, back))
+        index.append(slice(b + front or None, b + front + n))
+    flat = tuple(size for pair in reversed(widths) for size in pair)
+    result = Item(Call("ops.pad", [cell, Lit(flat)]), tuple(index))
+    if bias is None:
+        return result
+    shape = (1, -1) + (1,) * len(begin)
+    return BinOp("+", result, Call("ops.reshape", [bias, Lit(shape)]))
+
+
 @mapper("ConvTranspose")
 def conv_transpose(ctx: NodeContext):
     """ConvTranspose -> nn.Conv2dTranspose (and 1-D/3-D) with padding and output_padding."""
@@ -133,12 +149,9 @@ def conv_transpose(ctx: NodeContext):
     # one by the gap (bias-only cells at the end, which output_padding may reach) and its "pad"
     # mode fails, so the window is sliced from the "valid" result.
     gaps = [max(s - (k - 1) * d - 1, 0) for s, k, d in zip(strides, kernel, dilations)]
-    if any(b < 0 for b in begin) or any(e < -g for e, g in zip(end, gaps)):
-        raise Unsupported(
-            "output_padding reaching past the full transposed convolution (bias-only cells)"
-        )
+    beyond = any(b < 0 for b in begin) or any(e < -g for e, g in zip(end, gaps))
     # MindSpore crops symmetric padding itself; any other window is sliced from the full result.
-    symmetric = begin == end and len(set(begin)) == 1 and not any(gaps)
+    symmetric = begin == end and len(set(begin)) == 1 and not any(gaps) and not beyond
     kwargs = {
         "in_channels": in_channels,
         "out_channels": out_channels,
@@ -160,12 +173,16 @@ def conv_transpose(ctx: NodeContext):
     if group != 1:
         kwargs["group"] = group
     weights = {"weight": ctx.weight(1, stored, transform)}
-    if ctx.has_input(2) and not _made_up_zero_bias(ctx, 2):
+    has_bias = ctx.has_input(2) and not _made_up_zero_bias(ctx, 2)
+    if has_bias and not beyond:
         kwargs["has_bias"] = True
         weights["bias"] = ctx.weight(2)
     cell = Cell(_DECONV_CELLS[rank], kwargs=kwargs, args=[Input(0)], weights=weights, role="deconv")
     if symmetric:
         return cell
+    if beyond:  # output_padding reaches past every tap: zeros there, then the bias everywhere
+        bias = Param(ctx.weight(2), role="bias") if has_bias else None
+        return _window_past_the_result(cell, begin, lengths, full, gaps, bias)
 
     index = (slice(None), slice(None)) + tuple(
         slice(b or None, (f - e) if e or g else None) for b, e, f, g in zip(begin, end, full, gaps)
