@@ -7,7 +7,19 @@ import math
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Const, DType, Input, Lit, NodeContext, Unsupported
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    Const,
+    DType,
+    Input,
+    Lit,
+    NodeContext,
+    Outputs,
+    Temp,
+    Unsupported,
+)
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
@@ -91,12 +103,62 @@ def _valid_cell_factor(spatial, kernel, strides, begin, steps) -> np.ndarray:
 
 @mapper("MaxPool")
 def max_pool(ctx: NodeContext):
-    """MaxPool -> nn.MaxPool1d/2d/3d (pads, dilations, ceil_mode); the indices output is not supported."""
+    """MaxPool -> nn.MaxPool1d/2d/3d (pads, dilations, ceil_mode); with the Indices output,
+    the windows gathered from a constant table of input positions."""
     if ctx.output_used(1):
-        raise Unsupported("the Indices output of MaxPool is not supported")
+        return _max_pool_with_indices(ctx)
     if int(ctx.attr("storage_order", 0)) != 0:
         raise Unsupported("column-major storage_order")
     return _pool(ctx, _MAX_CELLS, True)
+
+
+def _max_pool_with_indices(ctx: NodeContext):
+    """Values and ONNX indices (flat over the whole input, row- or column-major): every window's
+    taps gathered by a constant table of input positions (-inf on padding), then max/argmax."""
+    shape, out_shape = ctx.require_shape(0), ctx.output_shape(0)
+    if out_shape is None or not all(isinstance(d, (int, np.integer)) for d in shape[1:]):
+        raise Unsupported("MaxPool indices need static channel and spatial sizes")
+    if np.dtype(ctx.input_dtype(0) or np.float32).kind != "f":
+        raise Unsupported("MaxPool indices of integer values")
+    rank = len(shape) - 2
+    kernel, strides, dilations = spatial_attrs(ctx, rank)
+    begin, _ = spatial_pads(ctx, shape[2:], kernel, strides, dilations)
+    sizes, outs = [int(d) for d in shape[2:]], [int(d) for d in out_shape[2:]]
+    grids = np.meshgrid(
+        *[np.arange(o) for o in outs], *[np.arange(k) for k in kernel], indexing="ij"
+    )
+    position = [
+        g * s - b + t * d
+        for g, t, s, b, d in zip(grids[:rank], grids[rank:], strides, begin, dilations)
+    ]
+    inside = np.logical_and.reduce([(p >= 0) & (p < n) for p, n in zip(position, sizes)])
+    clipped = [np.clip(p, 0, n - 1) for p, n in zip(position, sizes)]
+    flat = np.ravel_multi_index(clipped, sizes).reshape(int(np.prod(outs)), -1)
+    if int(ctx.attr("storage_order", 0)):  # column-major: the first axis varies fastest
+        reported = np.ravel_multi_index(clipped[::-1], sizes[::-1])
+    else:
+        reported = np.ravel_multi_index(clipped, sizes)
+    channels, plane = int(shape[1]), int(np.prod(sizes))
+    rows = Call("ops.reshape", [Input(0), Lit((-1, channels, plane))])
+    taps = Call("ops.gather", [rows, Const(flat.reshape(-1).astype(np.int64)), Lit(2)])
+    taps = Call("ops.reshape", [taps, Lit((-1, channels) + flat.shape)])
+    outside = Const(~inside.reshape(flat.shape))
+    taps = Temp(Call("ops.masked_fill", [taps, outside, Lit(float("-inf"))]), "taps")
+    best = Temp(Call("ops.argmax", [taps], {"dim": Lit(-1), "keepdim": Lit(True)}), "best")
+    values = Call("ops.gather_elements", [taps, Lit(-1), best])
+    windows, width = flat.shape
+    in_table = BinOp("+", best, Const((np.arange(windows)[:, None] * width).astype(np.int64)))
+    where = Call("ops.gather", [Const(reported.reshape(-1).astype(np.int64)), in_table, Lit(0)])
+    planes = BinOp("//", Call("ops.size", [Input(0)]), Lit(plane))
+    starts = BinOp("*", Call("ops.arange", [planes]), Lit(plane))
+    starts = Call("ops.reshape", [starts, Lit((-1, channels, 1, 1))])
+    out = tuple([-1, channels] + outs)
+    return Outputs(
+        [
+            Call("ops.reshape", [values, Lit(out)]),
+            Call("ops.reshape", [BinOp("+", where, starts), Lit(out)]),
+        ]
+    )
 
 
 @mapper("AveragePool")
