@@ -121,6 +121,7 @@ HELPER_CELLS = {
     "NarrowFloat": {"ms", "ops"},
     "PowerOfTwo": {"ms", "ops"},
     "TfIdfVectorizer": {"ms", "ops"},
+    "UniqueSlices": {"ms", "ops"},
 }
 
 

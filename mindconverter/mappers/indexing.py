@@ -254,9 +254,10 @@ def compress(ctx: NodeContext):
 def unique(ctx: NodeContext):
     """Unique (flattened) -> ops.unique plus comparisons with the input for indices and counts."""
     if ctx.attr("axis") is not None:
-        raise Unsupported(
-            "Unique along an axis (MindSpore's unique only works on the flattened input)"
-        )
+        axis = normalize_axis(int(ctx.attr("axis")), ctx.input_rank(0))
+        kwargs = {"axis": axis, "sort": bool(int(ctx.attr("sorted", 1)))}
+        cell = Temp(Cell("UniqueSlices", kwargs, [Input(0)], role="unique"), "unique")
+        return Outputs([Item(cell, i) if ctx.has_output(i) else None for i in range(4)])
     flat = Input(0) if ctx.input_rank(0) == 1 else Call("ops.reshape", [Input(0), Lit((-1,))])
 
     def values():
