@@ -183,6 +183,18 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
     return expr, term
 
 
+def _einsum_diagonals(expr, term: str):
+    """An operand whose term repeats a letter ('ii', 'bjj') -> its diagonal over each repeated
+    pair (ops.diagonal puts the diagonal axis last)."""
+    while len(set(term)) != len(term):
+        letter = next(ch for ch in term if term.count(ch) > 1)
+        first = term.index(letter)
+        second = term.index(letter, first + 1)
+        expr = Call("ops.diagonal", [expr], {"dim1": Lit(first), "dim2": Lit(second)})
+        term = term[:first] + term[first + 1 : second] + term[second + 1 :] + letter
+    return expr, term
+
+
 @mapper("Einsum", since=12)
 def einsum(ctx: NodeContext):
     """Einsum -> transposes, reshapes, sums and batched ops.matmul (MindSpore's CPU has no Einsum)."""
@@ -193,12 +205,12 @@ def einsum(ctx: NodeContext):
     terms, out = _parse_einsum(equation, [len(s) for s in shapes])
     sizes: dict[str, int] = {}
     for term, shape in zip(terms, shapes):
-        if len(set(term)) != len(term):
-            raise Unsupported(f"Einsum with a repeated index in one operand ('{term}', a diagonal)")
         for ch, dim in zip(term, shape):
             if sizes.setdefault(ch, int(dim)) != int(dim):
                 raise Unsupported(f"Einsum index '{ch}' with broadcast sizes {sizes[ch]} and {dim}")
     exprs = [ctx.operand(i) for i in range(ctx.num_inputs)]
+    for index, term in enumerate(terms):
+        exprs[index], terms[index] = _einsum_diagonals(exprs[index], term)
     # letters only one operand uses and the output does not need are summed first
     current, term = None, ""
     for index, (expr, t) in enumerate(zip(exprs, terms)):
