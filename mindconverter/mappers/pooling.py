@@ -205,7 +205,13 @@ def _dilated_average_pool(ctx: NodeContext):
         along = _window_counts(n, o, k, st, dl, begin[axis], end[axis], include_pad)
         counts = np.multiply.outer(counts, along.astype(np.float32))
     x = pad_call(Input(0), begin, full_end) if any(begin) or any(full_end) else Input(0)
-    channels = int(shape[1])
+    sums = _window_sums(x, int(shape[1]), kernel, strides, dilations)
+    return BinOp("/", sums, Const(counts))
+
+
+def _window_sums(x, channels: int, kernel, strides, dilations):
+    """Sums over dilated windows: a depthwise convolution with a kernel of ones."""
+    rank = len(kernel)
     ones = np.ones((channels, 1, *kernel), np.float32)
     strides, dilations = tuple(strides), tuple(dilations)
     if rank == 1:  # as a 2-D convolution over a height of 1
@@ -217,9 +223,7 @@ def _dilated_average_pool(ctx: NodeContext):
         [x, Const(ones)],
         {"stride": Lit(strides), "dilation": Lit(dilations), "groups": Lit(channels)},
     )
-    if rank == 1:
-        sums = Call("ops.squeeze", [sums, Lit(2)])
-    return BinOp("/", sums, Const(counts))
+    return Call("ops.squeeze", [sums, Lit(2)]) if rank == 1 else sums
 
 
 def _spatial_axes(ctx: NodeContext) -> tuple[int, ...]:
@@ -280,10 +284,10 @@ def lp_pool(ctx: NodeContext):
         raise Unsupported(f"{rank}-D LpPool")
     p = _lp_p(ctx)
     kernel, strides, dilations = spatial_attrs(ctx, rank)
-    if any(d != 1 for d in dilations):
-        raise Unsupported("dilated LpPool")
     begin, end = spatial_pads(ctx, shape[2:], kernel, strides, dilations)
     out_shape = ctx.output_shape(0)
+    if any(d != 1 for d in dilations):
+        return _dilated_lp_pool(ctx, p, kernel, strides, dilations, begin, end)
     if out_shape is not None and len(out_shape) == len(shape):
         # pad the end so that exactly the ONNX output windows fit (covers ceil_mode)
         end = [
@@ -302,6 +306,26 @@ def lp_pool(ctx: NodeContext):
         role="avgpool",
     )
     return _root(BinOp("*", pooled, Lit(float(math.prod(kernel)))), p)
+
+
+def _dilated_lp_pool(ctx: NodeContext, p, kernel, strides, dilations, begin, end):
+    """Dilated LpPool -> window sums of |x|^p by a dilated depthwise convolution, then the
+    p-th root (padding adds nothing to the sums)."""
+    shape, out_shape = ctx.require_shape(0), ctx.output_shape(0)
+    if out_shape is None or not all(
+        isinstance(n, (int, np.integer)) for n in list(shape[1:]) + list(out_shape[2:])
+    ):
+        raise Unsupported("dilated LpPool needs static channel and spatial sizes")
+    end = [
+        max((o - 1) * s + (k - 1) * d + 1 - (n + b), e)
+        for o, s, k, d, n, b, e in zip(
+            out_shape[2:], strides, kernel, dilations, shape[2:], begin, end
+        )
+    ]
+    x = _abs_pow(Input(0), p)
+    if any(begin) or any(end):
+        x = pad_call(x, begin, end)
+    return _root(_window_sums(x, int(shape[1]), kernel, strides, dilations), p)
 
 
 @mapper("GlobalLpPool", since=2)
