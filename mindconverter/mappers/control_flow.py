@@ -263,3 +263,78 @@ def scan(ctx: NodeContext):
         uses=cell.uses | {"ops"},
     )
     return _results(ctx, runner, ctx.num_outputs)
+
+
+def _scan8_text(name: str, states: int, scans: list, outputs: int) -> str:
+    """A cell running ``<name>Body`` like opset 8's Scan: every batch row (axis 0) scanned
+    along axis 1 (``scans``: reversed or not per input), per-step values stacked on axis 1."""
+    state_names = [f"state_{i}" for i in range(states)]
+    inputs = [f"sequence_{i}" for i in range(len(scans))]
+    made = [f"made_{i}" for i in range(outputs)]
+    slices = [
+        f"{var}[row, {'length - 1 - step' if backwards else 'step'}]"
+        for var, backwards in zip(inputs, scans)
+    ]
+    carried = [f"carried_{i}" for i in range(states)]
+    lines = [
+        f"class {name}(nn.Cell):",
+        _docstring(
+            f"ONNX Scan (opset 8): for every batch row, calls {name}Body on each step of the "
+            "scanned inputs (axis 1); the states go round per row, the values it makes per "
+            "step are stacked."
+        ),
+        "",
+        "    def __init__(self):",
+        "        super().__init__()",
+        f"        self.body = {name}Body()",
+        "",
+        f"    def construct({', '.join(['self', *state_names, *inputs, '*outer'])}):",
+        f"        batch, length = {inputs[0]}.shape[0], {inputs[0]}.shape[1]",
+        f"        finals, stacks = [[] for _ in range({states})], [[] for _ in range({outputs})]",
+        "        for row in range(batch):",
+        f"            {', '.join(carried + [''])} = {', '.join(f'{s}[row]' for s in state_names)},"
+        if states
+        else "            pass",
+        f"            steps = [[] for _ in range({outputs})]",
+        "            for step in range(length):",
+        f"                {', '.join(carried + made)} = self.body({', '.join(carried + slices + ['*outer'])})",
+    ]
+    lines += [f"                steps[{i}].append({m})" for i, m in enumerate(made)]
+    lines += [f"            finals[{i}].append({c})" for i, c in enumerate(carried)]
+    lines += [f"            stacks[{i}].append(ops.stack(steps[{i}]))" for i in range(outputs)]
+    results = [f"ops.stack(finals[{i}])" for i in range(states)]
+    results += [f"ops.stack(stacks[{i}])" for i in range(outputs)]
+    lines.append(f"        return {', '.join(results)}")
+    return "\n".join(lines)
+
+
+@mapper("Scan", since=8, until=8)
+def scan_opset_8(ctx: NodeContext):
+    """Scan of opset 8 (batch axis 0, scanned along axis 1) -> a cell looping over rows and
+    steps (PyNative; static batch and length in GRAPH mode)."""
+    if ctx.has_input(0):
+        raise Unsupported("Scan (opset 8) with sequence_lens")
+    body: onnx.GraphProto = ctx.attr("body")
+    count = int(ctx.attr("num_scan_inputs"))
+    states = ctx.num_inputs - 1 - count
+    made = len(body.output) - states
+    directions = list(ctx.attr("directions", [0] * count))
+    formal = []
+    for k in range(states + count):
+        elem, dims = _value_type(ctx, 1 + k)
+        if dims is None:
+            raise Unsupported("Scan over an input of unknown rank")
+        formal.append((elem, dims[1:] if k < states else dims[2:]))
+    cell = body_cell(ctx, "body", "ScanBody", formal, [])
+    glue = _scan8_text("Scan", states, [bool(d) for d in directions], made)
+    args = [Input(1 + k) for k in range(states + count)] + list(cell.args)
+    runner = Cell(
+        "Scan",
+        {},
+        args,
+        weights=_nested(cell.weights, "body"),
+        role="scan",
+        definition=glue + "\n\n\n" + cell.definition,
+        uses=cell.uses | {"ops"},
+    )
+    return _results(ctx, runner, ctx.num_outputs)
