@@ -210,3 +210,26 @@ def hamming_window(ctx: NodeContext):
 def blackman_window(ctx: NodeContext):
     """BlackmanWindow -> 0.42 - 0.5·cos(2πn/N) + 0.08·cos(4πn/N) over ops.arange(size)."""
     return _window(ctx, (0.42, 0.5, 0.08))
+
+
+@mapper("MelWeightMatrix", since=17)
+def mel_weight_matrix(ctx: NodeContext):
+    """MelWeightMatrix (all inputs constant, as exporters write it) -> the matrix computed at
+    conversion time by onnx's reference evaluator, as a constant."""
+    from onnx.reference import ReferenceEvaluator
+
+    values = [np.asarray(ctx.require_const(i, "MelWeightMatrix's inputs")) for i in range(5)]
+    names = [f"input_{i}" for i in range(5)]
+    node = helper.make_node(
+        "MelWeightMatrix", names, ["matrix"], output_datatype=int(ctx.attr("output_datatype", 1))
+    )
+    inputs = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+        for n, v in zip(names, values)
+    ]
+    graph = helper.make_graph(
+        [node], "mel", inputs, [helper.make_empty_tensor_value_info("matrix")]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (matrix,) = ReferenceEvaluator(model).run(None, dict(zip(names, values)))
+    return Const(np.asarray(matrix))
