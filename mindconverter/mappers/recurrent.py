@@ -44,12 +44,19 @@ def _check_common(ctx: NodeContext, kind: _Kind, directions: int) -> list[str]:
     names = [a.lower() for a in ctx.attr("activations", [])] or list(kind.activations) * directions
     if len(names) != len(kind.activations) * directions:
         raise Unsupported(f"activations {names} do not match {directions} direction(s)")
-    if ctx.has_input(4):
-        lengths = ctx.const(4)
-        seq_len = ctx.require_shape(0)[1 if int(ctx.attr("layout", 0)) else 0]
-        if lengths is None or not np.all(np.asarray(lengths) == seq_len):
-            raise Unsupported("sequence_lens shorter than the sequence (variable-length batches)")
+    if kind is not _LSTM and not _full_lengths(ctx):
+        raise Unsupported("sequence_lens shorter than the sequence (variable-length batches)")
     return names
+
+
+def _full_lengths(ctx: NodeContext) -> bool:
+    """True when every batch runs the whole sequence: no sequence_lens, or constant ones equal
+    to the sequence length."""
+    if not ctx.has_input(4):
+        return True
+    lengths = ctx.const(4)
+    seq_len = ctx.require_shape(0)[1 if int(ctx.attr("layout", 0)) else 0]
+    return lengths is not None and bool(np.all(np.asarray(lengths) == seq_len))
 
 
 def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: tuple[int, ...]):
@@ -155,18 +162,131 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
 
 @mapper("LSTM", since=7)
 def lstm(ctx: NodeContext):
-    """LSTM -> nn.LSTM (gates reordered); peepholes, input_forget, clip and custom activations are not supported."""
+    """LSTM -> nn.LSTM (gates reordered), or the script's LSTMByStep cell for peepholes and
+    variable sequence lengths; input_forget, clip and custom activations are not supported."""
     directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
     names = _check_common(ctx, _LSTM, directions)
     if names != list(_LSTM.activations) * directions:
         raise Unsupported(f"LSTM activations {names} (MindSpore's nn.LSTM uses sigmoid/tanh/tanh)")
     if int(ctx.attr("input_forget", 0)):
         raise Unsupported("LSTM with input_forget=1 (coupled input and forget gates)")
-    if ctx.has_input(7):
-        peepholes = ctx.const(7)
-        if peepholes is None or np.any(peepholes != 0):
-            raise Unsupported("LSTM peephole weights (P)")
+    peepholes = ctx.require_const(7, "the peephole weights P") if ctx.has_input(7) else None
+    if np.any(peepholes) or not _full_lengths(ctx):
+        return _lstm_by_step(ctx, directions)
     return _recurrent(ctx, _LSTM, {}, (5, 6))
+
+
+_LSTM_BY_STEP = '''class LSTMByStep(nn.Cell):
+    """ONNX's LSTM written out step by step, for what nn.LSTM cannot do: peephole weights and
+    per-batch sequence lengths (a batch's steps past its length keep its states and output
+    zeros). Weights keep ONNX's layout and gate order (i, o, f, c) per direction; x is
+    [seq, batch, input]; returns Y [seq, directions, batch, hidden], Y_h and Y_c
+    [directions, batch, hidden]; missing initial states are zeros."""
+
+    def __init__(self, input_size, hidden_size, directions=1, reverse=False):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.directions = directions
+        self.reverse = reverse  # one direction, run from the last step to the first
+        gates = 4 * hidden_size
+        self.weight_ih = Parameter(ops.zeros((directions, gates, input_size), ms.float32))
+        self.weight_hh = Parameter(ops.zeros((directions, gates, hidden_size), ms.float32))
+        self.bias = Parameter(ops.zeros((directions, 2 * gates), ms.float32))
+        self.peephole = Parameter(ops.zeros((directions, 3 * hidden_size), ms.float32))
+
+    def step(self, x_t, h, c, d):
+        size = self.hidden_size
+        bias, peephole = self.bias[d], self.peephole[d]
+        gates = ops.matmul(x_t, self.weight_ih[d].T) + ops.matmul(h, self.weight_hh[d].T)
+        gates = gates + bias[: 4 * size] + bias[4 * size :]
+        i = ops.sigmoid(gates[:, :size] + peephole[:size] * c)
+        f = ops.sigmoid(gates[:, 2 * size : 3 * size] + peephole[2 * size :] * c)
+        c = f * c + i * ops.tanh(gates[:, 3 * size :])
+        o = ops.sigmoid(gates[:, size : 2 * size] + peephole[size : 2 * size] * c)
+        return o * ops.tanh(c), c
+
+    def scan(self, x, h, c, lengths, d, backwards):
+        steps = x.shape[0]
+        outputs = []
+        for k in range(steps):
+            t = steps - 1 - k if backwards else k
+            h_next, c_next = self.step(x[t], h, c, d)
+            if lengths is None:
+                h, c = h_next, c_next
+                outputs.append(h)
+            else:  # only the batches still inside their sequence move on
+                running = ops.expand_dims(lengths > t, 1)
+                h = ops.where(running, h_next, h)
+                c = ops.where(running, c_next, c)
+                outputs.append(ops.where(running, h_next, ops.zeros_like(h_next)))
+        if backwards:
+            outputs = outputs[::-1]
+        return ops.stack(outputs, 0), h, c
+
+    def construct(self, x, h0=None, c0=None, lengths=None):
+        shape = (self.directions, x.shape[1], self.hidden_size)
+        h0 = ops.zeros(shape, x.dtype) if h0 is None else h0
+        c0 = ops.zeros(shape, x.dtype) if c0 is None else c0
+        ys, hs, cs = [], [], []
+        for d in range(self.directions):
+            y, h, c = self.scan(x, h0[d], c0[d], lengths, d, self.reverse or d == 1)
+            ys.append(y)
+            hs.append(h)
+            cs.append(c)
+        return ops.stack(ys, 1), ops.stack(hs, 0), ops.stack(cs, 0)'''
+
+
+def _lstm_by_step(ctx: NodeContext, directions: int):
+    """LSTM with peepholes or variable sequence lengths -> the script's LSTMByStep cell."""
+    layout = int(ctx.attr("layout", 0))
+    x_shape = ctx.require_shape(0)
+    w, r = ctx.require_const(1, "W"), ctx.require_const(2, "R")
+    hidden = int(ctx.attr("hidden_size", r.shape[-1]))
+    gates = 4 * hidden
+    if len(x_shape) != 3 or w.shape != (directions, gates, x_shape[2]):
+        raise Unsupported(f"weights of shape {w.shape} do not match the input {x_shape}")
+    if r.shape != (directions, gates, hidden) or w.dtype != np.float32:
+        raise Unsupported(f"recurrent weights of shape {r.shape} and dtype {w.dtype}")
+    weights = {"weight_ih": ctx.weight(1), "weight_hh": ctx.weight(2)}
+    for name, index, size in (("bias", 3, 2 * gates), ("peephole", 7, 3 * hidden)):
+        if ctx.has_input(index):
+            weights[name] = ctx.weight(index)
+        else:
+            zeros = np.zeros((directions, size), np.float32)
+            weights[name] = Weight(zeros, "", f"zeros (no {name} in the source)")
+    if weights["bias"].array.shape != (directions, 2 * gates) or weights[
+        "peephole"
+    ].array.shape != (directions, 3 * hidden):
+        raise Unsupported("bias or peephole weights of unexpected shape")
+
+    def batch_second(value):  # layout 1 keeps the batch first
+        return Call("ops.transpose", [value, Lit((1, 0, 2))]) if layout else value
+
+    args = [batch_second(Input(0))]
+    args += [batch_second(ctx.operand(i)) if ctx.has_input(i) else None for i in (5, 6)]
+    args.append(None if _full_lengths(ctx) else ctx.operand(4))
+    while args[-1] is None:
+        args.pop()
+    kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden}
+    if directions == 2:
+        kwargs["directions"] = 2
+    elif ctx.attr("direction", "forward") == "reverse":
+        kwargs["reverse"] = True
+    cell = Cell(
+        "LSTMByStep",
+        kwargs=kwargs,
+        args=args,
+        weights=weights,
+        role="lstm",
+        definition=_LSTM_BY_STEP,
+        uses=frozenset({"ms", "ops", "Parameter"}),
+    )
+    result = Temp(cell, "lstm_out")
+    outputs = [Item(result, i) for i in range(3)]
+    if layout:
+        outputs[0] = Call("ops.transpose", [outputs[0], Lit((2, 0, 1, 3))])
+        outputs[1:] = [Call("ops.transpose", [v, Lit((1, 0, 2))]) for v in outputs[1:]]
+    return Outputs([e if ctx.has_output(i) else None for i, e in enumerate(outputs)])
 
 
 @mapper("GRU", since=7)
