@@ -86,7 +86,7 @@ def range_(ctx: NodeContext):
 
 @mapper("ConstantOfShape", since=9)
 def constant_of_shape(ctx: NodeContext):
-    """ConstantOfShape (a run-time shape) -> ops.full(shape, value, dtype)."""
+    """ConstantOfShape -> ops.full (static sizes) or ops.fill (a shape computed at run time)."""
     value = ctx.attr("value")
     array = (
         numpy_helper.to_array(value)
@@ -98,13 +98,25 @@ def constant_of_shape(ctx: NodeContext):
     if array.dtype.kind == "b":
         item = bool(item)
     out_shape = ctx.output_shape(0)
+    shape = Input(0)
     if out_shape is not None and all(isinstance(d, (int, np.integer)) for d in out_shape):
-        return Call(
-            "ops.full",
-            [Lit(tuple(int(d) for d in out_shape)), Lit(item)],
-            {"dtype": DType(array.dtype.name)},
-        )
-    return Call("ops.fill", [DType(array.dtype.name), Input(0), Lit(item)])
+        shape = Lit(tuple(int(d) for d in out_shape))
+    if not _exact_as_scalar(array[0]):  # a Python number reaches GRAPH mode as int32/float32
+        zeros = Call("ops.zeros", [shape, DType(array.dtype.name)])
+        return BinOp("+", zeros, Const(np.asarray(array[0])))
+    if isinstance(shape, Lit):
+        return Call("ops.full", [shape, Lit(item)], {"dtype": DType(array.dtype.name)})
+    return Call("ops.fill", [DType(array.dtype.name), shape, Lit(item)])
+
+
+def _exact_as_scalar(value: np.generic) -> bool:
+    """Whether a fill value survives MindSpore's GRAPH mode, which reads a Python number as an
+    int32 or float32 scalar (a wider value is silently cut)."""
+    if value.dtype.kind in "iu":
+        return -(2**31) <= int(value) < 2**31
+    if value.dtype.kind == "f":
+        return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
+    return True
 
 
 @mapper("Trilu", since=14)

@@ -393,12 +393,17 @@ def grid_sample(ctx: NodeContext):
 def center_crop_pad(ctx: NodeContext):
     """CenterCropPad -> a centred slice on axes that shrink, then ops.pad (zeros) on axes that grow
     (the extra element of an odd difference goes to the end)."""
+    from .common import is_static
+
     in_shape = ctx.require_shape(0)
     rank = len(in_shape)
-    target = ctx.const_ints(1, "the target shape")
     axes = [normalize_axis(int(a), rank) for a in ctx.attr("axes", list(range(rank)))]
-    if len(axes) != len(target):
+    count = ctx.require_shape(1)[0]
+    if not isinstance(count, int) or count != len(axes):
         raise Unsupported("CenterCropPad shape and axes differ in length")
+    if ctx.const(1) is None or not is_static([in_shape[a] for a in axes]):
+        return _center_crop_pad_at_run_time(ctx, axes)
+    target = ctx.const_ints(1, "the target shape")
     crop = [slice(None)] * rank
     pads = [(0, 0)] * rank
     for axis, size in zip(axes, target):
@@ -421,14 +426,81 @@ def center_crop_pad(ctx: NodeContext):
     return value
 
 
+def _center_crop_pad_at_run_time(ctx: NodeContext, axes: list[int]):
+    """CenterCropPad with a target or sizes known only at run time (whether an axis is cropped
+    or padded is decided then): per axis, the input read at ``arange(size) + offset``, zero
+    outside it, the offset being (dim - size) / 2 rounded towards zero."""
+    from .base import Temp
+    from .common import dim_expr
+    from .slicing import gather_padded
+
+    in_shape = ctx.input_shape(0)
+    target = ctx.const(1)
+    kind = np.dtype(ctx.input_dtype(0) or np.float32).kind
+    zero = Lit(False if kind == "b" else 0 if kind in "iu" else 0.0)
+    value = Input(0)
+    for k, axis in enumerate(axes):
+        dim = dim_expr(in_shape[axis], 0, axis)
+        size = Item(Input(1), k) if target is None else int(np.asarray(target).reshape(-1)[k])
+        if isinstance(size, int) and isinstance(dim, int):
+            offset = Lit(int((dim - size) / 2))
+        else:  # a tensor difference, which ops.div rounds towards zero
+            wanted = size if target is None else Call("ms.Tensor", [Lit(size)])
+            difference = BinOp("-", dim, wanted)
+            offset = Call("ops.div", [difference, Lit(2)], {"rounding_mode": Lit("trunc")})
+        positions = Temp(BinOp("+", Call("ops.arange", [size]), offset), "positions")
+        dim = Lit(dim) if isinstance(dim, int) else dim
+        value = gather_padded(value, positions, dim, "constant", axis, len(in_shape), zero)
+    return value
+
+
 @mapper("AffineGrid", since=20)
 def affine_grid(ctx: NodeContext):
-    """AffineGrid -> ops.affine_grid(theta, size, align_corners)."""
+    """AffineGrid -> ops.affine_grid(theta, size, align_corners); a size computed at run time
+    builds the grid from ops.arange (ops.affine_grid needs Python integers for it)."""
+    align_corners = bool(int(ctx.attr("align_corners", 0)))
+    if ctx.const(1) is None:
+        return _affine_grid_at_run_time(ctx, align_corners)
     size = ctx.const_ints(1, "the output size")
     if len(size) not in (4, 5):
         raise Unsupported(f"AffineGrid of a {len(size)}-element size")
     return Call(
-        "ops.affine_grid",
-        [Input(0), Lit(tuple(size))],
-        {"align_corners": Lit(bool(int(ctx.attr("align_corners", 0))))},
+        "ops.affine_grid", [Input(0), Lit(tuple(size))], {"align_corners": Lit(align_corners)}
     )
+
+
+def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
+    """The homogeneous base grid (x, y[, z], 1) of the spatial sizes, times theta transposed:
+    (N, D?, H, W, 2 or 3) for size (N, C, D?, H, W)."""
+    from .base import DType, Temp
+    from .common import dim_expr
+
+    length = ctx.require_shape(1)[0]
+    if length not in (4, 5):
+        raise Unsupported(f"AffineGrid of a size with {length} elements")
+    dtype = DType(np.dtype(ctx.input_dtype(0) or np.float32).name)
+    spatial = [Item(Input(1), i) for i in range(2, length)]
+    coordinates = [_grid_coordinates(size, align_corners, dtype) for size in spatial]
+    mesh = Temp(Call("ops.meshgrid", coordinates, {"indexing": Lit("ij")}), "mesh")
+    xyz = [Item(mesh, i) for i in reversed(range(len(spatial)))]  # x runs along the last axis
+    base = Call("ops.stack", [(*xyz, Call("ops.ones_like", [xyz[0]])), Lit(-1)])
+    base = Call("ops.reshape", [base, Lit((-1, len(spatial) + 1))])
+    points = Call("ops.matmul", [base, Call("ops.transpose", [Input(0), Lit((0, 2, 1))])])
+    theta_shape = ctx.input_shape(0)
+    batch = dim_expr(theta_shape[0], 0, 0) if theta_shape is not None else -1
+    return Call("ops.reshape", [points, (batch, *spatial, len(spatial))])
+
+
+def _grid_coordinates(size, align_corners: bool, dtype):
+    """The normalised coordinates of ``size`` points in [-1, 1]: the pixel corners' (-1 and 1
+    included) with align_corners, else the pixel centres'."""
+    from .base import Temp
+
+    doubled = BinOp("*", Call("ops.cast", [Call("ops.arange", [size]), dtype]), Lit(2.0))
+    if align_corners:  # (2i - (size - 1)) / (size - 1); a single point sits at 0 as in
+        # PyTorch (onnxruntime puts it at 1, onnx's reference at -1)
+        gaps = Temp(BinOp("-", size, Lit(1)), "gaps")
+        centred = BinOp("-", doubled, Call("ops.cast", [gaps, dtype]))
+        return BinOp("/", centred, Call("ops.cast", [Call("ops.maximum", [gaps, Lit(1)]), dtype]))
+    count = Call("ops.cast", [size, dtype])
+    return BinOp("-", BinOp("/", BinOp("+", doubled, Lit(1.0)), count), Lit(1.0))

@@ -214,7 +214,12 @@ def _expand_computed(ctx: NodeContext, in_rank: int):
 
 @mapper("Tile", since=6)
 def tile(ctx: NodeContext):
-    """Tile -> ops.tile with constant repeats."""
+    """Tile -> ops.tile; repeats computed at run time are passed as the tuple of their entries."""
+    if ctx.const(1) is None:
+        count = ctx.require_shape(1)[0]
+        if not isinstance(count, int):
+            raise Unsupported("Tile with repeats whose length is not known")
+        return Call("ops.tile", [ctx.operand(0), tuple(Item(Input(1), i) for i in range(count))])
     repeats = tuple(ctx.const_ints(1, "the Tile repeats"))
     if all(r == 1 for r in repeats):
         return Input(0)

@@ -19,7 +19,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
-from .common import is_static, shape_value
+from .common import dim_expr, is_static, shape_value
 from .registry import mapper
 
 INT64_MAX = 2**63 - 1
@@ -52,10 +52,12 @@ def split(ctx: NodeContext):
         sizes = [int(s) for s in ctx.attr("split")]
     if sizes is None:
         out_shapes = [ctx.output_shape(i) for i in range(count)]
-        if all(s is not None for s in out_shapes):
+        total = ctx.require_shape(0)[axis]
+        if all(s is not None and is_static(s[axis : axis + 1]) for s in out_shapes):
             sizes = [int(s[axis]) for s in out_shapes]
+        elif not is_static([total]):
+            return _split_at_run_time(ctx, axis, count)
         else:
-            total = ctx.require_shape(0)[axis]
             chunk = -(-total // count)
             sizes = [chunk] * (count - 1) + [total - chunk * (count - 1)]
     if 0 in sizes:  # ops.split refuses empty sections: slice each part
@@ -66,6 +68,23 @@ def split(ctx: NodeContext):
         )
     section = sizes[0] if len(set(sizes)) == 1 else list(sizes)
     return Unpack(Call("ops.split", [Input(0), Lit(section)], {"axis": Lit(axis)}), count)
+
+
+def _split_at_run_time(ctx: NodeContext, axis: int, count: int):
+    """Equal parts of an axis whose size is only known at run time: ``ceil(size / count)`` each,
+    the last one what remains (ONNX's rule), as slices (Python slicing clamps the tail)."""
+    size = dim_expr(ctx.require_shape(0)[axis], 0, axis)
+    chunk = Temp(BinOp("//", BinOp("+", size, Lit(count - 1)), Lit(count)), "chunk")
+    lead = (slice(None),) * axis
+
+    def bound(k: int):
+        return None if k == 0 else chunk if k == 1 else BinOp("*", Lit(k), chunk)
+
+    parts = []
+    for k in range(count):
+        end = bound(k + 1) if k < count - 1 else None
+        parts.append(Item(Input(0), lead + (slice(bound(k), end),)))
+    return Outputs(parts)
 
 
 def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
@@ -130,17 +149,17 @@ def _slice_with_dynamic_bounds(ctx: NodeContext, rank: int):
     return Item(Input(0), tuple(index))
 
 
-def _clamped(bound, size):
+def _clamped(bound, size, low: int = 0, high=None):
     """A bound computed at run time, counted from the end when negative and clamped to
-    [0, size] as ONNX does."""
+    [low, high] (default [0, size]) as ONNX does."""
     counted = Call("ops.where", [BinOp("<", bound, Lit(0)), BinOp("+", bound, size), bound])
-    return Call("ops.clamp", [counted, Lit(0), size])
+    return Call("ops.clamp", [counted, Lit(low), size if high is None else high])
 
 
 def _slice_with_computed_bounds(ctx: NodeContext, shape):
     """Starts or ends computed from data (a loop's step...): the kept positions gathered per
     axis (``ops.arange`` of the clamped bounds), which is exact in both modes and for empty
-    results. Positive steps only."""
+    results."""
     rank = len(shape)
     count = len(ctx.const(1).reshape(-1)) if ctx.const(1) is not None else None
     count = count or ctx.require_shape(1)[0]
@@ -148,21 +167,34 @@ def _slice_with_computed_bounds(ctx: NodeContext, shape):
         raise Unsupported("Slice whose number of bounds is not known")
     axes = ctx.const_ints(3, "Slice axes") if ctx.has_input(3) else list(range(count))
     steps = ctx.const_ints(4, "Slice steps") if ctx.has_input(4) else [1] * count
-    if any(step <= 0 for step in steps):
-        raise Unsupported("Slice with bounds computed at run time and a negative step")
+    if 0 in steps:
+        raise Unsupported("Slice with step 0")
     value = Input(0)
     for k, (axis, step) in enumerate(zip(axes, steps)):
         axis = normalize_axis(int(axis), rank)
+        if is_static(shape[axis : axis + 1]) and shape[axis] == 0:
+            continue  # nothing to take from an empty axis
         size = (
             Lit(int(shape[axis]))
             if is_static(shape[axis : axis + 1])
             else Item(Call("ops.shape", [Input(0)]), axis)
         )
-        start = Temp(_clamped(_bound(ctx, 1, k), size), "start")
-        end = Call("ops.maximum", [_clamped(_bound(ctx, 2, k), size), start])  # none: empty
-        positions = Call("ops.arange", [start, end] + ([Lit(step)] if step != 1 else []))
+        positions = _kept_positions(_bound(ctx, 1, k), _bound(ctx, 2, k), size, step)
         value = Call("ops.gather", [value, positions, Lit(axis)])
     return value
+
+
+def _kept_positions(start, end, size, step: int):
+    """``ops.arange`` of the positions a Slice keeps on one axis; a start past the end gives
+    none. Backwards, ONNX clamps the start to [0, size - 1] and the end to [-1, size - 1]."""
+    if step > 0:
+        start = Temp(_clamped(start, size), "start")
+        end = Call("ops.maximum", [_clamped(end, size), start])
+        return Call("ops.arange", [start, end] + ([Lit(step)] if step != 1 else []))
+    last = Lit(size.value - 1) if isinstance(size, Lit) else BinOp("-", size, Lit(1))
+    start = Temp(_clamped(start, size, high=last), "start")
+    end = Call("ops.minimum", [_clamped(end, size, -1, last), start])
+    return Call("ops.arange", [start, end, Lit(step)])
 
 
 def _bound(ctx: NodeContext, index: int, k: int):
@@ -300,13 +332,14 @@ def _pad_computed(ctx: NodeContext, mode: str, rank: int):
         )
         before, after = Item(Input(1), k), Item(Input(1), k + len(axes))
         positions = Temp(Call("ops.arange", [Neg(before), BinOp("+", size, after)]), "positions")
-        result = _gather_padded(result, positions, size, mode, axis, rank, value)
+        result = gather_padded(result, positions, size, mode, axis, rank, value)
     return result
 
 
-def _gather_padded(source, positions, size, mode: str, axis: int, rank: int, value):
-    """One axis of :func:`_pad_computed`."""
-    last = BinOp("-", size, Lit(1))
+def gather_padded(source, positions, size, mode: str, axis: int, rank: int, value):
+    """``source`` read at ``positions`` on ``axis`` (of ``size`` entries): positions outside are
+    clamped, wrapped or reflected by ``mode``, or get ``value`` in constant mode."""
+    last = Lit(size.value - 1) if isinstance(size, Lit) else BinOp("-", size, Lit(1))
     if mode == "wrap":
         index = BinOp("%", positions, size)
     elif mode == "reflect":
