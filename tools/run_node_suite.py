@@ -248,8 +248,8 @@ def _ranges(specs) -> str:
 def _api(specs) -> str:
     lines = []
     for spec in sorted(specs, key=lambda s: s.since):
-        doc = (spec.fn.__doc__ or "").strip().splitlines()
-        line = doc[0].strip() if doc else ""
+        summary = (spec.fn.__doc__ or "").strip().split("\n\n")[0]  # the first paragraph
+        line = " ".join(part.strip() for part in summary.splitlines())
         if "->" in line:
             line = line.split("->", 1)[1].strip()
         line = line.rstrip(".").replace("|", "\\|")
