@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..graph.weight_roles import learned_source
 from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported
-from .common import compact, pad_call, spatial_attrs, spatial_pads
+from .common import compact, is_static, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
 _CONV_CELLS = {1: "nn.Conv1d", 2: "nn.Conv2d", 3: "nn.Conv3d"}
@@ -122,12 +122,23 @@ def conv_transpose(ctx: NodeContext):
     group = int(ctx.attr("group", 1))
     in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
     output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
-    # The full (uncropped) transposed convolution; ONNX's result is a window of it.
+    # The full (uncropped) transposed convolution; ONNX's result is a window of it. Spatial
+    # sizes known only at run time (regions of interest...) leave it unknown: explicit pads
+    # then still give the window, counted from the ends.
+    known = is_static(list(x_shape[2:]))
     full = [
-        (i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)
+        (i - 1) * s + (k - 1) * d + 1 if known else None
+        for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)
     ]
     auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
-    if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    if not known and (ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER")):
+        raise Unsupported("ConvTranspose to an output shape of an input sized at run time")
+    if not known:
+        pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
+        begin = pads[:rank]
+        end = [e - op for e, op in zip(pads[rank:], output_padding)]  # = full - begin - length
+        lengths = None
+    elif ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out_shape = ctx.output_shape(0)
         if out_shape is None:
             raise Unsupported("the output shape of ConvTranspose is unknown")
@@ -144,7 +155,8 @@ def conv_transpose(ctx: NodeContext):
         lengths = [
             f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])
         ]
-    end = [f - b - n for f, b, n in zip(full, begin, lengths)]
+    if known:
+        end = [f - b - n for f, b, n in zip(full, begin, lengths)]
     # A stride longer than the dilated kernel: MindSpore's "valid" result is longer than the full
     # one by the gap (bias-only cells at the end, which output_padding may reach) and its "pad"
     # mode fails, so the window is sliced from the "valid" result.
@@ -180,11 +192,22 @@ def conv_transpose(ctx: NodeContext):
     cell = Cell(_DECONV_CELLS[rank], kwargs=kwargs, args=[Input(0)], weights=weights, role="deconv")
     if symmetric:
         return cell
+    if beyond and not known:
+        raise Unsupported(
+            "ConvTranspose output_padding past the taps of an input sized at run time"
+        )
     if beyond:  # output_padding reaches past every tap: zeros there, then the bias everywhere
         bias = Param(ctx.weight(2), role="bias") if has_bias else None
         return _window_past_the_result(cell, begin, lengths, full, gaps, bias)
 
-    index = (slice(None), slice(None)) + tuple(
-        slice(b or None, (f - e) if e or g else None) for b, e, f, g in zip(begin, end, full, gaps)
-    )
+    if known:
+        window = [
+            slice(b or None, (f - e) if e or g else None)
+            for b, e, f, g in zip(begin, end, full, gaps)
+        ]
+    else:  # counted from the end of MindSpore's "valid" result, which is full + gap long
+        window = [
+            slice(b or None, -(e + g) if e + g else None) for b, e, g in zip(begin, end, gaps)
+        ]
+    index = (slice(None), slice(None)) + tuple(window)
     return Item(cell, index)

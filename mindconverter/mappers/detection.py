@@ -8,6 +8,7 @@ from .base import BinOp, Call, Cell, DType, Input, Item, Lit, NodeContext, Temp,
 from .registry import mapper
 
 MAX_NMS_PAIRS = 128  # (batch, class) pairs; each becomes one NMS call in construct()
+INT32_MAX = 2**31 - 1  # the kernel's limit is an int32
 
 
 def _corners(boxes, center_point_box: int):
@@ -97,7 +98,8 @@ def non_max_suppression(ctx: NodeContext):
     descending sort (ties keep the lower box index first; -1 drops boxes at or below score_threshold)
     feed the kernel; the rows ``(batch, class, box)`` are concatenated in batch/class order.
 
-    The output size depends on the data (dynamic shape): MindSpore runs it on CPU in PYNATIVE and
+    A box count known only at run time (boxes kept by an earlier step) is supported; batch and
+    class counts must be static. The output size depends on the data (dynamic shape): MindSpore runs it on CPU in PYNATIVE and
     GRAPH mode (tested). Tie order relies on ``ops.argsort`` being stable, which it is on CPU.
     At most MAX_NMS_PAIRS (batch, class) pairs, each one kernel call in construct().
     """
@@ -107,15 +109,22 @@ def non_max_suppression(ctx: NodeContext):
             f"NonMaxSuppression center_point_box={center_point_box} (ONNX allows 0 or 1)"
         )
     boxes_shape, scores_shape = ctx.require_shape(0), ctx.require_shape(1)
-    if len(boxes_shape) != 3 or len(scores_shape) != 3 or boxes_shape[2] != 4:
+    # a box size left dynamic by shape inference is 4 (ONNX requires it)
+    wrong_box_size = (
+        len(boxes_shape) == 3 and isinstance(boxes_shape[2], int) and boxes_shape[2] != 4
+    )
+    if len(boxes_shape) != 3 or len(scores_shape) != 3 or wrong_box_size:
         raise Unsupported(
             f"NonMaxSuppression boxes {boxes_shape} / scores {scores_shape} are not "
             "[batches, boxes, 4] / [batches, classes, boxes]"
         )
     batches, num_boxes = boxes_shape[0], boxes_shape[1]
     classes = scores_shape[1]
-    if any(not isinstance(d, int) or d < 0 for d in (batches, classes, num_boxes)):
-        raise Unsupported("NonMaxSuppression needs static batch, class and box counts")
+    if any(not isinstance(d, int) or d < 0 for d in (batches, classes)):
+        raise Unsupported("NonMaxSuppression needs static batch and class counts")
+    known_boxes = isinstance(num_boxes, int)
+    if not known_boxes:  # a box count known at run time only (the limit is clamped to it below)
+        num_boxes = INT32_MAX
     empty = Call("ops.zeros", [Lit((0, 3)), DType("int64")])
     if batches * classes > MAX_NMS_PAIRS:
         raise Unsupported(
@@ -160,7 +169,14 @@ def non_max_suppression(ctx: NodeContext):
     # priority keys N - rank (distinct, so the kernel's own ordering cannot reorder ties); -1 drops a box
     order = Call("ops.argsort", [scores], {"axis": Lit(-1), "descending": Lit(True)})
     rank = Call("ops.argsort", [order], {"axis": Lit(-1)})
-    keys = BinOp("-", Lit(float(num_boxes)), Call("ops.cast", [rank, DType("float32")]))
+    rank = Temp(Call("ops.cast", [rank, DType("float32")]), "rank")
+    if known_boxes:
+        count = Lit(float(num_boxes))
+    else:  # the kernel allocates for its limit: bring it down to the run-time box count
+        count = Temp(Call("ops.sum", [Call("ops.ones_like", [Item(rank, (0, 0))])]), "box_count")
+        limit = Call("ops.minimum", [Call("ops.cast", [limit, DType("float32")]), count])
+        limit = Temp(Call("ops.cast", [limit, DType("int32")]), "limit")
+    keys = BinOp("-", count, rank)
     if score_threshold is not None:
         keys = Call("ops.where", [BinOp(">", scores, score_threshold), keys, Lit(-1.0)])
     keys = Temp(keys, "keys")

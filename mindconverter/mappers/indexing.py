@@ -12,6 +12,7 @@ import numpy as np
 
 from .base import (
     BinOp,
+    Expr,
     Call,
     Cell,
     Const,
@@ -30,12 +31,18 @@ from .registry import mapper
 
 
 def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
-    """Indices input ``index`` with negative values wrapped by ``dims`` (an int or per-column sizes)."""
+    """Indices input ``index`` with negative values wrapped by ``dims`` (an int or per-column
+    sizes), or by a size known only at run time (an expression such as ``ops.shape(x)[0]``)."""
     value = ctx.const(index)
-    if value is not None:
+    if value is not None and not isinstance(dims, Expr):
         array = np.asarray(value).astype(np.int64)
         array = np.where(array < 0, array + np.asarray(dims, np.int64), array)
         return Const(array)
+    if isinstance(dims, Expr):
+        expr = Input(index) if value is None else Const(np.asarray(value).astype(np.int64))
+        if int64 and value is None and ctx.input_dtype(index) != np.int64:
+            expr = Call("ops.cast", [expr, DType("int64")])
+        return BinOp("%", expr, dims)
     expr = Input(index)
     if int64 and ctx.input_dtype(index) != np.int64:
         expr = Call("ops.cast", [expr, DType("int64")])
@@ -154,7 +161,7 @@ def _scatter_elements(ctx: NodeContext, reduction: str):
     shape = ctx.require_shape(0)
     index_shape = ctx.require_shape(1)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
-    indices = _wrapped_indices(ctx, 1, int(shape[axis]), int64=True)
+    indices = _wrapped_indices(ctx, 1, dim_expr(shape[axis], 0, axis), int64=True)
     if reduction in ("none", "add"):
         return Call(
             "ops.tensor_scatter_elements",

@@ -58,7 +58,17 @@ def flatten(ctx: NodeContext):
         return Call(
             "ops.reshape", [Input(0), Lit((-1, int(np.prod(shape[axis:], dtype=np.int64))))]
         )
-    return Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1))])
+    if is_static(shape[:axis]):
+        return Call(
+            "ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1))]
+        )
+    # both sides sized at run time: the leading sizes multiplied in construct()
+    lead = None
+    for i, dim in enumerate(shape[:axis]):
+        size = dim_expr(dim, 0, i)
+        size = Lit(size) if isinstance(size, int) else size
+        lead = size if lead is None else BinOp("*", lead, size)
+    return Call("ops.reshape", [Input(0), (lead, Lit(-1))])
 
 
 @mapper("Reshape")
