@@ -12,11 +12,11 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Expr,
     Call,
     Cell,
     Const,
     DType,
+    Expr,
     Input,
     Item,
     Lit,
