@@ -313,6 +313,11 @@ def resize(ctx: NodeContext):
         targets = sizes
     elif scales is not None:
         scale_list = [float(s) for s in scales.reshape(-1)]
+        if attrs["coordinate_transformation_mode"] != "tf_crop_and_resize":
+            # a scale of 1 keeps an axis as it is (its size may be known at run time only)
+            kept = {a for a, s in zip(axes, scale_list) if s == 1.0}
+            scale_list = [s for a, s in zip(axes, scale_list) if a not in kept]
+            axes = [a for a in axes if a not in kept]
         # float32 product as in onnxruntime (5 * 1.4 is 7 there, 6.99... in float64)
         targets = [
             int(np.floor(np.float32(shape[a]) * np.float32(s))) for a, s in zip(axes, scale_list)

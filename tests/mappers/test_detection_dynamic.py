@@ -151,3 +151,18 @@ def test_flatten_with_both_sides_sized_at_run_time(tmp_path, graph_mode):
     for shape in ((2, 3, 4), (1, 5, 2)):
         x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
         _check(model, result, {"x": x}, graph_mode)
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_resize_by_scales_keeps_axes_of_scale_one_sized_at_run_time(tmp_path, graph_mode):
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+        [("x", np.float32, ["n", "c", 3, 4])],
+        [("y", np.float32, None)],
+        {"scales": np.array([1, 1, 2, 1.5], np.float32)},
+        opset=13,
+    )
+    result = _convert(tmp_path, model, ["1,2,3,4"])
+    rng = np.random.default_rng(0)
+    for shape in ((1, 2, 3, 4), (5, 3, 3, 4)):
+        _check(model, result, {"x": rng.standard_normal(shape).astype(np.float32)}, graph_mode)
