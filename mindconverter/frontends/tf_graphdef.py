@@ -464,6 +464,28 @@ class _DenseListWriter:
         node.attr["batch_dims"].i = 0
 
 
+# Markers that keep TensorFlow's graph optimizer from inlining a function call: Keras 3 wraps
+# grouped convolutions in a function compiled by XLA, which freezing leaves as a call.
+_NO_INLINE_MARKERS = ("_XlaMustCompile", "_noinline")
+
+
+def allow_inlining(graph_def) -> bool:
+    """Drop the markers that keep function calls (``StatefulPartitionedCall`` and the like) from
+    being inlined before tf2onnx, which converts only inlined graphs. Returns whether any was found."""
+    found = False
+    for node in graph_def.node:
+        for marker in _NO_INLINE_MARKERS:
+            if marker in node.attr:
+                del node.attr[marker]
+                found = True
+    for function in graph_def.library.function:
+        for marker in _NO_INLINE_MARKERS:
+            if marker in function.attr:
+                del function.attr[marker]
+                found = True
+    return found
+
+
 def load_graphdef(
     path: Path,
     input_nodes: Sequence[str] | None,
@@ -509,6 +531,7 @@ def load_graphdef(
             )
         shapes = [tuple(int(d) for d in shape) for shape in shapes]
         _fix_placeholder_shapes(graph_def, inputs, shapes)
+        allow_inlining(graph_def)
         densify_tensor_lists(graph_def, tf, dict(zip(inputs, shapes)))
         try:
             model, _ = tf2onnx.convert.from_graph_def(
@@ -529,6 +552,7 @@ def load_graphdef(
 
 __all__ = [
     "TF_OPSET",
+    "allow_inlining",
     "candidate_inputs",
     "candidate_outputs",
     "densify_tensor_lists",

@@ -144,3 +144,22 @@ def test_text_models(tmp_path, kind):
     assert max(errors) < TOLERANCE, errors
     if kind in ("lstm", "bilstm"):
         assert "LSTM" in result.operator_counts or "onnx::LSTM" in result.operator_counts
+
+
+def test_grouped_convolution_compiled_by_xla_is_inlined(tmp_path):
+    """Keras 3 runs a grouped Conv2D through a function compiled by XLA, which freezing leaves
+    as a StatefulPartitionedCall marked not to be inlined; the frontend inlines it."""
+    keras.utils.set_random_seed(3)
+    inp = keras.Input((8, 8, 4))
+    x = keras.layers.Conv2D(8, 3, groups=4, padding="same", activation="relu")(inp)
+    x = keras.layers.Conv2D(8, 1)(x)
+    model = keras.Model(inp, keras.layers.GlobalAveragePooling2D()(x))
+    pb = tmp_path / "grouped.pb"
+    _, inputs, outputs = freeze_keras(model, [(2, 8, 8, 4)], pb)
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(pb.read_bytes())
+    assert any(node.op == "StatefulPartitionedCall" for node in graph_def.node)
+    feed = np.random.default_rng(3).standard_normal((2, 8, 8, 4)).astype(np.float32)
+    result, errors = convert_and_compare(pb, inputs, outputs, [feed], tmp_path / "out")
+    assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
+    assert max(errors) < TOLERANCE, errors
