@@ -89,6 +89,39 @@ def _threshold(ctx: NodeContext, index: int, default: float | None):
     return Call("ops.cast", [Call("ops.reshape", [Input(index), Lit(())]), DType("float32")])
 
 
+def _limit(ctx: NodeContext, num_boxes: int):
+    """max_output_boxes_per_class as an int32 tensor clamped to [0, num_boxes]; None when it
+    selects nothing (absent, empty or not positive)."""
+    if not ctx.has_input(2):
+        return None
+    value = ctx.const(2)
+    if value is None:
+        clamped = Call(
+            "ops.clamp", [Call("ops.reshape", [Input(2), Lit(())]), Lit(0), Lit(num_boxes)]
+        )
+        return Call("ops.cast", [clamped, DType("int32")])
+    if np.size(value) and int(np.asarray(value).reshape(-1)[0]) > 0:
+        return _tensor(min(int(np.asarray(value).reshape(-1)[0]), num_boxes), "int32")
+    return None
+
+
+def _selected_rows(suppress, keys, limit, half, zero, batch: int, klass: int):
+    """One kernel call for a (batch, class) pair, as ``(batch, class, box)`` rows."""
+    kernel = Cell(
+        "ops.NonMaxSuppressionWithOverlaps",
+        kwargs={},
+        args=[suppress, keys, limit, half, zero],
+        role="nms",
+    )
+    selected = Temp(Call("ops.cast", [kernel, DType("int64")]), "selected")
+    columns = [
+        Call("ops.full_like", [selected, Lit(batch)]),
+        Call("ops.full_like", [selected, Lit(klass)]),
+        selected,
+    ]
+    return Call("ops.stack", [columns], {"axis": Lit(1)})
+
+
 @mapper("NonMaxSuppression", since=10)
 def non_max_suppression(ctx: NodeContext):
     """NonMaxSuppression -> ops.NonMaxSuppressionWithOverlaps per (batch, class) on an ONNX IoU mask.
@@ -99,8 +132,8 @@ def non_max_suppression(ctx: NodeContext):
     feed the kernel; the rows ``(batch, class, box)`` are concatenated in batch/class order.
 
     A box count known only at run time (boxes kept by an earlier step) is supported; batch and
-    class counts must be static. The output size depends on the data (dynamic shape): MindSpore runs it on CPU in PYNATIVE and
-    GRAPH mode (tested). Tie order relies on ``ops.argsort`` being stable, which it is on CPU.
+    class counts must be static. The output size depends on the data (dynamic shape): MindSpore
+    runs it on CPU in PYNATIVE and GRAPH mode (tested). Tie order relies on ``ops.argsort`` being stable, which it is on CPU.
     At most MAX_NMS_PAIRS (batch, class) pairs, each one kernel call in construct().
     """
     center_point_box = int(ctx.attr("center_point_box", 0))
@@ -132,23 +165,7 @@ def non_max_suppression(ctx: NodeContext):
             f"(at most {MAX_NMS_PAIRS} are unrolled into construct())"
         )
 
-    # max_output_boxes_per_class: absent or empty means 0 (nothing selected); clamp to [0, N]
-    limit = None
-    if ctx.has_input(2):
-        value = ctx.const(2)
-        if value is None:
-            limit = Call(
-                "ops.cast",
-                [
-                    Call(
-                        "ops.clamp",
-                        [Call("ops.reshape", [Input(2), Lit(())]), Lit(0), Lit(num_boxes)],
-                    ),
-                    DType("int32"),
-                ],
-            )
-        elif np.size(value) and int(np.asarray(value).reshape(-1)[0]) > 0:
-            limit = _tensor(min(int(np.asarray(value).reshape(-1)[0]), num_boxes), "int32")
+    limit = _limit(ctx, num_boxes)
     if limit is None or num_boxes == 0 or batches * classes == 0:
         return empty
 
@@ -182,33 +199,9 @@ def non_max_suppression(ctx: NodeContext):
     keys = Temp(keys, "keys")
 
     half, zero = Temp(_tensor(0.5, "float32"), "half"), Temp(_tensor(0.0, "float32"), "zero")
-    rows = []
-    for b in range(batches):
-        for c in range(classes):
-            selected = Call(
-                "ops.cast",
-                [
-                    Cell(
-                        "ops.NonMaxSuppressionWithOverlaps",
-                        kwargs={},
-                        args=[Item(suppress, b), Item(keys, (b, c)), limit, half, zero],
-                        role="nms",
-                    ),
-                    DType("int64"),
-                ],
-            )
-            selected = Temp(selected, "selected")
-            rows.append(
-                Call(
-                    "ops.stack",
-                    [
-                        [
-                            Call("ops.full_like", [selected, Lit(b)]),
-                            Call("ops.full_like", [selected, Lit(c)]),
-                            selected,
-                        ]
-                    ],
-                    {"axis": Lit(1)},
-                )
-            )
+    rows = [
+        _selected_rows(Item(suppress, b), Item(keys, (b, c)), limit, half, zero, b, c)
+        for b in range(batches)
+        for c in range(classes)
+    ]
     return rows[0] if len(rows) == 1 else Call("ops.concat", [rows], {"axis": Lit(0)})
