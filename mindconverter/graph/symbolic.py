@@ -14,6 +14,11 @@ caller falls back to ONNX's own shape inference.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +27,11 @@ import onnx
 
 # Bound on inference rounds (each round re-runs the whole graph after merging symbols).
 MAX_ROUNDS = 8
+# Bounds on the tool's time: sympy can spend minutes simplifying the size arithmetic of one node
+# (torchvision's detection transforms with dynamic height and width). A node over its budget is
+# inferred by ONNX's own inference instead; past the total budget the whole result is dropped.
+NODE_SECONDS = 2.0
+TOTAL_SECONDS = 60.0
 INT_MAX = 2**31 - 1
 
 SymbolicValue = Any  # an int, a sympy expression, or a tuple of those (one per element)
@@ -46,12 +56,14 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
     try:
         _constants_as_tensors(model)
         inference = SymbolicShapeInference(INT_MAX, True, False, 0)
-        _fall_back_per_node(inference)
+        deadline = time.monotonic() + TOTAL_SECONDS
+        _fall_back_per_node(inference, deadline)
         inference._preprocess(model)
-        for _ in range(MAX_ROUNDS):
-            if not inference.run_:
-                break
-            inference._infer_impl()
+        with _node_alarm():
+            for _ in range(MAX_ROUNDS):
+                if not inference.run_:
+                    break
+                inference._infer_impl()
         inference._update_output_from_vi()
         values = {name: plain_value(v) for name, v in inference.sympy_data_.items()}
         return SymbolicInference(inference.out_mp_, values)
@@ -61,10 +73,51 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
         logger.level = level
 
 
-def _fall_back_per_node(inference) -> None:
+class _OverBudget(Exception):
+    """The symbolic inference of one node, or of the whole graph, ran out of time."""
+
+
+@contextmanager
+def _node_alarm() -> Iterator[None]:
+    """Let :func:`_timed` interrupt a node's handler with SIGALRM (main thread only: signals
+    cannot be used elsewhere, where only the total budget applies)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise _OverBudget("node")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _timed(handler, node) -> None:
+    """Run a handler with the per-node budget armed (when :func:`_node_alarm` installed one)."""
+    armed = signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
+    armed = armed and threading.current_thread() is threading.main_thread()
+    if not armed:
+        handler(node)
+        return
+    started = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, NODE_SECONDS)  # an enclosing node's timer
+    try:
+        handler(node)
+    finally:
+        left = outer - (time.monotonic() - started) if outer else 0.0
+        signal.setitimer(signal.ITIMER_REAL, max(left, 0.001) if outer else 0.0)
+
+
+def _fall_back_per_node(inference, deadline: float) -> None:
     """Where the tool's handler for one operator fails (some call helpers newer onnx releases
-    dropped, some miss attribute forms), infer that node with ONNX's own inference instead of
-    giving up on the whole graph."""
+    dropped, some miss attribute forms) or takes longer than NODE_SECONDS, infer that node with
+    ONNX's own inference instead of giving up on the whole graph; past ``deadline`` give up."""
     handlers = getattr(inference, "dispatcher_", None)
     fallback = getattr(inference, "_onnx_infer_single_node", None)
     if not isinstance(handlers, dict) or fallback is None:
@@ -72,8 +125,10 @@ def _fall_back_per_node(inference) -> None:
 
     def guarded(handler):
         def infer(node):
+            if time.monotonic() > deadline:
+                raise _OverBudget("graph")
             try:
-                handler(node)
+                _timed(handler, node)
             except Exception:  # noqa: BLE001 - the tool's handler failed: ONNX's inference
                 fallback(node)
 

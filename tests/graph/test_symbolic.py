@@ -125,3 +125,35 @@ def test_graph_dims_show_dynamic_dims_only_for_dynamic_networks():
     context.input_specs = detect_inputs(static.model)
     _run(static, context, fix_shapes, infer_shapes)
     assert static.dims("x") == (3, 5, 8) and static.dynamic_dims == set()
+
+
+def test_a_node_over_its_time_budget_falls_back_to_onnx_inference(monkeypatch):
+    """sympy can spend minutes on one node's size arithmetic: such a node is interrupted and
+    inferred by ONNX's own inference, and the rest keeps its symbolic values."""
+    import time
+
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    from mindconverter.graph import symbolic
+
+    original = SymbolicShapeInference._infer_Concat
+
+    def stuck(self, node):
+        time.sleep(30)  # interrupted after NODE_SECONDS
+        original(self, node)
+
+    monkeypatch.setattr(SymbolicShapeInference, "_infer_Concat", stuck)
+    monkeypatch.setattr(symbolic, "NODE_SECONDS", 0.2)
+    started = time.monotonic()
+    result = infer_symbolic(_heads_model())
+    assert time.monotonic() - started < 20
+    assert result is not None
+    assert result.values["dh"] == 4  # inferred before and after the interrupted node
+    assert "target" not in result.values  # the Concat's value came from ONNX's inference: none
+
+
+def test_past_the_total_budget_there_is_no_symbolic_result(monkeypatch):
+    from mindconverter.graph import symbolic
+
+    monkeypatch.setattr(symbolic, "TOTAL_SECONDS", -1.0)
+    assert infer_symbolic(_heads_model()) is None
