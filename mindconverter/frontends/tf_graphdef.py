@@ -469,21 +469,13 @@ class _DenseListWriter:
 _NO_INLINE_MARKERS = ("_XlaMustCompile", "_noinline")
 
 
-def allow_inlining(graph_def) -> bool:
+def allow_inlining(graph_def) -> None:
     """Drop the markers that keep function calls (``StatefulPartitionedCall`` and the like) from
-    being inlined before tf2onnx, which converts only inlined graphs. Returns whether any was found."""
-    found = False
-    for node in graph_def.node:
+    being inlined before tf2onnx, which converts only inlined graphs."""
+    for holder in [*graph_def.node, *graph_def.library.function]:
         for marker in _NO_INLINE_MARKERS:
-            if marker in node.attr:
-                del node.attr[marker]
-                found = True
-    for function in graph_def.library.function:
-        for marker in _NO_INLINE_MARKERS:
-            if marker in function.attr:
-                del function.attr[marker]
-                found = True
-    return found
+            if marker in holder.attr:
+                del holder.attr[marker]
 
 
 def load_graphdef(

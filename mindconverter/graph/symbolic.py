@@ -57,9 +57,9 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
         _constants_as_tensors(model)
         inference = SymbolicShapeInference(INT_MAX, True, False, 0)
         deadline = time.monotonic() + TOTAL_SECONDS
-        _fall_back_per_node(inference, deadline)
-        inference._preprocess(model)
-        with _node_alarm():
+        with _node_alarm() as armed:
+            _fall_back_per_node(inference, deadline, armed)
+            inference._preprocess(model)
             for _ in range(MAX_ROUNDS):
                 if not inference.run_:
                     break
@@ -78,13 +78,13 @@ class _OverBudget(Exception):
 
 
 @contextmanager
-def _node_alarm() -> Iterator[None]:
-    """Let :func:`_timed` interrupt a node's handler with SIGALRM (main thread only: signals
-    cannot be used elsewhere, where only the total budget applies)."""
+def _node_alarm() -> Iterator[bool]:
+    """Let :func:`_timed` interrupt a node's handler with SIGALRM; yields whether it can (main
+    thread only: signals cannot be used elsewhere, where only the total budget applies)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(
         signal, "setitimer"
     ):
-        yield
+        yield False
         return
 
     def interrupt(signum, frame):
@@ -92,16 +92,14 @@ def _node_alarm() -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
-        yield
+        yield True
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def _timed(handler, node) -> None:
-    """Run a handler with the per-node budget armed (when :func:`_node_alarm` installed one)."""
-    armed = signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
-    armed = armed and threading.current_thread() is threading.main_thread()
+def _timed(handler, node, armed: bool) -> None:
+    """Run a handler with the per-node budget armed (when :func:`_node_alarm` could)."""
     if not armed:
         handler(node)
         return
@@ -114,7 +112,7 @@ def _timed(handler, node) -> None:
         signal.setitimer(signal.ITIMER_REAL, max(left, 0.001) if outer else 0.0)
 
 
-def _fall_back_per_node(inference, deadline: float) -> None:
+def _fall_back_per_node(inference, deadline: float, armed: bool) -> None:
     """Where the tool's handler for one operator fails (some call helpers newer onnx releases
     dropped, some miss attribute forms) or takes longer than NODE_SECONDS, infer that node with
     ONNX's own inference instead of giving up on the whole graph; past ``deadline`` give up."""
@@ -128,7 +126,7 @@ def _fall_back_per_node(inference, deadline: float) -> None:
             if time.monotonic() > deadline:
                 raise _OverBudget("graph")
             try:
-                _timed(handler, node)
+                _timed(handler, node, armed)
             except Exception:  # noqa: BLE001 - the tool's handler failed: ONNX's inference
                 fallback(node)
 

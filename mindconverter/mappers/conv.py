@@ -131,14 +131,9 @@ def conv_transpose(ctx: NodeContext):
         for i, s, k, d in zip(x_shape[2:], strides, kernel, dilations)
     ]
     auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
-    if not known and (ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER")):
-        raise Unsupported("ConvTranspose to an output shape of an input sized at run time")
-    if not known:
-        pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
-        begin = pads[:rank]
-        end = [e - op for e, op in zip(pads[rank:], output_padding)]  # = full - begin - length
-        lengths = None
-    elif ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if not known:
+            raise Unsupported("ConvTranspose to an output shape of an input sized at run time")
         out_shape = ctx.output_shape(0)
         if out_shape is None:
             raise Unsupported("the output shape of ConvTranspose is unknown")
@@ -149,14 +144,12 @@ def conv_transpose(ctx: NodeContext):
             small = total // 2
             # ONNX: SAME_UPPER puts the smaller half first, every other setting the larger half.
             begin.append(small if auto_pad == "SAME_UPPER" else total - small)
+        end = [f - b - n for f, b, n in zip(full, begin, lengths)]
     else:
         pads = list(ctx.attr("pads", [0] * 2 * rank)) or [0] * 2 * rank
         begin = pads[:rank]
-        lengths = [
-            f + op - b - e for f, op, b, e in zip(full, output_padding, pads[:rank], pads[rank:])
-        ]
-    if known:
-        end = [f - b - n for f, b, n in zip(full, begin, lengths)]
+        end = [e - op for e, op in zip(pads[rank:], output_padding)]  # = full - begin - length
+        lengths = [f - b - e for f, b, e in zip(full, begin, end)] if known else None
     # A stride longer than the dilated kernel: MindSpore's "valid" result is longer than the full
     # one by the gap (bias-only cells at the end, which output_padding may reach) and its "pad"
     # mode fails, so the window is sliced from the "valid" result.

@@ -38,14 +38,13 @@ def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
         array = np.asarray(value).astype(np.int64)
         array = np.where(array < 0, array + np.asarray(dims, np.int64), array)
         return Const(array)
-    if isinstance(dims, Expr):
-        expr = Input(index) if value is None else Const(np.asarray(value).astype(np.int64))
-        if int64 and value is None and ctx.input_dtype(index) != np.int64:
-            expr = Call("ops.cast", [expr, DType("int64")])
-        return BinOp("%", expr, dims)
+    if value is not None:  # constant indices into a size known at run time
+        return BinOp("%", Const(np.asarray(value).astype(np.int64)), dims)
     expr = Input(index)
     if int64 and ctx.input_dtype(index) != np.int64:
         expr = Call("ops.cast", [expr, DType("int64")])
+    if isinstance(dims, Expr):
+        return BinOp("%", expr, dims)
     if isinstance(dims, (int, np.integer)):
         return BinOp("%", expr, Lit(int(dims)))
     return BinOp("%", expr, Const(np.asarray(dims, np.int64)))

@@ -20,15 +20,18 @@ from .base import (
     Call,
     Cell,
     Const,
+    DType,
     Input,
     Item,
     Lit,
     NodeContext,
+    Temp,
     Unsupported,
     normalize_axis,
 )
-from .common import shape_value
+from .common import dim_expr, is_static, shape_value
 from .registry import mapper
+from .slicing import gather_padded
 
 
 @dataclass
@@ -398,8 +401,6 @@ def grid_sample(ctx: NodeContext):
 def center_crop_pad(ctx: NodeContext):
     """CenterCropPad -> a centred slice on axes that shrink, then ops.pad (zeros) on axes that grow
     (the extra element of an odd difference goes to the end)."""
-    from .common import is_static
-
     in_shape = ctx.require_shape(0)
     rank = len(in_shape)
     axes = [normalize_axis(int(a), rank) for a in ctx.attr("axes", list(range(rank)))]
@@ -435,10 +436,6 @@ def _center_crop_pad_at_run_time(ctx: NodeContext, axes: list[int]):
     """CenterCropPad with a target or sizes known only at run time (whether an axis is cropped
     or padded is decided then): per axis, the input read at ``arange(size) + offset``, zero
     outside it, the offset being (dim - size) / 2 rounded towards zero."""
-    from .base import Temp
-    from .common import dim_expr
-    from .slicing import gather_padded
-
     in_shape = ctx.input_shape(0)
     target = ctx.const(1)
     kind = np.dtype(ctx.input_dtype(0) or np.float32).kind
@@ -477,9 +474,6 @@ def affine_grid(ctx: NodeContext):
 def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
     """The homogeneous base grid (x, y[, z], 1) of the spatial sizes, times theta transposed:
     (N, D?, H, W, 2 or 3) for size (N, C, D?, H, W)."""
-    from .base import DType, Temp
-    from .common import dim_expr
-
     length = ctx.require_shape(1)[0]
     if length not in (4, 5):
         raise Unsupported(f"AffineGrid of a size with {length} elements")
@@ -499,8 +493,6 @@ def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
 def _grid_coordinates(size, align_corners: bool, dtype):
     """The normalised coordinates of ``size`` points in [-1, 1]: the pixel corners' (-1 and 1
     included) with align_corners, else the pixel centres'."""
-    from .base import Temp
-
     doubled = BinOp("*", Call("ops.cast", [Call("ops.arange", [size]), dtype]), Lit(2.0))
     if align_corners:  # (2i - (size - 1)) / (size - 1); a single point sits at 0 as in
         # PyTorch (onnxruntime puts it at 1, onnx's reference at -1)
