@@ -123,19 +123,53 @@ def assert_matches(
         model, tmp_path, feeds, graph_mode, **convert_kwargs
     )
     assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
+    assert_outputs_match(ms_outputs, ort_outputs, rtol, atol)
+    return result
+
+
+def assert_outputs_match(
+    ms_outputs, ort_outputs, rtol: float = 1e-4, atol: float = 1e-5, same_dtype: bool = False
+) -> None:
+    """MindSpore's outputs equal onnxruntime's: same shapes (and dtypes when asked), integers
+    and booleans exactly, floats within the tolerances."""
     assert len(ms_outputs) == len(ort_outputs)
     for got, want in zip(ms_outputs, ort_outputs):
         assert got.shape == want.shape, (got.shape, want.shape)
+        if same_dtype:
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
         if want.dtype.kind in "biu":
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def convert_fully(model: onnx.ModelProto, tmp_path: Path, **convert_kwargs):
+    """Save and convert ``model`` once (to run it on several inputs); every operator must convert."""
+    model_file = Path(tmp_path) / "m.onnx"
+    onnx.save(model, str(model_file))
+    result = convert(model_file, output=Path(tmp_path) / "out", **convert_kwargs)
+    assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
     return result
+
+
+def assert_runs_like_onnxruntime(
+    model: onnx.ModelProto, result, feeds: dict, graph_mode: bool = False, **tolerances
+) -> None:
+    """Run a converted model (see :func:`convert_fully`) on ``feeds`` in MindSpore and in
+    onnxruntime and compare every output (:func:`assert_outputs_match`)."""
+    ort_outputs = run_onnxruntime(model, feeds, [out.name for out in model.graph.output])
+    ms_outputs = run_mindspore(
+        result.script_path, result.checkpoint_path, list(feeds.values()), graph_mode=graph_mode
+    )
+    assert_outputs_match(ms_outputs, ort_outputs, **tolerances)
 
 
 __all__ = [
     "TensorProto",
     "assert_matches",
+    "assert_outputs_match",
+    "assert_runs_like_onnxruntime",
+    "convert_fully",
     "convert_and_run",
     "make_model",
     "random_feeds",

@@ -9,29 +9,17 @@ import onnx
 import pytest
 from onnx import helper
 
-from mindconverter import convert
-from mindconverter.verify import run_mindspore, run_onnxruntime
-from tests.helpers import make_model
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully, make_model
 
 
 def _convert(tmp_path, model, shape=None):
-    onnx.save(model, tmp_path / "m.onnx")
-    result = convert(tmp_path / "m.onnx", shape=shape, output=tmp_path / "out")
-    assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
-    return result
+    return convert_fully(model, tmp_path, shape=shape)
 
 
-def _check(model, result, feeds, graph_mode, outputs=None):
-    outputs = outputs or [o.name for o in model.graph.output]
-    want = run_onnxruntime(model, feeds, outputs)
-    got = run_mindspore(
-        result.script_path, result.checkpoint_path, list(feeds.values()), graph_mode=graph_mode
+def _check(model, result, feeds, graph_mode):
+    assert_runs_like_onnxruntime(
+        model, result, feeds, graph_mode, rtol=1e-5, atol=1e-6, same_dtype=True
     )
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("graph_mode", [False, True])
