@@ -109,6 +109,15 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "The weights file given to --weights_file cannot be read (PyTorch missing, or no state dict).",
         "Save the weights as safetensors (safetensors.torch.save_file(model.state_dict(), path)).",
     ),
+    "WEIGHT_MAP_INVALID": ErrorCode(
+        1000015,
+        "ModelLoadingError",
+        "The weight map given to --weight_map is not one a conversion wrote: it was edited or is "
+        "inconsistent (a model name that is not a module name, fields of the wrong type, two rows "
+        "for one parameter, a transform that does not fit its shapes).",
+        "Pass the weight_map_of_<stem>.json the conversion wrote, unchanged; convert the model "
+        "again to get a new one.",
+    ),
     # --- 2000xxx: command-line usage (exit code 2) -------------------------------------------
     "BAD_SHAPE": ErrorCode(
         2000001,

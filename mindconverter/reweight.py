@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .codegen.naming import module_name
 from .errors import make_error
 from .frontends.loading import check_model_path
 from .frontends.weights_file import read_weights
 from .outputs import checkpoint as ckpt
-from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
+from .outputs.atomic import AtomicOutputs, check_targets, confined_path, prepare_folder
 from .outputs.replay import EXPORTER_NOTES, CannotReplay, replay
 from .text import one_line
 
@@ -49,6 +50,12 @@ def read_weight_map(path: str | Path) -> tuple[str, list[dict]]:
     if not isinstance(table, dict) or len(table) != 1:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a weight map of one model.")
     ((stem, rows),) = table.items()
+    if module_name(stem) != stem:  # a conversion writes its script's module name, nothing else
+        raise make_error(
+            "WEIGHT_MAP_INVALID",
+            f"'{path.name}' names its model {one_line(repr(stem), 60)}, which is not the module "
+            "name of a converted script (results are named after it, inside --output).",
+        )
     if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
         raise make_error("FILE_CORRUPT", f"'{path.name}' has rows a weight map does not have.")
     return stem, rows
@@ -218,7 +225,7 @@ def reconvert_weights(
     tensors = read_weights(weights_file)
     from_onnx = Path(weights_file).suffix.lower() == ".onnx"
     output_dir = prepare_folder(Path(output))
-    script = output_dir / f"{stem}.py"
+    script = confined_path(output_dir, f"{stem}.py")
     frozen = _FrozenConstants(script)
     parameters, problems, used, kept = [], [], set(), []
     for row in rows:
@@ -245,7 +252,7 @@ def reconvert_weights(
             f"'{Path(weights_file).name}': {listed}{more}.",
         )
     fits = ckpt.fits_ckpt(parameters)
-    target = output_dir / f"{stem}{'.ckpt' if fits else '.safetensors'}"
+    target = confined_path(output_dir, f"{stem}{'.ckpt' if fits else '.safetensors'}")
     check_targets([target], overwrite)
     with AtomicOutputs(overwrite=overwrite) as outputs:
         write = ckpt.write_checkpoint if fits else ckpt.write_safetensors

@@ -260,3 +260,75 @@ def test_a_tampered_weight_map_is_refused(tmp_path, converted_lstm, edit, expect
         reconvert_weights(weights, tampered, tmp_path / "o")
     assert info.value.key == "WEIGHTS_MISMATCH" and expected in str(info.value)
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
+
+
+def _map_named(tmp_path: Path, result, key: str) -> Path:
+    """The conversion's weight map with its model name replaced by ``key``."""
+    (rows,) = json.loads(result.weight_map_path.read_text()).values()
+    edited = tmp_path / "edited_map.json"
+    edited.write_text(json.dumps({key: rows}))
+    return edited
+
+
+def _files_below(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*")} if folder.exists() else set()
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["../escaped", "../../tmp/escaped", "/tmp/escaped_abs", "sub/dir", "..", "a\nb", "", "x.y"],
+)
+def test_a_weight_map_cannot_choose_a_path(tmp_path, converted_lstm, key):
+    """The model name in a weight map names the results: one that is not a module name (a path,
+    a parent folder, a line break) is refused before anything is read or written."""
+    result, state = converted_lstm
+    weights = _save_safetensors(state, tmp_path / "w.safetensors")
+    before = _files_below(tmp_path)
+    with pytest.raises(MindConverterError) as info:
+        reconvert_weights(weights, _map_named(tmp_path, result, key), tmp_path / "inner" / "o")
+    assert info.value.key == "WEIGHT_MAP_INVALID"
+    assert "\n" not in str(info.value)
+    assert _files_below(tmp_path) - before == {tmp_path / "edited_map.json"}
+
+
+def test_a_weight_map_cannot_make_an_outside_script_run(tmp_path, converted_lstm, capsys):
+    """A `../payload` stem once wrote `../payload.ckpt` and imported `../payload.py`: through the
+    CLI, the payload is neither run nor written beside."""
+    result, state = converted_lstm
+    weights = _save_safetensors(state, tmp_path / "w.safetensors")
+    marker = tmp_path / "ran"
+    (tmp_path / "payload.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    out = tmp_path / "out_folder"
+    edited = _map_named(tmp_path, result, "../payload")
+    argv = ["--weights_file", str(weights), "--weight_map", str(edited), "--output", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "code 1000015" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not marker.exists() and not (tmp_path / "payload.ckpt").exists()
+
+
+def test_a_linked_script_in_the_output_folder_is_not_imported(tmp_path, converted_lstm):
+    """A symbolic link where the converted script should be could run any file: refused."""
+    result, state = converted_lstm
+    weights = _save_safetensors(state, tmp_path / "w.safetensors")
+    out = tmp_path / "linked"
+    out.mkdir()
+    marker = tmp_path / "ran"
+    outside = tmp_path / "outside.py"
+    outside.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    stem = result.script_path.stem
+    (out / f"{stem}.py").symlink_to(outside)
+    with pytest.raises(MindConverterError) as info:
+        reconvert_weights(weights, result.weight_map_path, out)
+    assert info.value.key == "OUTPUT_NOT_WRITABLE" and not marker.exists()
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.py"]
+
+
+def test_confined_path_refuses_every_way_out(tmp_path):
+    from mindconverter.outputs.atomic import confined_path
+
+    assert confined_path(tmp_path, "model.ckpt") == tmp_path / "model.ckpt"
+    for name in ["../x.ckpt", "/etc/x.ckpt", "a/b.ckpt", "..", ".", "", "a\\b", "nul\x00.py"]:
+        with pytest.raises(MindConverterError) as info:
+            confined_path(tmp_path, name)
+        assert info.value.key == "OUTPUT_NOT_WRITABLE", name

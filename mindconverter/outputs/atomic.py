@@ -93,6 +93,23 @@ def _remove_folders(folders: list[Path]) -> None:
             pass
 
 
+def confined_path(folder: Path, file_name: str) -> Path:
+    """``folder / file_name``, refused unless it is a plain name that stays in ``folder``: no
+    separators, no ``..``, no absolute path, and no symbolic link at that place (a link could
+    point a write or an import anywhere)."""
+    path = Path(folder) / file_name
+    plain = file_name not in ("", ".", "..") and Path(file_name).name == file_name
+    if not plain or "\x00" in file_name or "\\" in file_name:
+        raise make_error("OUTPUT_NOT_WRITABLE", f"{file_name!r} is not a plain file name.")
+    if path.is_symlink() or path.resolve().parent != Path(folder).resolve():
+        raise make_error(
+            "OUTPUT_NOT_WRITABLE",
+            f"'{path}' is a symbolic link or leads out of '{folder}': results are only "
+            "written, and scripts only read, inside the output folder.",
+        )
+    return path
+
+
 def check_targets(paths: list[Path], overwrite: bool) -> None:
     """Fail early when a result file exists and overwriting was not asked for."""
     try:
