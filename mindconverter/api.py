@@ -17,10 +17,19 @@ from pathlib import Path
 import numpy as np
 
 from .bodies import body_converter
+from .check.diagnose import first_divergence, layer_errors, locate_line
+from .check.network import build_network
+from .check.verify import (
+    DEFAULT_TOLERANCE,
+    describe,
+    random_inputs,
+    training_mode_operators,
+    verification_shapes,
+    verify_conversion,
+)
 from .codegen.naming import module_name
 from .codegen.rendered import RenderedModel, UnconvertedSite
 from .codegen.script import load_from_safetensors, render_script
-from .diagnose import first_divergence, layer_errors, locate_line
 from .errors import make_error
 from .frontends.loading import check_model_path, load_model
 from .graph import Graph
@@ -39,14 +48,6 @@ from .passes.fix_shapes import parse_shape, parse_shape_request
 from .passes.pipeline import PIPELINE, run_passes
 from .progress import Progress, peak_memory_mb
 from .text import one_line
-from .verify import (
-    DEFAULT_TOLERANCE,
-    describe,
-    random_inputs,
-    training_mode_operators,
-    verification_shapes,
-    verify_conversion,
-)
 
 ShapeArg = str | Sequence[int]
 
@@ -552,7 +553,9 @@ def _export_staged_mindir(outputs, paths, graph, context, rendered, say) -> None
     with context.progress.stage("export MindIR"), warnings_as_notes(context.notes):
         outputs.write_with(
             paths.mindir,
-            lambda stream: exported.append(export_mindir(script, checkpoint, specs, stream)),
+            lambda stream: exported.append(
+                export_mindir(lambda: build_network(script, checkpoint), specs, stream)
+            ),
         )
     how = f"{exported[0]}; load it with mindspore.load and nn.GraphCell"
     if exported[0].startswith("dynamic"):

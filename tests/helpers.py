@@ -10,7 +10,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore, run_onnxruntime
+from mindconverter.check.network import run_mindspore
+from mindconverter.check.verify import run_onnxruntime
 
 IR_VERSION = 8  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 would write 14
 

@@ -11,8 +11,8 @@ import pytest
 from onnx import helper
 
 from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from mindconverter.errors import ArgumentError
-from mindconverter.verify import run_mindspore
 from tests.helpers import make_model
 
 

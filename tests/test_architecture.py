@@ -180,3 +180,53 @@ def test_pipeline_folders_exist_and_say_what_they_hold(folder):
 def test_developer_tools_live_outside_the_package():
     assert not (PACKAGE / "suite.py").exists()
     assert not any(path.name.startswith("gen_") for path in PACKAGE.rglob("*.py"))
+
+
+# Each stage imports only the stages before it (and the package's shared base modules).
+STAGES = ["graph", "frontends", "mappers", "passes", "codegen", "outputs"]
+# Earlier stages a stage may not import although they come before it.
+NOT_BELOW = {"frontends": {"mappers"}, "mappers": {"frontends"}, "codegen": {"frontends"}}
+
+
+def _stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) >= 2 and parts[1] in STAGES else None
+
+
+def test_imports_point_one_way():
+    """graph <- mappers <- passes <- codegen <- outputs: a stage never imports a later one, nor
+    the modules on top (api, cli, verification, re-conversion)."""
+    offenders = []
+    for name, targets in _edges().items():
+        stage = _stage_of(name)
+        if stage is None:
+            continue
+        allowed = set(STAGES[: STAGES.index(stage) + 1]) - NOT_BELOW.get(stage, set())
+        for target in targets:
+            target_stage = _stage_of(target)
+            top_level = target_stage is None and target not in BASE_MODULES
+            if (target_stage is not None and target_stage not in allowed) or top_level:
+                offenders.append(f"{name} -> {target}")
+    assert not offenders, offenders
+
+
+# Modules at the package's top that any stage may use: errors, plain text helpers, progress.
+BASE_MODULES = {
+    "mindconverter.errors",
+    "mindconverter.text",
+    "mindconverter.version",
+    "mindconverter.progress",
+    "mindconverter.native_stderr",
+    "mindconverter.templating",
+}
+
+
+def test_no_type_checking_imports():
+    """Types every stage needs live where every stage may import them, so no import hides
+    behind ``if TYPE_CHECKING:``."""
+    hidden = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in PACKAGE.rglob("*.py")
+        if any(_is_type_checking_block(n) for n in ast.walk(ast.parse(path.read_text())))
+    ]
+    assert not hidden, hidden

@@ -29,7 +29,7 @@ RUN = """
 import os, resource, sys, time
 import numpy as np
 os.environ["GLOG_v"] = "3"
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 feeds = np.load(sys.argv[2])
 started = time.perf_counter()
 run_mindspore(sys.argv[1], sys.argv[1].replace(".py", ".ckpt"), [feeds["boxes"], feeds["scores"]])

@@ -620,8 +620,8 @@ def run_node_test(
 ) -> Outcome:
     """Convert one node test, run it in MindSpore and compare with the references."""
     from mindconverter import convert
+    from mindconverter.check.network import run_mindspore
     from mindconverter.errors import MindConverterError
-    from mindconverter.verify import run_mindspore
 
     started = time.perf_counter()
     data_dir = Path(data_dir) if data_dir else default_data_dir()

@@ -8,12 +8,8 @@ import io
 import shutil
 import subprocess
 import tokenize
-from typing import TYPE_CHECKING
 
 from .helpers import helper_closure
-
-if TYPE_CHECKING:
-    from .transformer import Converter
 
 
 class RootRenamer(ast.NodeTransformer):
@@ -26,8 +22,9 @@ class RootRenamer(ast.NodeTransformer):
         return node
 
 
-def script_header(conv: Converter, tree: ast.Module) -> list:
-    """Imports, helpers, stand-ins and adapters to put at the top of the converted script."""
+def script_header(conv, tree: ast.Module) -> list:
+    """Imports, helpers, stand-ins and adapters to put at the top of the converted script
+    (``conv`` is the transformer.Converter that rewrote ``tree``)."""
     used_names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     for adapter in conv.adapters.values():
         used_names |= {n.id for n in ast.walk(adapter) if isinstance(n, ast.Name)}

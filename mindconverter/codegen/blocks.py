@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..graph.module_tree import Block, module_path
+from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
-from ..passes.recover_hierarchy import ACTIVATION_CELLS, Block, module_path
 from .expressions import ExpressionWriter, with_exporter_note
 from .naming import identifier
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
@@ -109,7 +110,7 @@ class BlockWriter:
                     self.exprs.add_entry(param_name, with_exporter_note(weight, item))
                 self.scope.prefix = saved
             else:
-                elements.append(f"{ACTIVATION_CELLS[item.result.func]}()")
+                elements.append(ACTIVATION_CELLS[item.result.func])
         elements.append("])")
         return elements
 

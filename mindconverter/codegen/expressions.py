@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.container_types import is_floating
+from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name, learned_source
 from ..mappers.base import (
     BinOp,
@@ -30,7 +31,6 @@ from ..mappers.base import (
     Weight,
     ms_dtype_name,
 )
-from ..passes.recover_hierarchy import module_path
 from .container_dtypes import widened, widened_weight
 from .literals import literal
 from .naming import identifier

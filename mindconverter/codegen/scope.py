@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..graph import Graph
+from ..graph.module_tree import Block
 from ..mappers.base import MappedNode, Temp
-from ..passes.recover_hierarchy import Block
 from .naming import CELL_MEMBERS, Namer
 from .rendered import CheckpointEntry, UnconvertedSite
 from .ties import ContentKeys

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..graph import Graph
 from ..graph.container_types import container_dtype
+from ..graph.module_tree import Block
 from ..mappers.base import MappedNode, ms_dtype_name
-from ..passes.recover_hierarchy import Block
 from ..templating import render_template
 from ..version import __version__
 from .blocks import BlockWriter

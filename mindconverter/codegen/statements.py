@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..graph.internal_domain import DOMAIN
+from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name
 from ..mappers.base import Input, MappedNode, Outputs, Unpack
-from ..passes.recover_hierarchy import module_path
 from .expressions import ExpressionWriter
 from .literals import literal
 from .naming import identifier

@@ -24,6 +24,22 @@ from .base import (
 from .common import is_static, scalar_or_const
 from .registry import mapper
 
+# The parameter-free MindSpore cell that computes an activation call with no keyword arguments,
+# for leaf modules of a Sequential (``ops.relu(x)`` -> ``nn.ReLU()``). Each constructor states the
+# arguments whose MindSpore default differs from the op: nn.GELU defaults to the tanh
+# approximation, ops.gelu (and ONNX's Gelu, PyTorch's nn.GELU) to the exact erf form.
+ACTIVATION_CELLS = {
+    "ops.relu": "nn.ReLU()",
+    "ops.relu6": "nn.ReLU6()",
+    "ops.sigmoid": "nn.Sigmoid()",
+    "ops.tanh": "nn.Tanh()",
+    "ops.hardswish": "nn.HSwish()",
+    "ops.hardsigmoid": "nn.HSigmoid()",
+    "ops.flatten": "nn.Flatten()",
+    "ops.silu": "nn.SiLU()",
+    "ops.gelu": "nn.GELU(approximate=False)",
+}
+
 
 @mapper("Relu")
 def relu(ctx: NodeContext):

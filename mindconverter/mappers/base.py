@@ -25,15 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..graph import Graph, Node
 from ..graph.container_types import held_dtype, is_floating
 from ..graph.weight_roles import learned_source
-
-if TYPE_CHECKING:
-    from ..graph import Graph, Node
 
 
 class Unsupported(Exception):

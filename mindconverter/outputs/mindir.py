@@ -6,8 +6,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -36,19 +37,18 @@ def _export_checked(network, inputs: list, stem: Path, specs) -> None:
 
 
 def export_mindir(
-    script: Path, checkpoint: Path, specs: list[tuple[tuple, np.dtype]], stream: BinaryIO
+    build_network: Callable[[], Any], specs: list[tuple[tuple, np.dtype]], stream: BinaryIO
 ) -> str:
-    """Build the network from ``script`` and ``checkpoint``, export it as MindIR and copy the
-    file into ``stream``. ``specs`` are the inputs' example shapes and dtypes. Exports with the
-    script's ``dynamic_inputs()`` when it has them and the result runs, else with the example
-    shapes; returns how (a phrase for the report)."""
+    """Build the network (``build_network()``: the script's ``MindSporeModel`` with its
+    checkpoint), export it as MindIR and copy the file into ``stream``. ``specs`` are the
+    inputs' example shapes and dtypes. Exports with the script's ``dynamic_inputs()`` when it
+    has them and the result runs, else with the example shapes; returns how (a phrase for the
+    report)."""
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
-    from ..verify import build_network
-
     with tempfile.TemporaryDirectory(prefix="mindconverter-mindir-") as folder:
         stem = Path(folder) / "network"
         try:
-            network = build_network(script, checkpoint)
+            network = build_network()
         except Exception as exc:  # noqa: BLE001 - MindSpore raises anything
             raise make_error(
                 "MINDIR_FAILED", f"the network does not build: {_first_line(exc)}"

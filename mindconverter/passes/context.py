@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import onnx
 
+from ..graph.module_tree import Block
 from ..graph.specs import TensorSpec
 from ..mappers.base import MappedNode
 from ..mappers.registry import MapperRegistry
 from ..progress import Progress
-
-if TYPE_CHECKING:
-    from .recover_hierarchy import Block
 
 
 @dataclass

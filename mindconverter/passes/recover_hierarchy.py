@@ -13,84 +13,11 @@ into their parent, so recovery never changes what the network computes.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
 from ..graph import Graph
+from ..graph.module_tree import Block, module_classes, module_path
+from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import MappedNode
 from .context import PassContext
-
-# Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent.
-ACTIVATION_CELLS = {
-    "ops.relu": "nn.ReLU",
-    "ops.relu6": "nn.ReLU6",
-    "ops.sigmoid": "nn.Sigmoid",
-    "ops.tanh": "nn.Tanh",
-    "ops.hardswish": "nn.HSwish",
-    "ops.hardsigmoid": "nn.HSigmoid",
-    "ops.flatten": "nn.Flatten",
-    "ops.silu": "nn.SiLU",
-    "ops.gelu": "nn.GELU",
-}
-
-
-@dataclass
-class Block:
-    """A module of the source model: its own nodes and child blocks, in execution order."""
-
-    path: str
-    class_hint: str = ""
-    items: list[MappedNode | Block] = field(default_factory=list)
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-    sequential: bool = False  # render as nn.SequentialCell of its items
-    indices: list[int] = field(default_factory=list)  # for sequential blocks: each item's index
-
-    @property
-    def name(self) -> str:
-        """The attribute name in the parent (last path component)."""
-        return self.path.rsplit(".", 1)[-1]
-
-    def nodes(self) -> list[MappedNode]:
-        """All nodes of the block, its children's included, in order."""
-        result = []
-        for item in self.items:
-            result.extend(item.nodes() if isinstance(item, Block) else [item])
-        return result
-
-    def child_blocks(self) -> list[Block]:
-        return [item for item in self.items if isinstance(item, Block)]
-
-
-def module_path(node) -> str:
-    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else ``""``."""
-    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
-    if scopes:
-        parts = [p for p in re.findall(r"'([^']*)'", scopes) if p]
-        return parts[-2] if len(parts) >= 2 else ""
-    if node.name.startswith("/"):
-        path = ""
-        for piece in [p for p in node.name.split("/") if p][:-1]:
-            head = piece.split(".", 1)[0]
-            if not path or piece.startswith(path + "."):
-                path = piece  # the scope repeats its parent's path: "layer1" then "layer1.0"
-            elif "." in piece and (path == head or path.endswith("." + head)):
-                path += piece[len(head) :]  # "downsample" then "downsample.0"
-            else:
-                path = f"{path}.{piece}"
-        return path
-    return ""
-
-
-def module_classes(node) -> dict[str, str]:
-    """Source class names by module path, from dynamo metadata (``{'layer1.0': 'BasicBlock'}``)."""
-    scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
-    classes = node.metadata.get("pkg.torch.onnx.class_hierarchy")
-    if not scopes or not classes:
-        return {}
-    scope_list = re.findall(r"'([^']*)'", scopes)
-    class_list = re.findall(r"'([^']*)'", classes)
-    return {path: cls.rsplit(".", 1)[-1] for path, cls in zip(scope_list, class_list) if path}
 
 
 def _parent(path: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mindconverter.codegen.classes import join, merge_classes
 from mindconverter.codegen.scope import BlockInstance, ClassBuilder
-from mindconverter.passes.recover_hierarchy import Block
+from mindconverter.graph.module_tree import Block
 
 
 def _instance(path: str, channels: int) -> BlockInstance:

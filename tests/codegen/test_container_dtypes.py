@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 
 PACKED = [
     ("INT2", np.arange(-2, 2), "int8"),

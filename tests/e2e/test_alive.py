@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mindconverter import convert
-from mindconverter.verify import build_network
+from mindconverter.check.network import build_network
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = [

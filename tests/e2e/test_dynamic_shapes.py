@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

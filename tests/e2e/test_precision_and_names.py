@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mindconverter import convert
-from mindconverter.verify import build_network, run_mindspore
+from mindconverter.check.network import build_network, run_mindspore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

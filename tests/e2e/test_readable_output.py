@@ -11,7 +11,7 @@ import onnx
 import pytest
 
 from mindconverter import convert
-from mindconverter.verify import build_network
+from mindconverter.check.network import build_network
 from tests.e2e.zoo import randomized_light_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

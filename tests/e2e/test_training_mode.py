@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mindconverter import convert
-from mindconverter.verify import build_network
+from mindconverter.check.network import build_network
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from mindconverter.outputs.checkpoint import write_safetensors
 from mindconverter.reweight import reconvert_weights
-from mindconverter.verify import run_mindspore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -8,10 +8,10 @@ import pytest
 from onnx import helper
 
 from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from mindconverter.errors import MindConverterError
 from mindconverter.frontends.loading import check_model_path, check_opset, load_model, load_onnx
 from mindconverter.graph.weight_store import WeightStore
-from mindconverter.verify import run_mindspore
 from tests.helpers import make_model
 
 

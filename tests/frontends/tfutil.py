@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 
 
 def freeze_keras(

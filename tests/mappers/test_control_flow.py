@@ -6,7 +6,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore, run_onnxruntime
+from mindconverter.check.network import run_mindspore
+from mindconverter.check.verify import run_onnxruntime
 from tests.helpers import assert_matches, make_model
 
 

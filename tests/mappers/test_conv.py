@@ -83,7 +83,7 @@ def test_impossible_window_attributes_leave_a_placeholder(tmp_path, op, attrs):
     import onnx
 
     from mindconverter import convert
-    from mindconverter.verify import build_network
+    from mindconverter.check.network import build_network
 
     inits = {"W": randn(3, 3, 3, 3)} if op.startswith("Conv") else {}
     model = single_op_model(op, {"x": (1, 3, 6, 6)}, initializers=inits, **attrs)

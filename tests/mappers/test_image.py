@@ -12,7 +12,7 @@ from onnx.reference import ReferenceEvaluator
 from PIL import Image
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import make_model
 
 

@@ -77,7 +77,7 @@ def test_a_gemm_weight_of_another_dtype_leaves_a_placeholder(tmp_path):
     import onnx
 
     from mindconverter import convert
-    from mindconverter.verify import build_network
+    from mindconverter.check.network import build_network
 
     inits = {"B": np.ones((4, 3), np.int32), "C": randn(4)}
     model = single_op_model("Gemm", {"a": (2, 3)}, initializers=inits, transB=1)

@@ -6,7 +6,7 @@ import pytest
 from onnx import helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import assert_matches, make_model
 
 rng = np.random.default_rng(7)

@@ -9,7 +9,7 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import assert_matches, make_model
 
 ML = {"ai.onnx.ml": 5}

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import make_model
 
 FLOATS = {

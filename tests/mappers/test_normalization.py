@@ -144,7 +144,7 @@ def test_a_dropout_ratio_outside_the_range_leaves_a_placeholder(tmp_path, ratio)
     import onnx
 
     from mindconverter import convert
-    from mindconverter.verify import build_network
+    from mindconverter.check.network import build_network
 
     model = single_op_model(
         "Dropout", {"x": (2, 3)}, initializers={"r": np.array(ratio, np.float32)}
@@ -166,7 +166,7 @@ def test_batch_norm_statistics_a_layer_cannot_load_leave_a_placeholder(tmp_path,
     import onnx
 
     from mindconverter import convert
-    from mindconverter.verify import build_network
+    from mindconverter.check.network import build_network
 
     inits = {"s": w(3), "b": w(3), "m": mean, "v": np.ones(3, np.float32)}
     model = single_op_model("BatchNormalization", {"x": (1, 3, 2, 2)}, initializers=inits)

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import make_model
 
 

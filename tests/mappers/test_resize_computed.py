@@ -8,7 +8,8 @@ import onnx
 from onnx import helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore, run_onnxruntime
+from mindconverter.check.network import run_mindspore
+from mindconverter.check.verify import run_onnxruntime
 from tests.helpers import make_model
 
 

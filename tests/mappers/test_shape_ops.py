@@ -181,7 +181,8 @@ def test_shape_arithmetic_on_a_dynamic_batch_reads_the_batch_at_run_time(tmp_pat
 )
 def test_a_dynamic_batch_stays_dynamic(tmp_path, op, attrs, shape):
     """These wrote the dynamic batch into a reshape target: the conversion failed outright."""
-    from mindconverter.verify import run_mindspore, run_onnxruntime
+    from mindconverter.check.network import run_mindspore
+    from mindconverter.check.verify import run_onnxruntime
 
     model = make_model(
         [helper.make_node(op, ["x"], ["y"], **attrs)],

@@ -118,7 +118,7 @@ def test_pad_modes_ops_pad_cannot_run(tmp_path, shape, pads, mode):
 
 def test_pad_with_negative_pads_is_right_on_every_call(tmp_path):
     """ops.pad with negative widths is right on its first call and wrong on the next ones."""
-    from mindconverter.verify import run_mindspore
+    from mindconverter.check.network import run_mindspore
 
     inits = {"p": np.array([1, -1, -1, 0, -1, 0], np.int64), "v": np.array(2.0, np.float32)}
     model = single_op_model(

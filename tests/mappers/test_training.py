@@ -10,7 +10,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 from tests.helpers import make_model
 
 TRAINING = "ai.onnx.preview.training"

@@ -10,8 +10,8 @@ import onnx
 import pytest
 
 from mindconverter import convert
+from mindconverter.check.verify import run_onnxruntime
 from mindconverter.errors import MindConverterError
-from mindconverter.verify import run_onnxruntime
 from tests.helpers import make_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -10,7 +10,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mindconverter import convert
-from mindconverter.verify import run_mindspore
+from mindconverter.check.network import run_mindspore
 
 BF16 = ml_dtypes.bfloat16
 

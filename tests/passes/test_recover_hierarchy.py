@@ -7,13 +7,13 @@ from pathlib import Path
 import onnx
 
 from mindconverter.graph import Graph
+from mindconverter.graph.module_tree import Block
 from mindconverter.graph.specs import detect_inputs
 from mindconverter.mappers.registry import default_registry
 from mindconverter.passes import recover_hierarchy
 from mindconverter.passes.context import PassContext
 from mindconverter.passes.fix_shapes import parse_shape_request
 from mindconverter.passes.pipeline import PIPELINE, run_passes
-from mindconverter.passes.recover_hierarchy import Block
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -33,7 +33,7 @@ def _run(argv: list[str]) -> int | str:
 
 def _check_outputs(folder: Path) -> str | None:
     """Import the generated script and build its network with the checkpoint."""
-    from mindconverter.verify import build_network
+    from mindconverter.check.network import build_network
 
     try:
         script = next(p for p in folder.iterdir() if p.suffix == ".py")

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from onnx import helper
 
 from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from mindconverter.errors import MindConverterError
-from mindconverter.verify import run_mindspore
 from tests.helpers import make_model
 from tests.robustness.graph_strategies import (
     KNOWN_FINDINGS,

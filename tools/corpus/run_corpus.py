@@ -42,8 +42,8 @@ def convert_one(corpus: Path, entry: dict, work: Path) -> dict:
     import onnx
 
     from mindconverter import convert
+    from mindconverter.check.network import build_network
     from mindconverter.errors import MindConverterError
-    from mindconverter.verify import build_network
 
     model_file = corpus / entry["file"]
     source = onnx.load(str(model_file), load_external_data=False)

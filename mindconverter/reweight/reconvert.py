@@ -15,14 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .codegen.naming import module_name
-from .errors import make_error
-from .frontends.loading import check_model_path
-from .frontends.weights_file import read_weights
-from .outputs import checkpoint as ckpt
-from .outputs.atomic import AtomicOutputs, check_targets, confined_path, prepare_folder
-from .outputs.replay import EXPORTER_NOTES, CannotReplay, replay
-from .text import one_line
+from ..check.network import build_network
+from ..codegen.naming import module_name
+from ..errors import make_error
+from ..frontends.loading import check_model_path
+from ..outputs import checkpoint as ckpt
+from ..outputs.atomic import AtomicOutputs, check_targets, confined_path, prepare_folder
+from ..text import one_line
+from .replay import EXPORTER_NOTES, CannotReplay, replay
+from .weights_file import read_weights
 
 MAX_LISTED = 6
 MAX_WEIGHT_MAP_BYTES = 256 << 20  # a weight map lists names and shapes: far below this
@@ -199,8 +200,6 @@ class _FrozenConstants:
         checkpoint = self.script.with_suffix(".ckpt")
         if not (self.script.is_file() and checkpoint.is_file()):
             return {}
-        from .verify import build_network
-
         network = build_network(self.script, checkpoint)
         return {
             parameter.name: parameter.asnumpy()
@@ -258,8 +257,6 @@ def reconvert_weights(
         write = ckpt.write_checkpoint if fits else ckpt.write_safetensors
         outputs.write_with(target, lambda stream: write(stream, parameters))
         if script.is_file() and parameters:
-            from .verify import build_network
-
             build_network(script, outputs.staged_path(target))  # raises if it does not fit
         outputs.publish()
     # an ONNX export also holds the graph's own constants: only a state dict's leftovers tell

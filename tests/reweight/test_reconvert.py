@@ -13,13 +13,13 @@ import pytest
 from onnx import numpy_helper
 
 from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from mindconverter.cli import main
 from mindconverter.errors import MindConverterError
 from mindconverter.outputs.checkpoint import read_checkpoint, write_safetensors
 from mindconverter.reweight import reconvert_weights, torch_name
-from mindconverter.verify import run_mindspore
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _reference(model: str) -> dict[str, np.ndarray]:
@@ -218,7 +218,7 @@ def test_cli(tmp_path, converted_lstm, capsys):
 
 
 def test_recurrent_names_follow_the_source_layer():
-    from mindconverter.reweight import recurrent_name
+    from mindconverter.reweight.reconvert import recurrent_name
 
     assert (
         recurrent_name("lstm_1.bias_hh_l0_reverse", "lstm.weight_ih_l1")

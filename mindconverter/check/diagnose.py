@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from .graph import Graph
-from .outputs.checkpoint import write_checkpoint
-from .passes.recover_hierarchy import module_path
-from .text import one_line
+from ..graph import Graph
+from ..graph.module_tree import module_path
+from ..outputs.checkpoint import write_checkpoint
+from ..text import one_line
+from .network import build_network
 from .verify import (
-    build_network,
     compare_outputs,
     in_reference_dtypes,
     random_inputs,

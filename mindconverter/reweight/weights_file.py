@@ -14,7 +14,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from ..errors import make_error
-from .loading import check_model_path
+from ..frontends.loading import check_model_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".onnx")
 _SAFETENSORS_DTYPES = {
@@ -93,7 +93,7 @@ def _tensor_view(path: Path, data, start: int, name: str, info) -> np.ndarray:
 
 def _read_onnx_initializers(path: Path) -> dict[str, np.ndarray]:
     """The main graph's initializers of an ONNX export (external data read from its folder)."""
-    from .loading import load_onnx
+    from ..frontends.loading import load_onnx
 
     model = load_onnx(path)
     tensors = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}

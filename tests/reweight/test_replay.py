@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mindconverter.outputs.replay import CannotReplay, replay
+from mindconverter.reweight.replay import CannotReplay, replay
 
 RNG = np.random.default_rng(0)
 

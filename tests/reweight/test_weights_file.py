@@ -10,8 +10,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 from mindconverter.errors import MindConverterError
-from mindconverter.frontends.weights_file import read_weights
 from mindconverter.outputs.checkpoint import write_safetensors
+from mindconverter.reweight.weights_file import read_weights
 
 
 def test_safetensors_round_trip_with_bfloat16(tmp_path):

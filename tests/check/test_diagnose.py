@@ -12,7 +12,7 @@ from mindconverter.cli import main
 from mindconverter.errors import MindConverterError
 from mindconverter.mappers import Call, Input, default_registry
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _wrong_softmax_registry():
