@@ -13,10 +13,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import onnx
 
+from ..codegen.rendered import RenderedModel
 from ..graph import Graph
 from ..graph.module_tree import module_path
 from ..outputs.checkpoint import write_checkpoint
@@ -30,8 +32,15 @@ from .verify import (
     run_onnxruntime,
 )
 
-# A conversion of the same model with other output names: (graph, context, rendered).
-ConvertWithOutputs = Callable[[list[str]], tuple]
+
+class ConvertedOutputs(Protocol):
+    """What the divergence finder reads of a conversion of the same model with other outputs."""
+
+    graph: Graph
+    rendered: RenderedModel
+
+
+ConvertWithOutputs = Callable[[list[str]], ConvertedOutputs]
 
 
 @dataclass
@@ -85,7 +94,8 @@ def layer_errors(
     """Per intermediate value, in graph order, the error of the converted network."""
     traced = traceable_values(graph, mapped, reference)
     wanted = list(dict.fromkeys([value for value, _ in traced] + list(graph.outputs)))
-    cut_graph, _, cut_rendered = convert_with_outputs(wanted)
+    cut = convert_with_outputs(wanted)
+    cut_graph, cut_rendered = cut.graph, cut.rendered
     if cut_rendered.unconverted or list(cut_graph.outputs) != wanted:
         return []
     inputs = random_inputs(cut_graph, 0, shapes)

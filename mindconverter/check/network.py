@@ -3,11 +3,14 @@ its checkpoint (strictly: no missing, no left-over parameter) and call it on num
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import itertools
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,16 @@ from ..errors import make_error
 from ..graph.container_types import widened
 
 _module_counter = itertools.count()
+# MindSpore's context (PYNATIVE/GRAPH mode, its compiler caches) belongs to the process, and
+# calls from several threads at once abort it: one generated network runs at a time.
+_MINDSPORE = threading.RLock()
+
+
+@contextlib.contextmanager
+def mindspore_lock() -> Iterator[None]:
+    """Hold MindSpore for one caller (re-entrant: a holder may call the functions below)."""
+    with _MINDSPORE:
+        yield
 
 
 def load_generated_module(script: Path):
@@ -35,6 +48,11 @@ def build_network(script: Path, checkpoint: Path):
     Returns the network; raises if a parameter is missing or left over.
     """
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
+    with mindspore_lock():
+        return _build_network(script, checkpoint)
+
+
+def _build_network(script: Path, checkpoint: Path):
     import mindspore as ms
 
     module = load_generated_module(script)
@@ -61,6 +79,11 @@ def run_mindspore(
     MindSpore cannot hold (float8, int4...) are passed in their containers, as the script
     declares them."""
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr
+    with mindspore_lock():
+        return _run(script, checkpoint, inputs, graph_mode)
+
+
+def _run(script: Path, checkpoint: Path, inputs: list[np.ndarray], graph_mode: bool) -> list:
     import mindspore as ms
 
     ms.set_context(mode=ms.GRAPH_MODE if graph_mode else ms.PYNATIVE_MODE)

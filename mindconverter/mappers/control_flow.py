@@ -2,7 +2,7 @@
 
 The preprocessing inlines an ``If`` whose condition is a constant and unrolls Loops and Scans
 whose iteration count is known (within a budget), so these mappers see the rest. Each body is
-converted into a cell class of its own (mindconverter/bodies.py) that takes the body's formal
+converted into a cell class of its own (mindconverter/conversion/bodies.py) that takes the body's formal
 inputs and then the outer values it reads. An If becomes ``then(...) if cond else other(...)``;
 a Loop or Scan becomes a small cell whose ``construct`` runs the body in a ``while``/``for``.
 """

@@ -402,12 +402,12 @@ def test_strict_with_unknown_domain_operator(tmp_path):
 
 
 def test_internal_error_is_one_line_with_its_code(tmp_path, monkeypatch):
-    from mindconverter import api
+    from mindconverter.conversion import stages
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated bug\nwith two lines")
 
-    monkeypatch.setattr(api, "render_script", boom)
+    monkeypatch.setattr(stages, "render_script", boom)
     path = save(valid_model(), tmp_path / "m.onnx")
     code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "out"])
     key, message = error_of(stderr)

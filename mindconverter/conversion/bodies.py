@@ -13,16 +13,16 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .codegen.expressions import HELPER_CELLS
-from .codegen.script import render_script
-from .graph import Graph
-from .graph.body_models import BodyModel
-from .graph.weight_store import WeightStore
-from .mappers.base import Unsupported, Weight
-from .mappers.registry import MapperRegistry
-from .passes.context import PassContext
-from .passes.pipeline import PIPELINE, run_passes
-from .progress import Progress
+from ..codegen.expressions import HELPER_CELLS
+from ..codegen.script import render_script
+from ..graph import Graph
+from ..graph.body_models import BodyModel
+from ..graph.weight_store import WeightStore
+from ..mappers.base import Unsupported, Weight
+from ..mappers.registry import MapperRegistry
+from ..passes.context import PassContext
+from ..passes.pipeline import PIPELINE, run_passes
+from ..progress import Progress
 
 # Bodies inside bodies: deeper nesting than this is left unconverted.
 MAX_DEPTH = 8
