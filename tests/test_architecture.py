@@ -230,3 +230,29 @@ def test_no_type_checking_imports():
         if any(_is_type_checking_block(n) for n in ast.walk(ast.parse(path.read_text())))
     ]
     assert not hidden, hidden
+
+
+# The layers on top of the pipeline, each importing only what is below it.
+TOP_LAYERS = {
+    "check": {"conversion", "reweight", "api", "cli"},
+    "reweight": {"conversion", "api", "cli"},
+    "conversion": {"reweight", "api", "cli"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(TOP_LAYERS))
+def test_top_layers_import_only_below(layer):
+    offenders = [
+        f"{name} -> {target}"
+        for name, targets in _edges().items()
+        if name.startswith(f"mindconverter.{layer}.")
+        for target in targets
+        if target.split(".")[1] in TOP_LAYERS[layer]
+    ]
+    assert not offenders, offenders
+
+
+def test_api_is_only_the_surface():
+    """api.py holds convert() and its result types; the work is in conversion/."""
+    lines = (PACKAGE / "api.py").read_text().splitlines()
+    assert len(lines) <= 250, f"api.py has {len(lines)} lines"

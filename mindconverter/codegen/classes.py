@@ -9,7 +9,9 @@ from .naming import Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
 
-def merge_classes(instances: list[BlockInstance], taken: set[str] = frozenset()) -> dict:
+def merge_classes(
+    instances: list[BlockInstance], taken: frozenset[str] | set[str] = frozenset()
+) -> dict:
     """Group block instances by their text; literals that differ become constructor arguments.
     Class names avoid ``taken`` (classes the script defines otherwise)."""
     groups: dict = {}

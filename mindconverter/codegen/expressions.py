@@ -356,7 +356,7 @@ class ExpressionWriter:
         args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
         return f"self.{attr}({', '.join(args)})"
 
-    def param(self, param: Param, mapped: MappedNode) -> str:
+    def param(self, param: Param, mapped: MappedNode | None) -> str:
         source = param.weight.source
         hint = ""
         if source and not source.startswith("onnx::"):
@@ -422,7 +422,7 @@ class ExpressionWriter:
             return self.param(Param(Weight(array, source, steps), role="weight"), mapped)
         return self.const(array, name, mapped)
 
-    def const(self, array: np.ndarray, source: str, mapped: MappedNode) -> str:
+    def const(self, array: np.ndarray, source: str, mapped: MappedNode | None) -> str:
         """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter."""
         array = np.asarray(array)
         if array.size <= INLINE_CONST_LIMIT and widened(array).dtype.kind in "biuf":

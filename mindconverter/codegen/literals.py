@@ -35,7 +35,7 @@ def literal(value: Any) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        return float_literal(value)
+        return float_literal(float(value))
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, tuple):

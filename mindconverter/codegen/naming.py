@@ -11,6 +11,7 @@ import keyword
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
 
 from ..text import one_line
 
@@ -213,7 +214,7 @@ def _shadows_a_module(name: str) -> bool:
 class Namer:
     """Hands out unique identifiers within one scope."""
 
-    def __init__(self, taken: set[str] | None = None, reserve: bool = True):
+    def __init__(self, taken: Iterable[str] | None = None, reserve: bool = True):
         """``reserve=False`` for attribute names (after ``self.``), where only ``taken`` can clash."""
         self.taken = (set(RESERVED) if reserve else set()) | set(taken or ())
 

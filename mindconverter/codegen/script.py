@@ -61,7 +61,7 @@ def load_from_safetensors(code: str) -> str:
 
 def _path_expr(path: str) -> str:
     """An attribute path (``h.0.attn.weight``) as Python (``h[0].attn.weight``)."""
-    parts = []
+    parts: list[str] = []
     for part in path.split("."):
         if part.isdigit() and parts:
             parts[-1] += f"[{part}]"

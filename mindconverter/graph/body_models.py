@@ -90,11 +90,12 @@ def body_model(
         dtype = outer.dtypes.get(outer_name)
         if dtype is None:
             raise ValueError(f"the type of outer value '{outer_name}' is unknown")
-        dims = outer.symbolic_shapes.get(outer_name)
-        if dims is None:
+        outer_dims = outer.symbolic_shapes.get(outer_name)
+        if outer_dims is None:
             raise ValueError(f"the rank of outer value '{outer_name}' is unknown")
         elem_type = helper.np_dtype_to_tensor_dtype(dtype)
-        inputs.append(_value_info(outer_name, elem_type, _named_dims(dims, outer_name, taken)))
+        named = _named_dims(outer_dims, outer_name, taken)
+        inputs.append(_value_info(outer_name, elem_type, named))
         captured.append(outer_name)
     for info in inputs:
         dims = _dims(info) or []
@@ -119,7 +120,7 @@ def _named_dims(dims, stem: str, taken: set[str]) -> list | None:
     """Dims with every unknown or symbolic size given a name (its own when it has one)."""
     if dims is None:
         return None
-    named = []
+    named: list[int | str] = []
     for axis, dim in enumerate(dims):
         if isinstance(dim, (int, np.integer)) and dim > 0:
             named.append(int(dim))

@@ -90,7 +90,8 @@ def evaluate_chain(
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
-        return np.asarray(ReferenceEvaluator(model).run(None, {x_name: x_value})[0])
+        outputs = ReferenceEvaluator(model).run(None, {x_name: x_value})
+        return np.asarray(list(outputs)[0])
     except Exception:  # the chain is not what it seemed: the caller keeps it as it is
         return None
 

@@ -15,7 +15,7 @@ class TensorSpec:
 
     name: str
     elem_type: int
-    shape: list  # ints for static dims, strings or None for dynamic ones; None if rank unknown
+    shape: list[int | str | None] | None  # ints for static dims, names or None for dynamic ones
 
     @property
     def dtype_name(self) -> str:
@@ -38,7 +38,7 @@ class TensorSpec:
 
 def _spec_from_value_info(info: onnx.ValueInfoProto) -> TensorSpec:
     tensor_type = info.type.tensor_type
-    shape = None
+    shape: list[int | str | None] | None = None
     if tensor_type.HasField("shape"):
         shape = []
         for dim in tensor_type.shape.dim:
@@ -66,11 +66,11 @@ def detect_outputs(model: onnx.ModelProto) -> list[TensorSpec]:
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Every value whose shape is fully known, by name."""
-    known = {}
+    known: dict[str, tuple[int, ...]] = {}
     for info in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
         spec = _spec_from_value_info(info)
-        if spec.is_static:
-            known[info.name] = tuple(spec.shape)
+        if spec.is_static and spec.shape is not None:
+            known[info.name] = tuple(int(d) for d in spec.shape if d is not None)
     for init in model.graph.initializer:
         known[init.name] = tuple(init.dims)
     return known

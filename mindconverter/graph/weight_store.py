@@ -127,7 +127,10 @@ class WeightStore:
         """Hold ``tensor`` (a header) by a file range."""
         self._places[tensor.name] = place
         dims = tuple(int(d) for d in tensor.dims)
-        self._headers[tensor.name] = (element_dtype(tensor.data_type), dims)
+        dtype = element_dtype(tensor.data_type)
+        if dtype is None:
+            raise ValueError(f"tensors of ONNX type {tensor.data_type} are not held by reference")
+        self._headers[tensor.name] = (dtype, dims)
 
     def put(self, name: str, array: np.ndarray) -> onnx.TensorProto:
         """Hold ``array`` in memory under ``name``; returns its header initializer."""

@@ -42,7 +42,7 @@ def mapper(op_types: str | Iterable[str], since: int = 1, until: int = NEWEST, d
     def mark(fn: MapperFn) -> MapperFn:
         specs = list(getattr(fn, "mapper_specs", []))
         specs.extend(MapperSpec(name, domain, since, until, fn) for name in names)
-        fn.mapper_specs = specs
+        fn.mapper_specs = specs  # type: ignore[attr-defined]  # read back by default_registry
         return fn
 
     return mark
