@@ -109,7 +109,7 @@ class BlockWriter:
                     self.exprs.add_entry(param_name, with_exporter_note(weight, item))
                 self.scope.prefix = saved
             else:
-                elements.append(f"{ACTIVATION_CELLS[item.result.func]}()")
+                elements.append(ACTIVATION_CELLS[item.result.func])
         elements.append("])")
         return elements
 

@@ -20,17 +20,19 @@ from ..graph import Graph
 from ..mappers.base import MappedNode
 from .context import PassContext
 
-# Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent.
+# Leaf modules in a Sequential whose op has a parameter-free MindSpore cell equivalent, as the
+# cell's constructor with every argument whose default differs from the op (a bare nn.GELU() is
+# the tanh approximation).
 ACTIVATION_CELLS = {
-    "ops.relu": "nn.ReLU",
-    "ops.relu6": "nn.ReLU6",
-    "ops.sigmoid": "nn.Sigmoid",
-    "ops.tanh": "nn.Tanh",
-    "ops.hardswish": "nn.HSwish",
-    "ops.hardsigmoid": "nn.HSigmoid",
-    "ops.flatten": "nn.Flatten",
-    "ops.silu": "nn.SiLU",
-    "ops.gelu": "nn.GELU",
+    "ops.relu": "nn.ReLU()",
+    "ops.relu6": "nn.ReLU6()",
+    "ops.sigmoid": "nn.Sigmoid()",
+    "ops.tanh": "nn.Tanh()",
+    "ops.hardswish": "nn.HSwish()",
+    "ops.hardsigmoid": "nn.HSigmoid()",
+    "ops.flatten": "nn.Flatten()",
+    "ops.silu": "nn.SiLU()",
+    "ops.gelu": "nn.GELU(approximate=False)",
 }
 
 
