@@ -32,7 +32,7 @@ from .outputs import checkpoint as ckpt
 from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
 from .outputs.mindir import export_mindir
 from .outputs.report import converted_rate, op_counts, render_report
-from .outputs.scaffold import render_scaffold, scaffold_paths
+from .outputs.scaffold import TrainingTarget, render_scaffold, scaffold_paths, training_target
 from .outputs.weight_map import weight_map
 from .passes.context import PassContext
 from .passes.fix_shapes import parse_shape, parse_shape_request
@@ -80,6 +80,7 @@ class WriteOptions:
     verify_layers: bool = False  # the per-layer error table in the report, even on a match
     # the same conversion with other outputs (for finding where a mismatch starts)
     convert_with_outputs: Callable[[list[str]], tuple] | None = None
+    scaffold_target: TrainingTarget | None = None  # the output and loss --scaffold trains
 
 
 @dataclass
@@ -202,6 +203,24 @@ def _check_options(flags: dict, registry, log, progress) -> None:
         raise make_error("BAD_ARGUMENT", "log must be a function taking one message, or None.")
 
 
+def _scaffold_target(scaffold, graph, context, rendered, train_output, train_loss):
+    """What --scaffold trains (None without it); SCAFFOLD_NO_LOSS when nothing fits."""
+    if not scaffold:
+        return None
+    return training_target(graph, context.resolved_shapes, rendered, train_output, train_loss)
+
+
+def _check_training_arguments(scaffold: bool, train_output, train_loss) -> None:
+    """--train_output and --loss choose what --scaffold trains: strings, and only with it."""
+    for label, value in (("train_output", train_output), ("train_loss", train_loss)):
+        if value is not None and not isinstance(value, str):
+            raise make_error("BAD_ARGUMENT", f"{label} must be a string or None.")
+        if value is not None and not scaffold:
+            raise make_error(
+                "BAD_ARGUMENT", f"{label} chooses what --scaffold trains: add --scaffold."
+            )
+
+
 def _in_input_order(
     shapes: list[tuple[str | None, tuple[int, ...]]] | None, input_nodes: Sequence[str] | None
 ) -> list[tuple[int, ...]] | None:
@@ -239,6 +258,8 @@ def convert(
     float32: bool = False,
     mindir: bool = False,
     scaffold: bool = False,
+    train_output: str | None = None,
+    train_loss: str | None = None,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -252,7 +273,9 @@ def convert(
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
     bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
-    ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script.
+    ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script,
+    training ``train_output`` (an output name; default: the first output) with ``train_loss``
+    (cross_entropy, mse, l1, bce or output; default: the one that fits the output).
     ``log`` receives progress messages and ``progress`` shows stage timings and progress bars
     (the CLI passes one for its terminal). Raises ``MindConverterError`` subclasses.
     """
@@ -278,6 +301,7 @@ def convert(
     progress = progress or Progress()
     verify = verify or verify_layers
     _check_arguments(model_file, input_nodes, output_nodes, output, report, tolerance)
+    _check_training_arguments(scaffold, train_output, train_loss)
     model_path = check_model_path(model_file)
     shapes = _normalise_shapes(shape)
     output_dir = prepare_folder(Path(output))
@@ -306,6 +330,8 @@ def convert(
             "UNSUPPORTED_OPERATORS",
             f"{len(rendered.unconverted)} node(s) not converted: {', '.join(ops)}.",
         )
+    # refused before anything is written
+    target = _scaffold_target(scaffold, graph, context, rendered, train_output, train_loss)
     quiet = {**settings, "progress": Progress()}
     options = WriteOptions(
         overwrite,
@@ -314,6 +340,7 @@ def convert(
         mindir,
         verify_layers,
         lambda outputs: _convert_graph(model_path, input_nodes, outputs, quiet, dynamic, None),
+        target,
     )
     verification = _write_outputs(paths, graph, context, rendered, model_path.name, options, say)
     seconds = time.perf_counter() - started
@@ -464,7 +491,13 @@ def _write_outputs(
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
         if paths.train_script is not None and paths.eval_script is not None:
             train, evaluate = render_scaffold(
-                graph, context.resolved_shapes, rendered, paths.script, paths.checkpoint, model_name
+                graph,
+                context.resolved_shapes,
+                rendered,
+                paths.script,
+                paths.checkpoint,
+                model_name,
+                options.scaffold_target,
             )
             outputs.write_text(paths.train_script, train)
             outputs.write_text(paths.eval_script, evaluate)
