@@ -119,8 +119,10 @@ def _fitting_losses(
     name = graph.outputs[index]
     if not _is_float(graph, name):
         return ()
-    shape = graph.symbolic_shapes.get(name) or graph.shapes.get(name) or ()
-    if fixed_batch is None:
+    shape = graph.symbolic_shapes.get(name) or graph.shapes.get(name)
+    if shape is None:  # not known before running: taken to have a batch axis
+        batched = True
+    elif fixed_batch is None:
         batched = bool(shape) and isinstance(shape[0], str)
     else:
         batched = bool(shape) and shape[0] == fixed_batch
