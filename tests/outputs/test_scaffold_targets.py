@@ -5,6 +5,8 @@ outputs and input-less models are refused with SCAFFOLD_NO_LOSS before anything 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -166,3 +168,20 @@ def test_a_scalar_output_trains_as_its_own_loss(tmp_path):
     assert _weights_changed(result.checkpoint_path, tmp_path / "checkpoints", "s")
     out = _run(result.paths.eval_script, "--synthetic", "--num_samples", "4")
     assert "Metrics: loss " in out
+
+
+def test_scripts_are_ruff_clean_and_formatted(tmp_path):
+    """As the network script: ``ruff check --isolated`` and ``ruff format --check``."""
+    onnx.save(_labels_and_logits(), tmp_path / "m.onnx")
+    result = convert(
+        tmp_path / "m.onnx", shape="2,4", output=tmp_path, scaffold=True, train_output="logits"
+    )
+    scripts = [str(result.paths.train_script), str(result.paths.eval_script)]
+    for command in (
+        ["check", "--isolated"],
+        ["format", "--check", "--isolated", "--line-length", "100"],
+    ):
+        run = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, *scripts], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
