@@ -7,7 +7,7 @@ command line starts without loading onnx, numpy and the rest (``mindconverter --
 from .errors import MindConverterError
 from .version import __version__
 
-__all__ = ["ConversionResult", "MindConverterError", "__version__", "convert"]
+__all__ = ["ConversionResult", "MindConverterError", "__version__", "compare_training", "convert"]
 
 
 def __getattr__(name: str):
@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name == "compare_training":
+        from .check import training
+
+        return training.compare_training
     raise AttributeError(f"module 'mindconverter' has no attribute {name!r}")

@@ -19,6 +19,7 @@ from .conversion.arguments import (
     check_options,
     check_paths,
     check_tolerance,
+    check_training_arguments,
     normalise_shapes,
 )
 from .conversion.paths import OutputPaths, output_paths
@@ -91,6 +92,8 @@ def convert(
     float32: bool = False,
     mindir: bool = False,
     scaffold: bool = False,
+    train_output: str | None = None,
+    train_loss: str | None = None,
     registry: MapperRegistry | None = None,
     debug: bool = False,
     log: Callable[[str], None] | None = None,
@@ -104,7 +107,9 @@ def convert(
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
     bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
-    ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script.
+    ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script,
+    training ``train_output`` (an output name; default: the first output) with ``train_loss``
+    (cross_entropy, mse, l1, bce or output; default: the one that fits the output).
     ``log`` receives progress messages and ``progress`` shows stage timings and progress bars
     (the CLI passes one for its terminal). Raises ``MindConverterError`` subclasses.
     Conversions may run in several threads at once; each keeps its own warnings and notes.
@@ -116,9 +121,18 @@ def convert(
     check_paths(model_file=model_file, output=output, report=report)
     check_names(input_nodes=input_nodes, output_nodes=output_nodes)
     check_tolerance(tolerance)
+    check_training_arguments(scaffold, train_output, train_loss)
     verify = verify or verify_layers
     options = WriteOptions(
-        overwrite, verify, tolerance, graph_mode, mindir, scaffold, verify_layers=verify_layers
+        overwrite,
+        verify,
+        tolerance,
+        graph_mode,
+        mindir,
+        scaffold,
+        verify_layers=verify_layers,
+        train_output=train_output,
+        train_loss=train_loss,
     )
     settings = ConversionSettings(
         registry=registry or default_registry(),

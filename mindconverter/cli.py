@@ -159,6 +159,18 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "(mindspore.train.Model, checkpoints) and evaluation scripts to start from",
     )
     parser.add_argument(
+        "--train_output",
+        metavar="NAME",
+        help="with --scaffold: the output to train (default: the first output)",
+    )
+    parser.add_argument(
+        "--loss",
+        choices=("cross_entropy", "mse", "l1", "bce", "output"),
+        help="with --scaffold: the loss on the trained output (default: cross_entropy for "
+        "[batch, classes] scores, mse for other float outputs; output: the output is itself the "
+        "loss to minimise)",
+    )
+    parser.add_argument(
         "--float32",
         action="store_true",
         help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
@@ -246,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
         float32=args.float32,
         mindir=args.mindir,
         scaffold=args.scaffold,
+        train_output=args.train_output,
+        train_loss=args.loss,
         debug=args.debug,
         log=_log,
         progress=Progress.for_terminal(quiet=args.quiet),

@@ -173,6 +173,16 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "A TensorFlow .pb was given without --input_nodes or --output_nodes.",
         "Name the tensors in TensorFlow's form, e.g. --input_nodes x:0 --output_nodes Identity:0.",
     ),
+    "SCAFFOLD_NO_LOSS": ErrorCode(
+        2000010,
+        "ArgumentError",
+        "--scaffold found no loss to train the output on: it is an integer or boolean tensor, it "
+        "has no batch axis (a scalar), the model takes no batched input, or the --loss given does "
+        "not fit it.",
+        "Name a float output with --train_output NAME and a loss that fits it with --loss "
+        "(cross_entropy, mse, l1, bce, or output for an output that is itself the loss), or "
+        "convert without --scaffold.",
+    ),
     # --- 3000xxx: writing results ------------------------------------------------------------
     "OUTPUT_EXISTS": ErrorCode(
         3000001,
@@ -250,6 +260,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "VerificationError",
         "The converted model or onnxruntime failed to run during verification.",
         "Rerun with --debug; the generated script may need a hand fix at the reported line.",
+    ),
+    "TORCH_MISSING": ErrorCode(
+        5000004,
+        "VerificationError",
+        "compare_training needs PyTorch to train the source model, and it is not installed.",
+        "Install torch, or record the PyTorch run elsewhere and compare with compare_trajectories.",
     ),
     # --- 6000xxx: the deprecated AST path ---------------------------------------------------------
     "SCRIPT_UNREADABLE": ErrorCode(

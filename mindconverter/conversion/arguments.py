@@ -91,5 +91,16 @@ def check_options(flags: dict, registry, log, progress) -> None:
         raise make_error("BAD_ARGUMENT", "log must be a function taking one message, or None.")
 
 
+def check_training_arguments(scaffold: bool, train_output, train_loss) -> None:
+    """--train_output and --loss choose what --scaffold trains: strings, and only with it."""
+    for label, value in (("train_output", train_output), ("train_loss", train_loss)):
+        if value is not None and not isinstance(value, str):
+            raise make_error("BAD_ARGUMENT", f"{label} must be a string or None.")
+        if value is not None and not scaffold:
+            raise make_error(
+                "BAD_ARGUMENT", f"{label} chooses what --scaffold trains: add --scaffold."
+            )
+
+
 def _is_whole_number(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

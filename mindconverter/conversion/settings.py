@@ -47,3 +47,5 @@ class WriteOptions:
     mindir: bool = False
     scaffold: bool = False
     verify_layers: bool = False  # the per-layer error table in the report, even on a match
+    train_output: str | None = None  # the output --scaffold trains (default: the first)
+    train_loss: str | None = None  # its loss (default: the one that fits the output)

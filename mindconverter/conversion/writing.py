@@ -10,7 +10,7 @@ from ..graph import Graph
 from ..outputs import checkpoint as ckpt
 from ..outputs.atomic import AtomicOutputs, check_targets
 from ..outputs.report import render_report
-from ..outputs.scaffold import render_scaffold
+from ..outputs.scaffold import render_scaffold, training_target
 from ..outputs.weight_map import weight_map
 from .checking import export_staged_mindir, verify_staged
 from .paths import OutputPaths
@@ -31,6 +31,11 @@ def write_outputs(
 ) -> dict | None:
     """Write every result at once, verifying the staged files; returns the verification."""
     graph, context, rendered = converted.graph, converted.context, converted.rendered
+    target = None
+    if paths.train_script is not None:  # refused (SCAFFOLD_NO_LOSS) before anything is written
+        target = training_target(
+            graph, context.resolved_shapes, rendered, options.train_output, options.train_loss
+        )
     verification = None
     parameters = [(entry.name, entry.array) for entry in rendered.entries]
     code, write = rendered.code, ckpt.write_checkpoint
@@ -58,7 +63,13 @@ def write_outputs(
         outputs.write_text(paths.weight_map, weight_map(rendered, paths.script.stem))
         if paths.train_script is not None and paths.eval_script is not None:
             train, evaluate = render_scaffold(
-                graph, context.resolved_shapes, rendered, paths.script, paths.checkpoint, model_name
+                graph,
+                context.resolved_shapes,
+                rendered,
+                paths.script,
+                paths.checkpoint,
+                model_name,
+                target,
             )
             outputs.write_text(paths.train_script, train)
             outputs.write_text(paths.eval_script, evaluate)

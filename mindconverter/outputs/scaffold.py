@@ -20,6 +20,7 @@ from ..codegen.literals import literal
 from ..codegen.naming import comment_text
 from ..codegen.rendered import RenderedModel
 from ..codegen.script import format_code
+from ..errors import make_error
 from ..graph import Graph
 from ..templating import render_template
 from ..version import __version__
@@ -40,6 +41,8 @@ _NUMPY_DTYPES = {
     "bool",
 }
 DEFAULT_BATCH_SIZE = 8
+# The losses the training script offers; "output" minimises an output that is itself a loss.
+LOSSES = ("cross_entropy", "mse", "l1", "bce", "output")
 
 
 @dataclass
@@ -50,6 +53,92 @@ class ScaffoldInput:
     shape: tuple[int, ...]  # one sample's shape (batched) or the whole value (fixed)
     dtype: str  # a numpy dtype name
     batched: bool  # False: no batch axis, the same value every step
+
+
+@dataclass
+class TrainingTarget:
+    """The output training runs the loss on, and the losses that fit it."""
+
+    index: int  # position among the network's outputs
+    sample_shape: tuple[int, ...] | None  # without the batch axis; None: measured by the script
+    loss: str  # the default loss (the one asked for, if any)
+    losses: tuple[str, ...]  # the losses the script accepts for it
+
+
+def training_target(
+    graph: Graph,
+    example_shapes: dict[str, tuple[int, ...]],
+    rendered: RenderedModel,
+    train_output: str | None = None,
+    loss: str | None = None,
+) -> TrainingTarget:
+    """The output to train and its loss: ``train_output`` (an ONNX output name or the script's
+    name for it) or the first output; ``loss`` or the default for that output (cross-entropy for
+    ``[batch, classes]`` float scores, MSE for other float outputs with a batch axis). Raises
+    SCAFFOLD_NO_LOSS when no loss fits (integer or boolean outputs, an output without a batch
+    axis and no ``loss="output"``, a model without batched inputs)."""
+    if loss is not None and loss not in LOSSES:
+        raise make_error("BAD_ARGUMENT", f"--loss must be one of {', '.join(LOSSES)}.")
+    names = list(rendered.output_names)
+    index = 0
+    if train_output is not None:
+        matches = [i for i, name in enumerate(graph.outputs) if name == train_output]
+        matches = matches or [i for i, name in enumerate(names) if name == train_output]
+        if not matches:
+            raise make_error(
+                "BAD_ARGUMENT",
+                f"--train_output names none of the outputs ({', '.join(names)}).",
+            )
+        index = matches[0]
+    inputs, fixed_batch = _scaffold_inputs(graph, example_shapes, rendered.input_names)
+    losses = _fitting_losses(graph, example_shapes, index, fixed_batch)
+    shown = names[index] if index < len(names) else "the output"
+    if not any(item.batched for item in inputs):
+        losses = ()
+        reason = "the model takes no input with a batch axis: there is no data to feed it"
+    elif not losses:
+        reason = f"{shown} is not a float tensor: no gradient reaches the weights through it"
+    else:
+        reason = f"{shown} has no batch axis: only --loss output (it is itself a loss) fits"
+    chosen = loss or (losses[0] if losses and losses[0] != "output" else None)
+    if chosen not in losses:
+        floats = [name for i, name in enumerate(names) if _is_float(graph, graph.outputs[i])]
+        hint = f" Float outputs: {', '.join(floats)}." if floats else ""
+        raise make_error(
+            "SCAFFOLD_NO_LOSS",
+            f"{reason}{'' if loss is None else f' (--loss {loss} does not fit)'}.{hint}",
+        )
+    sample_shape = _output_sample_shape(graph, example_shapes, index)
+    return TrainingTarget(index, sample_shape, chosen, losses)
+
+
+def _fitting_losses(
+    graph: Graph, example_shapes: dict[str, tuple[int, ...]], index: int, fixed_batch: int | None
+) -> tuple[str, ...]:
+    """The losses that fit output ``index``, the default first."""
+    name = graph.outputs[index]
+    if not _is_float(graph, name):
+        return ()
+    shape = graph.symbolic_shapes.get(name) or graph.shapes.get(name)
+    if shape is None:  # not known before running: taken to have a batch axis
+        batched = True
+    elif fixed_batch is None:
+        batched = bool(shape) and isinstance(shape[0], str)
+    else:
+        batched = bool(shape) and shape[0] == fixed_batch
+    if not batched:
+        return ("output",)
+    sample = _output_sample_shape(graph, example_shapes, index)
+    if sample is not None and len(sample) == 1 and sample[0] >= 2:  # [batch, classes] scores
+        return ("cross_entropy", "mse", "l1", "bce", "output")
+    if sample is None or (sample and sample[0] >= 2):  # maybe [batch, classes, ...] scores
+        return ("mse", "l1", "bce", "cross_entropy", "output")
+    return ("mse", "l1", "bce", "output")
+
+
+def _is_float(graph: Graph, name: str) -> bool:
+    dtype = graph.dtypes.get(name)
+    return dtype is not None and (np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16")
 
 
 def scaffold_paths(script: Path) -> tuple[Path, Path]:
@@ -67,16 +156,14 @@ def render_scaffold(
     script: Path,
     checkpoint: Path,
     model_name: str,
+    target: TrainingTarget | None = None,
 ) -> tuple[str, str]:
     """The text of the training and the evaluation script (``checkpoint`` is the converted
-    weights beside ``script``; a network without weights has none to load)."""
+    weights beside ``script``; a network without weights has none to load); ``target`` is
+    :func:`training_target`'s answer (by default: the first output and its default loss)."""
+    target = target or training_target(graph, example_shapes, rendered)
     inputs, fixed_batch = _scaffold_inputs(graph, example_shapes, rendered.input_names)
-    output_shape = _output_sample_shape(graph, example_shapes)
-    output_dtype = graph.dtypes.get(graph.outputs[0]) if graph.outputs else None
-    is_float = output_dtype is not None and np.dtype(output_dtype).kind == "f"
-    classifier = (
-        is_float and output_shape is not None and len(output_shape) == 1 and output_shape[0] >= 2
-    )
+    output_dtype = graph.dtypes.get(graph.outputs[target.index])
     label = _fresh("label", {item.column for item in inputs})
     values = dict(
         version=__version__,
@@ -100,11 +187,14 @@ def render_scaffold(
         label=label,
         label_literal=literal(label),
         outputs=[comment_text(name, 60) for name in rendered.output_names],
+        train_index=target.index,
+        train_output=comment_text(rendered.output_names[target.index], 60),
         output_names_literal=literal(tuple(rendered.output_names)),
-        output_shape_literal=literal(output_shape),
-        output_doc=_output_doc(graph, rendered),
+        output_shape_literal=literal(target.sample_shape),
+        output_doc=_output_doc(graph, rendered, target.index),
         cast_output=output_dtype is None or np.dtype(output_dtype) != np.float32,
-        default_loss_literal=literal("cross_entropy" if classifier else "mse"),
+        default_loss_literal=literal(target.loss),
+        losses_literal=literal(target.losses),
         batch_size=fixed_batch or DEFAULT_BATCH_SIZE,
         num_samples=_synthetic_count(fixed_batch),
         fixed_batch=fixed_batch,
@@ -155,15 +245,18 @@ def _scaffold_inputs(
 
 
 def _output_sample_shape(
-    graph: Graph, example_shapes: dict[str, tuple[int, ...]]
+    graph: Graph, example_shapes: dict[str, tuple[int, ...]], index: int = 0
 ) -> tuple[int, ...] | None:
-    """The first output's shape without its batch axis, dynamic dimensions at their example
+    """Output ``index``'s shape without its batch axis, dynamic dimensions at their example
     sizes; None when a dimension's size is not known from the inputs (the scripts measure it)."""
-    if not graph.outputs:
+    if len(graph.outputs) <= index:
         return None
-    shape = graph.shapes.get(graph.outputs[0]) or graph.symbolic_shapes.get(graph.outputs[0])
+    name = graph.outputs[index]
+    shape = graph.shapes.get(name) or graph.symbolic_shapes.get(name)
+    if shape is None:
+        return None
     if not shape:
-        return None
+        return ()
     sizes: dict[str, int] = {}
     for name in graph.inputs:
         symbolic = graph.symbolic_shapes.get(name) or ()
@@ -180,15 +273,15 @@ def _output_sample_shape(
     return tuple(result)
 
 
-def _output_doc(graph: Graph, rendered: RenderedModel) -> str:
+def _output_doc(graph: Graph, rendered: RenderedModel, index: int = 0) -> str:
     """``logits: float32[batch, 10]`` for a comment (names and dims escaped)."""
-    if not graph.outputs:
+    if len(graph.outputs) <= index:
         return "no output"
-    name = graph.outputs[0]
+    name = graph.outputs[index]
     dtype = graph.dtypes.get(name)
     shape = graph.shapes.get(name) or graph.symbolic_shapes.get(name)
     dims = "?" if shape is None else ", ".join(str(d) for d in shape)
-    var = rendered.output_names[0] if rendered.output_names else name
+    var = rendered.output_names[index] if len(rendered.output_names) > index else name
     return comment_text(f"{var}: {np.dtype(dtype).name if dtype is not None else '?'}[{dims}]")
 
 
