@@ -187,6 +187,10 @@ def models():
             encoder_ffn_dim=64,
             decoder_ffn_dim=64,
             max_source_positions=16,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+            decoder_start_token_id=0,
         )
     ).eval()
     specs.append(
