@@ -40,7 +40,10 @@ class DecoderWithCache(torch.nn.Module):
         for index in range(self.layers):
             cache.update(past[2 * index], past[2 * index + 1], index)
         out = self.model(
-            input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            use_cache=True,
         )
         present = []
         for layer in out.past_key_values.layers:
@@ -90,7 +93,9 @@ def models():
         _decoder(
             "mistral_kv",
             tf.MistralForCausalLM,
-            tf.MistralConfig(**small, num_attention_heads=4, num_key_value_heads=2, sliding_window=4),
+            tf.MistralConfig(
+                **small, num_attention_heads=4, num_key_value_heads=2, sliding_window=4
+            ),
             2,
             8,
         ),
