@@ -38,7 +38,7 @@ from .graph.weight_store import WeightStore
 from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
 from .outputs import checkpoint as ckpt
-from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder
+from .outputs.atomic import AtomicOutputs, check_targets, prepare_folder, refuse_aliases
 from .outputs.mindir import export_mindir
 from .outputs.report import converted_rate, op_counts, render_report
 from .outputs.scaffold import render_scaffold, scaffold_paths
@@ -172,6 +172,8 @@ def _check_arguments(model_file, input_nodes, output_nodes, output, report, tole
             raise make_error("BAD_ARGUMENT", f"{label} must be a path, not {type(value).__name__}.")
         if not str(value).strip():
             raise make_error("BAD_ARGUMENT", f"{label} is empty; give a file or folder name.")
+        if "\x00" in str(value):
+            raise make_error("BAD_ARGUMENT", f"{label} holds a NUL byte.")
     for label, names in (("input_nodes", input_nodes), ("output_nodes", output_nodes)):
         if names is None:
             continue
@@ -289,6 +291,7 @@ def convert(
     if scaffold:
         paths.train_script, paths.eval_script = scaffold_paths(paths.script)
     check_targets(paths.all(), overwrite)
+    refuse_aliases(paths.all(), [model_path])
 
     settings = dict(
         registry=registry or default_registry(),
@@ -301,6 +304,8 @@ def convert(
     graph, context, rendered, dynamic = _convert_with_fallback(
         model_path, input_nodes, output_nodes, settings, dynamic, say
     )
+    big_checkpoint = paths.checkpoint.with_suffix(".safetensors")  # past 2 GB
+    refuse_aliases([*paths.all(), big_checkpoint], [model_path, *graph.store.files])
     if strict and rendered.unconverted:
         ops = sorted({site.op_type for site in rendered.unconverted})
         raise make_error(
