@@ -22,7 +22,7 @@ from mindconverter.graph.weight_store import FileRange, WeightStore, stable_chun
 from mindconverter.outputs.checkpoint import write_safetensors
 from mindconverter.reweight import reconvert_weights
 from mindconverter.reweight.weights_file import read_weights
-from tests.helpers import make_model
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully, make_model, random_feeds
 from tests.robustness.util import error_of, run_cli, save, snapshot, valid_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -291,3 +291,73 @@ def test_the_weight_store_refuses_a_file_that_changed(tmp_path):
         with pytest.raises(MindConverterError) as info:
             attempt()
         assert info.value.key == "FILE_CHANGED"
+
+
+@pytest.mark.parametrize(
+    "shape", ["1099511627776", "1024,1024,1024,2", "99999999999999999999,1"], ids=str
+)
+def test_an_example_shape_is_bounded_before_anything_is_allocated(tmp_path, shape):
+    """``--shape 2**40`` once made --verify try a 32 TiB allocation."""
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", np.float32, ["n"])],
+        [("y", np.float32, None)],
+    )
+    path = save(model, tmp_path / "m.onnx")
+    argv = ["--model_file", path, "--shape", shape, "--output", tmp_path / "o", "--verify"]
+    code, _, stderr = run_cli(argv)
+    assert (code, error_of(stderr)[0]) == (2, "BAD_SHAPE")
+    assert not (tmp_path / "o").exists()
+
+
+def test_declared_dims_whose_product_overflows_int64(tmp_path):
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", np.float32, [2**40, 2**40, 2**40])],
+        [("y", np.float32, None)],
+    )
+    code, _, stderr = run_cli(
+        ["--model_file", save(model, tmp_path / "m.onnx"), "--output", tmp_path / "o"]
+    )
+    assert (code, error_of(stderr)[0]) == (1, "ABSURD_DIMENSION")
+
+
+def _variadic(op_type: str, count: int) -> onnx.ModelProto:
+    """``op_type`` over ``count`` operands cycling through three inputs that broadcast."""
+    names = ["a", "b", "c"]
+    attributes = {"axis": 0} if op_type == "Concat" else {}
+    return make_model(
+        [helper.make_node(op_type, [names[i % 3] for i in range(count)], ["y"], **attributes)],
+        [("a", np.float32, [2, 3]), ("b", np.float32, [1, 3]), ("c", np.float32, [2, 3])],
+        [("y", np.float32, None)],
+    )
+
+
+@pytest.mark.parametrize("op_type", ["Sum", "Max", "Min", "Mean", "Concat"])
+def test_five_thousand_operands_convert(tmp_path, op_type):
+    """1,200 operands once hit Python's recursion limit (a left-nested expression)."""
+    path = save(_variadic(op_type, 5000), tmp_path / "m.onnx")
+    code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "o"])
+    assert code == 0, stderr
+    compile((tmp_path / "o" / "m.py").read_text(), "m.py", "exec")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op_type", ["Sum", "Max", "Mean"])
+def test_many_operands_compute_what_onnxruntime_does(tmp_path, op_type):
+    model = _variadic(op_type, 1500)
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, random_feeds(model), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.slow
+def test_a_three_thousand_node_deep_chain_converts_and_runs(tmp_path):
+    nodes, previous = [], "x"
+    for index in range(3000):
+        op_type = ("Neg", "Relu", "Sigmoid")[index % 3]
+        nodes.append(helper.make_node(op_type, [previous], [f"t{index}"]))
+        previous = f"t{index}"
+    nodes.append(helper.make_node("Identity", [previous], ["y"]))
+    model = make_model(nodes, [("x", np.float32, [1, 4])], [("y", np.float32, [1, 4])])
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, random_feeds(model))
