@@ -361,3 +361,67 @@ def test_a_three_thousand_node_deep_chain_converts_and_runs(tmp_path):
     model = make_model(nodes, [("x", np.float32, [1, 4])], [("y", np.float32, [1, 4])])
     result = convert_fully(model, tmp_path)
     assert_runs_like_onnxruntime(model, result, random_feeds(model))
+
+
+def _nested_loops(outer_trip: int, inner_trip: int, inner_from_main: bool = False):
+    """Loop(outer_trip) { Loop(inner_trip) { v + 1 } } over x: y = x + outer * inner."""
+    value = helper.make_tensor_value_info
+    inner_body = helper.make_graph(
+        [
+            helper.make_node("Add", ["v_in", "one"], ["v_out"]),
+            helper.make_node("Identity", ["ci_in"], ["ci_out"]),
+        ],
+        "inner",
+        [
+            value("j", onnx.TensorProto.INT64, []),
+            value("ci_in", onnx.TensorProto.BOOL, []),
+            value("v_in", onnx.TensorProto.FLOAT, [1, 4]),
+        ],
+        [
+            value("ci_out", onnx.TensorProto.BOOL, []),
+            value("v_out", onnx.TensorProto.FLOAT, [1, 4]),
+        ],
+    )
+    count = numpy_helper.from_array(np.array(inner_trip, np.int64))
+    outer_nodes = [] if inner_from_main else [helper.make_node("Constant", [], ["m"], value=count)]
+    outer_body = helper.make_graph(
+        outer_nodes
+        + [
+            helper.make_node("Loop", ["m", "", "u_in"], ["u_out"], body=inner_body),
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+        ],
+        "outer",
+        [
+            value("i", onnx.TensorProto.INT64, []),
+            value("c_in", onnx.TensorProto.BOOL, []),
+            value("u_in", onnx.TensorProto.FLOAT, [1, 4]),
+        ],
+        [value("c_out", onnx.TensorProto.BOOL, []), value("u_out", onnx.TensorProto.FLOAT, [1, 4])],
+    )
+    constants = {"n": np.array(outer_trip, np.int64), "one": np.array(1.0, np.float32)}
+    if inner_from_main:
+        constants["m"] = np.array(inner_trip, np.int64)
+    return make_model(
+        [helper.make_node("Loop", ["n", "", "x"], ["y"], body=outer_body)],
+        [("x", np.float32, [1, 4])],
+        [("y", np.float32, [1, 4])],
+        constants,
+    )
+
+
+@pytest.mark.parametrize("inner_from_main", [False, True], ids=["inner-constant", "outer-scope"])
+def test_a_loop_nest_past_the_step_budget_is_left_unconverted(tmp_path, inner_from_main):
+    """4096 x 4096 fixed iterations once became a network running 16.7 million Python steps:
+    now the Loop is an unconverted placeholder with a note saying why, found in bounded time."""
+    path = save(_nested_loops(4096, 4096, inner_from_main), tmp_path / "m.onnx")
+    result = convert(path, output=tmp_path / "o")
+    assert [site.op_type for site in result.unconverted] == ["Loop"]
+    assert "16777216 body calls" in result.unconverted[0].reason
+    assert "16777216 body calls" in result.report_path.read_text()
+
+
+@pytest.mark.slow
+def test_a_small_loop_nest_still_computes_what_onnxruntime_does(tmp_path):
+    model = _nested_loops(3, 5)
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, random_feeds(model))
