@@ -425,3 +425,21 @@ def test_a_small_loop_nest_still_computes_what_onnxruntime_does(tmp_path):
     model = _nested_loops(3, 5)
     result = convert_fully(model, tmp_path)
     assert_runs_like_onnxruntime(model, result, random_feeds(model))
+
+
+@pytest.mark.slow
+def test_a_node_name_with_thousands_of_scopes(tmp_path):
+    """The module hierarchy recovered from names is cut at 64 levels: 3,000 scopes once hit the
+    recursion limit while building the blocks."""
+    deep = "/" + "/".join(f"m{index}" for index in range(3000))
+    model = make_model(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], name=f"{deep}/Conv"),
+            helper.make_node("Relu", ["c"], ["y"], name=f"{deep}/Relu"),
+        ],
+        [("x", np.float32, [1, 2, 4, 4])],
+        [("y", np.float32, None)],
+        {"w": np.arange(4, dtype=np.float32).reshape(2, 2, 1, 1) - 1.5},
+    )
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, random_feeds(model))
