@@ -19,6 +19,7 @@ from ..text import one_line
 MAX_ROWS = 1 << 20
 MAX_NAME_CHARS = 1024
 MAX_TRANSFORM_CHARS = 4096
+MAX_TRANSFORM_STEPS = 64  # each step may copy the tensor once: a converter writes a handful
 MAX_RANK = 32
 MAX_ELEMENTS = 1 << 40  # the budget for any declared tensor (frontends/loading.py's)
 # A broadcast may grow a small source (a scalar bias) up to this many elements.
@@ -106,6 +107,9 @@ def _check_row(row: object, where: str) -> tuple[dict, dict]:
         _check_text(source["exported_as"], MAX_NAME_CHARS, f"{where}'s exported_as", empty=True)
     if "transform" in row:
         _check_text(row["transform"], MAX_TRANSFORM_CHARS, f"{where}'s transform", empty=True)
+        steps = sum(1 for step in row["transform"].split(";") if step.strip())
+        if steps > MAX_TRANSFORM_STEPS:
+            raise _Invalid(f"{where}'s transform has {steps} steps (at most {MAX_TRANSFORM_STEPS})")
     return converted, source
 
 
