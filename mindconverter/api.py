@@ -396,6 +396,7 @@ def _convert_graph(model_path, input_nodes, output_nodes, settings, dynamic, say
 def _run_pipeline(model_path, input_nodes, output_nodes, settings, dynamic, say):
     graphdef_shapes = _in_input_order(settings["shapes"], input_nodes)
     store = WeightStore()
+    store.note_file(model_path)  # a model rewritten while it is converted gives FILE_CHANGED
     with settings["progress"].stage("load the model"):
         model = load_model(model_path, input_nodes, output_nodes, graphdef_shapes, store)
         graph = Graph(model, store)
@@ -450,6 +451,7 @@ def _write_outputs(
         total = sum(array.nbytes for _, array in parameters)
         with progress.bar("write the checkpoint", total) as advance:
             outputs.write_with(paths.checkpoint, lambda stream: write(stream, parameters, advance))
+        graph.store.check_unchanged()  # the weights came from the files as they were loaded
         if context.reference is not None:
             verification = _verify_staged(outputs, paths, graph, context, rendered, options, say)
         if paths.mindir is not None:
@@ -474,6 +476,7 @@ def _write_outputs(
             )
             outputs.write_text(paths.train_script, train)
             outputs.write_text(paths.eval_script, evaluate)
+        graph.store.check_unchanged()
         outputs.publish()
     return verification
 

@@ -165,6 +165,17 @@ class WeightStore:
     def __len__(self) -> int:
         return len(self._places)
 
+    def check_unchanged(self) -> None:
+        """FILE_CHANGED when a file read by reference changed since it was first held: the
+        weights read from it may be a mix of old and new bytes."""
+        for path, identity in self._identities.items():
+            try:
+                now = file_identity(path)
+            except OSError:
+                raise _changed(path) from None
+            if now != identity:
+                raise _changed(path)
+
     def add_range(self, tensor: onnx.TensorProto, place: FileRange) -> None:
         """Hold ``tensor`` (a header) by a file range."""
         self.note_file(place.path)
