@@ -60,6 +60,8 @@ def read_weight_map(path: str | Path) -> tuple[str, list[dict]]:
         ) from None
     except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a weight map (not JSON).") from None
+    except OSError as exc:
+        raise make_error("FILE_UNREADABLE", f"Cannot read '{path}': {exc.strerror}.") from None
     if not isinstance(table, dict) or len(table) != 1:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a weight map of one model.")
     ((stem, rows),) = table.items()

@@ -40,6 +40,8 @@ _SOURCE_DTYPES = frozenset(TENSOR_TYPES) | {
     "uint4",
 }
 _CONVERTED_DTYPES = frozenset(TENSOR_TYPES.values())
+_CAST_TO = re.compile(r"^Cast\(.*\bto=(?P<to>\d+)")
+_NUMERIC_ONNX_TYPES = frozenset(range(1, 8)) | {9, 10, 11, 12, 13, 16} | set(range(17, 24))
 _ROW_KEYS = {"converted_weight", "source_weight", "transform"}
 _CONVERTED_KEYS = {"name", "shape", "data_type"}
 _SOURCE_KEYS = {"name", "shape", "data_type", "exported_as"}
@@ -107,10 +109,19 @@ def _check_row(row: object, where: str) -> tuple[dict, dict]:
         _check_text(source["exported_as"], MAX_NAME_CHARS, f"{where}'s exported_as", empty=True)
     if "transform" in row:
         _check_text(row["transform"], MAX_TRANSFORM_CHARS, f"{where}'s transform", empty=True)
-        steps = sum(1 for step in row["transform"].split(";") if step.strip())
-        if steps > MAX_TRANSFORM_STEPS:
-            raise _Invalid(f"{where}'s transform has {steps} steps (at most {MAX_TRANSFORM_STEPS})")
+        _check_transform(row["transform"], f"{where}'s transform")
     return converted, source
+
+
+def _check_transform(transform: str, where: str) -> None:
+    steps = [step.strip() for step in transform.split(";") if step.strip()]
+    if len(steps) > MAX_TRANSFORM_STEPS:
+        raise _Invalid(f"{where} has {len(steps)} steps (at most {MAX_TRANSFORM_STEPS})")
+    for step in steps:
+        cast = _CAST_TO.match(step)
+        if cast and int(cast.group("to")) not in _NUMERIC_ONNX_TYPES:
+            # a cast to text would hold each value as a long string: not a weight's layout
+            raise _Invalid(f"{where} casts to ONNX type {cast.group('to')}, not a number type")
 
 
 def _check_keys(table: dict, allowed: set[str], required: set[str], where: str) -> None:

@@ -79,6 +79,7 @@ EDITS = {
     "transform-is-a-list": (_set("0/transform", ["transpose(1, 0)"]), "not a string"),
     "huge-transform": (_set("0/transform", "Identity();" * 1000), "characters long"),
     "many-steps": (_set("0/transform", "transpose(1, 0);" * 65), "steps"),
+    "cast-to-text": (_set("0/transform", "Cast(to=8); transpose(1, 0)"), "not a number type"),
     "exported-as-number": (_set("0/source_weight/exported_as", 3), "not a string"),
     "unknown-field": (_set("0/converted_weight/offset", 3), "unknown field"),
     "missing-shape": (_drop("1/converted_weight/shape"), "lacks shape"),
