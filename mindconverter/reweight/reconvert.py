@@ -19,6 +19,7 @@ from ..check.network import build_network
 from ..codegen.naming import module_name
 from ..errors import make_error
 from ..frontends.loading import check_model_path
+from ..native_stderr import captured_native_stderr
 from ..outputs import checkpoint as ckpt
 from ..outputs.atomic import (
     AtomicOutputs,
@@ -226,6 +227,20 @@ class _FrozenConstants:
         }
 
 
+def _check_fits(script: Path, checkpoint: Path) -> None:
+    """Load the new checkpoint into the converted script (strict); WEIGHTS_MISMATCH when an
+    edited map gave a parameter another dtype or shape than the script's (MindSpore's own
+    complaint, logged on stderr, is kept off the terminal)."""
+    try:
+        with captured_native_stderr():
+            build_network(script, checkpoint)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise make_error(
+            "WEIGHTS_MISMATCH",
+            f"The new checkpoint does not fit '{script.name}': {one_line(str(exc), 240)}",
+        ) from None
+
+
 def reconvert_weights(
     weights_file: str | Path,
     weight_map_file: str | Path,
@@ -278,7 +293,7 @@ def reconvert_weights(
         write = ckpt.write_checkpoint if fits else ckpt.write_safetensors
         outputs.write_with(target, lambda stream: write(stream, parameters))
         if script.is_file() and parameters:
-            build_network(script, outputs.staged_path(target))  # raises if it does not fit
+            _check_fits(script, outputs.staged_path(target))
         outputs.publish()
     # an ONNX export also holds the graph's own constants: only a state dict's leftovers tell
     unused = [] if from_onnx else sorted(set(tensors) - used)

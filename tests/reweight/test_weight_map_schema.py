@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,28 @@ def test_a_duplicate_row_through_the_cli_ends_in_one_coded_line(tmp_path, conver
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "code 1000015" in lines[0] and "a second time" in lines[0]
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_dtype_the_script_does_not_hold_is_one_coded_line(tmp_path, converted):
+    """A valid-looking edit (Float16 where the script holds Float32) once ended in MindSpore's
+    RuntimeError, an internal error and a CRITICAL log line."""
+    result, weights = converted
+
+    def to_half(rows):
+        rows[0]["converted_weight"]["data_type"] = "Float16"
+
+    edited = _edited_map(tmp_path, result, to_half)
+    out = tmp_path / "o"
+    shutil.copytree(result.script_path.parent, out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    argv = ["--weights_file", weights, "--weight_map", edited, "--output", out, "--overwrite"]
+    run = subprocess.run(
+        [sys.executable, "-m", "mindconverter", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1 and "code 4000006" in lines[0], run.stderr
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
