@@ -447,3 +447,53 @@ def test_a_node_name_with_thousands_of_scopes(tmp_path):
     )
     result = convert_fully(model, tmp_path)
     assert_runs_like_onnxruntime(model, result, random_feeds(model))
+
+
+def _chain_tree(depth: int, cyclic: bool = False) -> onnx.ModelProto:
+    """A TreeEnsemble whose one tree is a chain: node i sends x<split to a leaf, else to i+1."""
+    last = depth - 1
+    false_ids = [index + 1 for index in range(last)] + [depth]
+    node = helper.make_node(
+        "TreeEnsemble",
+        ["x"],
+        ["y"],
+        domain="ai.onnx.ml",
+        nodes_splits=numpy_helper.from_array(np.linspace(-1, 1, depth).astype(np.float32)),
+        nodes_featureids=[0] * depth,
+        nodes_modes=numpy_helper.from_array(np.zeros(depth, np.uint8)),
+        nodes_truenodeids=list(range(depth)),
+        nodes_falsenodeids=[0] * depth if cyclic else false_ids,
+        nodes_trueleafs=[1] * depth,
+        nodes_falseleafs=[0] * depth if cyclic else [0] * last + [1],
+        leaf_targetids=[0] * (depth + 1),
+        leaf_weights=numpy_helper.from_array(np.arange(depth + 1, dtype=np.float32)),
+        tree_roots=[0],
+        n_targets=1,
+    )
+    return make_model(
+        [node],
+        [("x", np.float32, (4, 1))],
+        [("y", np.float32, None)],
+        extra_opsets={"ai.onnx.ml": 5},
+    )
+
+
+def test_a_three_thousand_level_tree_converts(tmp_path):
+    """Tree paths were walked recursively: a 3,000-level tree hit the recursion limit."""
+    result = convert(save(_chain_tree(3000), tmp_path / "m.onnx"), output=tmp_path / "o")
+    assert result.unconverted == []
+
+
+@pytest.mark.parametrize("both_branches", [False, True], ids=["one-branch", "both-branches"])
+def test_a_cyclic_tree_is_left_unconverted_in_bounded_time(tmp_path, both_branches):
+    """Both branches back to the root once doubled the paths at every level until the depth
+    bound: 2^40 walks."""
+    model = _chain_tree(40, cyclic=True)
+    if both_branches:
+        attributes = {attr.name: attr for attr in model.graph.node[0].attribute}
+        del attributes["nodes_trueleafs"].ints[:]
+        attributes["nodes_trueleafs"].ints.extend([0] * 40)
+        del attributes["nodes_truenodeids"].ints[:]
+        attributes["nodes_truenodeids"].ints.extend([0] * 40)
+    result = convert(save(model, tmp_path / "m.onnx"), output=tmp_path / "o")
+    assert [site.op_type for site in result.unconverted] == ["TreeEnsemble"]
