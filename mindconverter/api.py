@@ -32,7 +32,7 @@ from .frontends.loading import check_model_path
 from .graph.specs import TensorSpec
 from .mappers.base import MappedNode
 from .mappers.registry import MapperRegistry, default_registry
-from .outputs.atomic import check_targets, prepare_folder
+from .outputs.atomic import check_targets, prepare_folder, refuse_aliases
 from .outputs.report import converted_rate, op_counts
 from .progress import Progress, peak_memory_mb
 
@@ -151,7 +151,10 @@ def convert(
     report_dir = prepare_folder(Path(report)) if report is not None else output_dir
     paths = output_paths(model_path, output_dir, report_dir, mindir=mindir, scaffold=scaffold)
     check_targets(paths.all(), overwrite)
+    refuse_aliases(paths.all(), [model_path])
     converted = convert_in_order(model_path, settings)
+    big_checkpoint = paths.checkpoint.with_suffix(".safetensors")  # past 2 GB
+    refuse_aliases([*paths.all(), big_checkpoint], [model_path, *converted.graph.store.files])
     _refuse_unconverted(converted, strict)
     verification = write_outputs(
         paths,

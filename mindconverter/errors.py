@@ -118,6 +118,20 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "Pass the weight_map_of_<stem>.json the conversion wrote, unchanged; convert the model "
         "again to get a new one.",
     ),
+    "DUPLICATE_PARAMETER": ErrorCode(
+        1000030,
+        "ModelLoadingError",
+        "Two weights would be stored under one parameter name (MindSpore cannot load such a "
+        "checkpoint).",
+        "Give each weight its own name: pass the weight map the conversion wrote, unchanged.",
+    ),
+    "FILE_CHANGED": ErrorCode(
+        1000031,
+        "ModelLoadingError",
+        "The model, its external data or the weights file changed (truncated or rewritten) while "
+        "it was being read.",
+        "Let the export or download finish, then run the conversion again.",
+    ),
     # --- 2000xxx: command-line usage (exit code 2) -------------------------------------------
     "BAD_SHAPE": ErrorCode(
         2000001,
@@ -182,6 +196,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "Name a float output with --train_output NAME and a loss that fits it with --loss "
         "(cross_entropy, mse, l1, bce, or output for an output that is itself the loss), or "
         "convert without --scaffold.",
+    ),
+    "OUTPUT_IS_INPUT": ErrorCode(
+        2000030,
+        "ArgumentError",
+        "A result would be written over one of the input files (the model, its external data, "
+        "the weights file or the weight map).",
+        "Choose another --output folder (or rename the input).",
     ),
     # --- 3000xxx: writing results ------------------------------------------------------------
     "OUTPUT_EXISTS": ErrorCode(

@@ -44,6 +44,7 @@ def convert_model(model_path: Path, settings: ConversionSettings) -> ConvertedMo
 def _run_pipeline(model_path: Path, settings: ConversionSettings) -> ConvertedModel:
     input_nodes, output_nodes = list(settings.input_nodes), list(settings.output_nodes)
     store = WeightStore()
+    store.note_file(model_path)  # a model rewritten while it is converted gives FILE_CHANGED
     with settings.progress.stage("load the model"):
         shapes = in_input_order(settings.shapes, input_nodes)
         model = load_model(model_path, input_nodes, output_nodes, shapes, store)

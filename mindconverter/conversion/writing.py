@@ -53,6 +53,7 @@ def write_outputs(
         total = sum(array.nbytes for _, array in parameters)
         with context.progress.bar("write the checkpoint", total) as advance:
             outputs.write_with(paths.checkpoint, lambda stream: write(stream, parameters, advance))
+        graph.store.check_unchanged()  # the weights came from the files as they were loaded
         if context.reference is not None:
             verification = verify_staged(
                 outputs, paths, converted, options, convert_with_outputs, say
@@ -73,6 +74,7 @@ def write_outputs(
             )
             outputs.write_text(paths.train_script, train)
             outputs.write_text(paths.eval_script, evaluate)
+        graph.store.check_unchanged()
         outputs.publish()
     return verification
 

@@ -29,6 +29,9 @@ def check_model_path(path: str | Path, suffixes: Sequence[str] = ()) -> Path:
     """Check the model path exists, is a non-empty file with a known suffix (``suffixes``,
     by default a model's)."""
     suffixes = tuple(suffixes) or tuple(SUPPORTED_SUFFIXES)
+    if not isinstance(path, (str, Path)) or "\x00" in str(path):
+        what = "holds a NUL byte" if isinstance(path, (str, Path)) else "is not a path"
+        raise make_error("BAD_ARGUMENT", f"The file name {str(path)[:80]!r} {what}.")
     path = Path(path)
     try:
         path.stat()
@@ -148,6 +151,8 @@ def _load_external_data(
         if not external_data_helper.uses_external_data(tensor) or is_held(tensor):
             continue
         target, info = _external_target(tensor, base)
+        if store is not None:
+            store.note_file(target)  # an input: no result may be written over it
         location = info.get("location", "")
         try:
             external_data_helper.load_external_data_for_tensor(tensor, str(base))

@@ -40,8 +40,21 @@ class Block:
         return [item for item in self.items if isinstance(item, Block)]
 
 
+# Module nesting kept from names: deeper paths are cut here (real models nest a few dozen levels
+# at most; a hostile name with thousands of scopes would make as many nested blocks and classes).
+MAX_MODULE_DEPTH = 64
+
+
 def module_path(node: Node) -> str:
-    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else ``""``."""
+    """The source module path of a node when the exporter kept one (``layer1.0.conv1``), else
+    ``""``; at most :data:`MAX_MODULE_DEPTH` levels."""
+    path = _module_path(node)
+    if path.count(".") >= MAX_MODULE_DEPTH:
+        path = ".".join(path.split(".")[:MAX_MODULE_DEPTH])
+    return path
+
+
+def _module_path(node: Node) -> str:
     scopes = node.metadata.get("pkg.torch.onnx.name_scopes")
     if scopes:
         parts = [p for p in re.findall(r"'([^']*)'", scopes) if p]

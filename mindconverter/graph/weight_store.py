@@ -7,18 +7,26 @@ name, type and dims, marked as external data held by the store (:data:`STORE_LOC
 shape inference, onnxoptimizer and every pass see a graph without weight bytes.
 
 Arrays from a file are read-only views of a fresh memory map: the pages are the file's (no copy)
-and are let go when the array is dropped or :func:`release_pages` is called.
+and are let go when the array is dropped or :func:`release_pages` is called. A mapped file cut
+short under the process would end it with SIGBUS, which Python cannot catch: each file's size,
+time and inode are noted when a range of it is first held, checked again before every mapping,
+and the checkpoint writer reads the bytes of a mapped weight with ``pread`` (:func:`stable_chunks`),
+where a file that changed gives a short read and the FILE_CHANGED error, never a fault.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from ..errors import make_error
 
 # external_data location that marks an initializer whose bytes the WeightStore holds.
 STORE_LOCATION = "<mindconverter weight store>"
@@ -110,12 +118,46 @@ def is_held(tensor: onnx.TensorProto) -> bool:
     )
 
 
+def file_identity(path: Path) -> tuple[int, int, int, int]:
+    """(device, inode, size, modification time) of a file: a change of any means it changed."""
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _changed(path: Path) -> Exception:
+    return make_error(
+        "FILE_CHANGED", f"'{Path(path).name}' changed (truncated or rewritten) while it was read."
+    )
+
+
+class _FileMap(mmap.mmap):
+    """A read-only memory map that knows which file range it shows (for :func:`stable_chunks`)."""
+
+    path: Path
+    file_offset: int
+    identity: tuple[int, int, int, int]
+
+
 class WeightStore:
     """Where the bytes of every initializer held by reference are, by name."""
 
     def __init__(self) -> None:
         self._places: dict[str, FileRange | np.ndarray] = {}
         self._headers: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+        self._identities: dict[Path, tuple[int, int, int, int]] = {}
+
+    @property
+    def files(self) -> list[Path]:
+        """The files whose ranges are held (the model, its external data)."""
+        return list(self._identities)
+
+    def note_file(self, path: Path) -> None:
+        """Remember ``path``'s identity as it is now (once): later reads check it is unchanged."""
+        if path not in self._identities:
+            try:
+                self._identities[path] = file_identity(path)
+            except OSError:
+                raise _changed(path) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._places
@@ -123,8 +165,20 @@ class WeightStore:
     def __len__(self) -> int:
         return len(self._places)
 
+    def check_unchanged(self) -> None:
+        """FILE_CHANGED when a file read by reference changed since it was first held: the
+        weights read from it may be a mix of old and new bytes."""
+        for path, identity in self._identities.items():
+            try:
+                now = file_identity(path)
+            except OSError:
+                raise _changed(path) from None
+            if now != identity:
+                raise _changed(path)
+
     def add_range(self, tensor: onnx.TensorProto, place: FileRange) -> None:
         """Hold ``tensor`` (a header) by a file range."""
+        self.note_file(place.path)
         self._places[tensor.name] = place
         dims = tuple(int(d) for d in tensor.dims)
         dtype = element_dtype(tensor.data_type)
@@ -151,14 +205,27 @@ class WeightStore:
         dtype, shape = self._headers[name]
         if place.nbytes == 0:
             return np.zeros(shape, dtype)
-        with open(place.path, "rb") as file:
-            start = place.offset - place.offset % mmap.ALLOCATIONGRANULARITY
-            mapped = mmap.mmap(
-                file.fileno(),
-                place.offset + place.nbytes - start,
-                access=mmap.ACCESS_READ,
-                offset=start,
-            )
+        identity = self._identities.get(place.path)
+        try:
+            with open(place.path, "rb") as file:
+                status = os.fstat(file.fileno())
+                now = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+                if (
+                    identity is not None
+                    and now != identity
+                    or status.st_size < place.offset + place.nbytes
+                ):
+                    raise _changed(place.path)
+                start = place.offset - place.offset % mmap.ALLOCATIONGRANULARITY
+                mapped = _FileMap(
+                    file.fileno(),
+                    place.offset + place.nbytes - start,
+                    access=mmap.ACCESS_READ,
+                    offset=start,
+                )
+        except OSError:
+            raise _changed(place.path) from None
+        mapped.path, mapped.file_offset, mapped.identity = place.path, start, now
         flat = np.frombuffer(
             mapped,
             dtype.newbyteorder("<"),
@@ -187,6 +254,42 @@ def release_pages(array: np.ndarray) -> None:
             base.madvise(mmap.MADV_DONTNEED)
         except (OSError, ValueError):
             pass
+
+
+CHUNK_BYTES = 16 << 20
+
+
+def stable_chunks(content: np.ndarray) -> Iterator[memoryview | bytes]:
+    """The bytes of a flat uint8 array, in pieces; when they are a memory-mapped file's, read
+    with ``pread`` from the file instead (checked unchanged first): a file truncated meanwhile
+    gives FILE_CHANGED, where touching the mapped pages would kill the process (SIGBUS)."""
+    base = _map_of(content)
+    if base is None or not content.flags.c_contiguous:
+        yield memoryview(content.data)
+        return
+    at = content.__array_interface__["data"][0] - np.frombuffer(base, np.uint8).ctypes.data
+    try:
+        with open(base.path, "rb") as file:
+            status = os.fstat(file.fileno())
+            if (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns) != base.identity:
+                raise _changed(base.path)
+            for begin in range(0, content.nbytes, CHUNK_BYTES):
+                count = min(CHUNK_BYTES, content.nbytes - begin)
+                piece = os.pread(file.fileno(), count, base.file_offset + at + begin)
+                if len(piece) != count:
+                    raise _changed(base.path)
+                yield piece
+    except OSError:
+        raise _changed(base.path) from None
+
+
+def _map_of(array: np.ndarray) -> _FileMap | None:
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return base if isinstance(base, _FileMap) else None
 
 
 def hold_large_initializers(model: onnx.ModelProto, store: WeightStore) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -150,3 +151,19 @@ def shape_value(ctx: NodeContext, index: int) -> tuple | None:
         return None
     value = ctx.graph.symbolic_values.get(ctx.node.inputs[index])
     return value if isinstance(value, tuple) else None
+
+
+# Variadic operands are folded left to right in groups of this many, then the groups' results
+# the same way: ``a + b + c`` as written for a few operands, and an expression whose nesting
+# grows with the logarithm of the count for thousands (walkers over expressions recurse).
+FOLD_GROUP = 32
+
+
+def fold_operands(operands: Sequence, combine: Callable) -> object:
+    """``combine`` applied over ``operands`` (at least one): left-nested within each group of
+    :data:`FOLD_GROUP`, groups combined in rounds, so the depth stays ~ 32 * log32(count)."""
+    level = list(operands)
+    while len(level) > 1:
+        groups = [level[start : start + FOLD_GROUP] for start in range(0, len(level), FOLD_GROUP)]
+        level = [functools.reduce(combine, group) for group in groups]
+    return level[0]

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 
+import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from ..graph.body_models import body_model
@@ -152,10 +155,89 @@ def _loop_text(name: str, has_trip: bool, has_cond: bool, carried: int, scans: i
     return "\n".join(lines)
 
 
+# Body calls a nest of Loops with trip counts fixed in the model may make at run time: past this,
+# the network would run for hours in Python-level steps (4096 x 4096 is 16.7 million).
+MAX_LOOP_STEPS = 1 << 20
+
+
+def _constant_trip(node: onnx.NodeProto, lookup: Callable[[str], np.ndarray | None]) -> int:
+    """A Loop's trip count when the model fixes it (1 when it is computed at run time)."""
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or not node.input:
+        return 1
+    value = lookup(node.input[0]) if node.input[0] else None
+    if value is None or value.size != 1 or value.dtype.kind not in "iu":
+        return 1
+    return max(int(value.reshape(-1)[0]), 1)
+
+
+def _scope(graph: onnx.GraphProto, outer: Callable) -> Callable[[str], np.ndarray | None]:
+    """Constant lookup inside ``graph``: its small initializers and Constant nodes, then
+    ``outer`` for names the graph does not define itself."""
+    local = {init.name: init for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and len(node.output) == 1 and node.attribute:
+            if node.attribute[0].name == "value":
+                local[node.output[0]] = node.attribute[0].t
+    defined = {value.name for value in graph.input} | {o for n in graph.node for o in n.output}
+
+    def lookup(name: str) -> np.ndarray | None:
+        tensor = local.get(name)
+        if tensor is not None:
+            if len(tensor.dims) > 1 or (tensor.dims and tensor.dims[0] != 1):
+                return None
+            try:
+                return onnx.numpy_helper.to_array(tensor)
+            except (ValueError, TypeError):
+                return None
+        return None if name in defined else outer(name)
+
+    return lookup
+
+
+def nest_steps(body: onnx.GraphProto, outer: Callable[[str], np.ndarray | None]) -> int:
+    """Body calls of the deepest chain of Loops with fixed trip counts inside ``body``, per call
+    of ``body`` (a worklist: a nest of any depth is measured without recursion)."""
+    worst = 1
+    pending = [(body, outer, 1)]
+    while pending:
+        graph, enclosing, factor = pending.pop()
+        lookup = _scope(graph, enclosing)
+        for node in graph.node:
+            steps = factor * _constant_trip(node, lookup)
+            worst = max(worst, steps)
+            if worst > MAX_LOOP_STEPS:
+                return worst
+            for attr in node.attribute:
+                inner = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+                pending += [(subgraph, lookup, steps) for subgraph in inner]
+    return worst
+
+
+def _check_loop_work(ctx: NodeContext, body: onnx.GraphProto) -> None:
+    """Unsupported (an unconverted placeholder and a report note) for a Loop nest whose fixed
+    trip counts multiply past MAX_LOOP_STEPS body calls."""
+
+    def outer(name: str) -> np.ndarray | None:
+        tensor = ctx.graph.initializers.get(name)
+        if tensor is None or len(tensor.dims) > 1 or (tensor.dims and tensor.dims[0] != 1):
+            return None  # only scalars are trip counts (a weight is never decoded here)
+        return ctx.graph.constant(name)
+
+    trip = ctx.const(0)
+    fixed = trip is not None and trip.size == 1 and trip.dtype.kind in "iu"
+    steps = (max(int(trip.reshape(-1)[0]), 1) if fixed else 1) * nest_steps(body, outer)
+    if steps > MAX_LOOP_STEPS:
+        raise Unsupported(
+            f"its trip counts (with the Loops nested in it) make {steps} body calls, more than "
+            f"the {MAX_LOOP_STEPS} a converted network runs in Python-level steps"
+        )
+
+
 @mapper("Loop")
 def loop(ctx: NodeContext):
     """Loop run a data-dependent number of times -> a cell with a ``while`` over its body."""
     body: onnx.GraphProto = ctx.attr("body")
+    _check_loop_work(ctx, body)
     carried = ctx.num_inputs - 2
     scans = len(body.output) - 1 - carried
     has_trip, has_cond = ctx.has_input(0), ctx.has_input(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import BinOp, Call, NodeContext
-from .common import same_dtype_operand
+from .common import fold_operands, same_dtype_operand
 from .registry import mapper
 
 
@@ -51,7 +51,5 @@ def div(ctx: NodeContext):
 @mapper("Sum")
 def sum_(ctx: NodeContext):
     """Sum (variadic) -> ``a + b + c ...``."""
-    expr = same_dtype_operand(ctx, 0)
-    for index in range(1, ctx.num_inputs):
-        expr = BinOp("+", expr, same_dtype_operand(ctx, index))
-    return expr
+    operands = [same_dtype_operand(ctx, index) for index in range(ctx.num_inputs)]
+    return fold_operands(operands, lambda left, right: BinOp("+", left, right))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Temp, Unsupported
-from .common import cast_to, require_dtype, same_dtype_operand
+from .common import cast_to, fold_operands, require_dtype, same_dtype_operand
 from .registry import mapper
 
 
@@ -150,10 +150,8 @@ def _float_mod(x, y):
 
 
 def _variadic(ctx: NodeContext, func: str):
-    expr = same_dtype_operand(ctx, 0)
-    for index in range(1, ctx.num_inputs):
-        expr = Call(func, [expr, same_dtype_operand(ctx, index)])
-    return expr
+    operands = [same_dtype_operand(ctx, index) for index in range(ctx.num_inputs)]
+    return fold_operands(operands, lambda left, right: Call(func, [left, right]))
 
 
 @mapper("Max")
@@ -161,10 +159,9 @@ def max_(ctx: NodeContext):
     """Max (variadic) -> nested ops.maximum (uint16, which MindSpore's CPU maximum lacks, via int32)."""
     dtype = ctx.input_dtype(0)
     if dtype is not None and np.dtype(dtype) == np.uint16:
-        expr = cast_to(Input(0), np.int32)
-        for index in range(1, ctx.num_inputs):
-            expr = Call("ops.maximum", [expr, cast_to(ctx.operand(index), np.int32)])
-        return cast_to(expr, dtype)
+        operands = [cast_to(Input(0), np.int32)]
+        operands += [cast_to(ctx.operand(index), np.int32) for index in range(1, ctx.num_inputs)]
+        return cast_to(fold_operands(operands, lambda a, b: Call("ops.maximum", [a, b])), dtype)
     return _variadic(ctx, "ops.maximum")
 
 
@@ -177,9 +174,8 @@ def min_(ctx: NodeContext):
 @mapper("Mean")
 def mean(ctx: NodeContext):
     """Mean (variadic) -> ``(a + b + ...) / n``."""
-    expr = same_dtype_operand(ctx, 0)
-    for index in range(1, ctx.num_inputs):
-        expr = BinOp("+", expr, same_dtype_operand(ctx, index))
+    operands = [same_dtype_operand(ctx, index) for index in range(ctx.num_inputs)]
+    expr = fold_operands(operands, lambda left, right: BinOp("+", left, right))
     if ctx.num_inputs == 1:
         return expr
     return BinOp("/", expr, Lit(float(ctx.num_inputs)))

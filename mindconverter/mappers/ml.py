@@ -54,23 +54,42 @@ def _forest(ctx: NodeContext) -> _Forest:
     columns: dict[int, int] = {}
     paths: list[tuple[list[tuple[int, bool]], int]] = []
 
-    def walk(node: int, steps: list[tuple[int, bool]], depth: int) -> None:
-        if depth > len(true_ids):
-            raise Unsupported("TreeEnsemble nodes form a cycle")
-        columns.setdefault(node, len(columns))
-        for branch, ids, leaf in ((True, true_ids, true_leaf), (False, false_ids, false_leaf)):
-            step = [*steps, (node, branch)]
-            if leaf[node]:
-                paths.append((step, int(ids[node])))
-            else:
-                walk(int(ids[node]), step, depth + 1)
+    def walk(root: int) -> None:
+        """Root-to-leaf paths, true branch first (a worklist: any depth, bounded work)."""
+        pending: list[tuple] = [("visit", root, [], 0)]
+        work = 0  # tests stored on paths and nodes visited: the path matrix is at least this
+        while pending:
+            kind, node, steps, depth = pending.pop()
+            work += len(steps) + 1
+            if work > MAX_PATH_MATRIX:
+                raise Unsupported(f"TreeEnsemble paths need more than {MAX_PATH_MATRIX} tests")
+            if kind == "leaf":
+                paths.append((steps, node))
+                continue
+            if depth > len(true_ids):
+                raise Unsupported("TreeEnsemble nodes form a cycle")
+            if not 0 <= node < len(true_ids):
+                raise Unsupported(f"TreeEnsemble names node {node}, which it does not have")
+            columns.setdefault(node, len(columns))
+            for branch, ids, leaf in ((False, false_ids, false_leaf), (True, true_ids, true_leaf)):
+                step = [*steps, (node, branch)]
+                kind = "leaf" if leaf[node] else "visit"
+                pending.append((kind, int(ids[node]), step, depth + 1))
 
+    children = [
+        int(ids[n])
+        for ids, leaf in ((true_ids, true_leaf), (false_ids, false_leaf))
+        for n in range(len(ids))
+        if not leaf[n]
+    ]
+    if len(set(children)) != len(children):  # a shared subtree: paths could double per level
+        raise Unsupported("TreeEnsemble nodes do not form trees (a node has two parents)")
     for root in roots:
         degenerate = true_leaf[root] and false_leaf[root] and true_ids[root] == false_ids[root]
         if degenerate:
             paths.append(([], int(true_ids[root])))
         else:
-            walk(int(root), [], 0)
+            walk(int(root))
     if len(columns) * len(paths) > MAX_PATH_MATRIX:
         raise Unsupported(
             f"TreeEnsemble of {len(paths)} leaves over {len(columns)} splits is too large"

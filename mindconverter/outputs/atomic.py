@@ -20,6 +20,9 @@ from ..errors import make_error
 
 def prepare_folder(folder: Path) -> Path:
     """Check ``folder`` is, or can be created as, a writable directory (see :func:`_check_folder`)."""
+    if not isinstance(folder, (str, Path)) or "\x00" in str(folder):
+        what = "holds a NUL byte" if isinstance(folder, (str, Path)) else "is not a path"
+        raise make_error("BAD_ARGUMENT", f"The folder name {str(folder)[:80]!r} {what}.")
     try:
         return _check_folder(folder)
     except OSError as exc:  # EACCES while looking at a parent, ENAMETOOLONG, ELOOP...
@@ -110,6 +113,28 @@ def confined_path(folder: Path, file_name: str) -> Path:
     return path
 
 
+def refuse_aliases(targets: list[Path], inputs: list[Path]) -> None:
+    """OUTPUT_IS_INPUT when a result would land on an input file: the same path once resolved
+    (symbolic links followed), or another name of the same file (a hard link)."""
+    for target in targets:
+        for source in inputs:
+            if _same_file(Path(target), Path(source)):
+                raise make_error(
+                    "OUTPUT_IS_INPUT",
+                    f"'{target}' would replace the input '{Path(source).name}', which is "
+                    "being read.",
+                )
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        if first.resolve() == second.resolve():
+            return True
+        return first.exists() and second.exists() and os.path.samefile(first, second)
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte: not one file
+        return False
+
+
 def check_targets(paths: list[Path], overwrite: bool) -> None:
     """Fail early when a result file exists and overwriting was not asked for."""
     try:
@@ -154,8 +179,21 @@ def _set_aside(final: Path) -> Path:
     """Rename an existing result to a fresh hidden name beside it; returns that name."""
     handle, name = tempfile.mkstemp(prefix=f".{final.name[:40]}.", suffix=".old", dir=final.parent)
     os.close(handle)
-    os.replace(final, name)
+    try:
+        os.replace(final, name)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)  # the placeholder only: ``final`` did not move
+        raise
     return Path(name)
+
+
+def _put_back(set_aside: list[tuple[Path, Path]]) -> None:
+    """Return every set-aside result to its name (each tried, whatever the others do)."""
+    for old, final in set_aside:
+        try:
+            os.replace(old, final)
+        except OSError:
+            pass  # the previous result stays under its hidden name rather than being lost
 
 
 class Stopped(KeyboardInterrupt):
@@ -273,14 +311,14 @@ class AtomicOutputs:
                 _place_new(tmp, final)
                 published.append(final)
         except BaseException as exc:
+            failed = final
             for path in published:  # take back what this call put in place
                 path.unlink(missing_ok=True)
-            for old, final in set_aside:
-                os.replace(old, final)
+            _put_back(set_aside)
             if not isinstance(exc, OSError):
                 raise
             error = "OUTPUT_EXISTS" if isinstance(exc, FileExistsError) else "OUTPUT_NOT_WRITABLE"
-            raise make_error(error, f"Cannot put '{final}' in place: {exc.strerror}.") from None
+            raise make_error(error, f"Cannot put '{failed}' in place: {exc.strerror}.") from None
         for old, _ in set_aside:
             old.unlink(missing_ok=True)
         self._pending.clear()

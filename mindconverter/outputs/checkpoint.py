@@ -19,7 +19,8 @@ from typing import BinaryIO
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from ..graph.weight_store import release_pages
+from ..graph.weight_store import release_pages, stable_chunks
+from ..text import one_line
 
 try:  # protobuf >= 4.21
     from google.protobuf.message_factory import GetMessageClass as _message_class
@@ -134,6 +135,17 @@ def _little_endian_bytes(array: np.ndarray) -> np.ndarray:
 _LITTLE = np.little_endian
 
 
+def _refuse_second(name: str, named) -> None:
+    """Refuse a second record under one name: MindSpore's loader aborts the whole process on a
+    checkpoint that holds one (a set of names seen is kept by the caller)."""
+    if name in named:
+        from ..errors import make_error
+
+        raise make_error("DUPLICATE_PARAMETER", f"Two weights are named '{one_line(name, 120)}'.")
+    if isinstance(named, set):
+        named.add(name)
+
+
 def write_checkpoint(
     stream: BinaryIO,
     parameters: Iterable[tuple[str, np.ndarray]],
@@ -146,7 +158,9 @@ def write_checkpoint(
     memory-mapped weights are let go once written. ``progress`` gets each record's size.
     """
     written = 0
+    named: set[str] = set()
     for name, array in parameters:
+        _refuse_second(name, named)
         array = np.asarray(array)
         type_name = tensor_type_name(array.dtype).encode()
         content = _little_endian_bytes(array)
@@ -160,7 +174,8 @@ def write_checkpoint(
         value_length = len(value_header) + content.nbytes
         record_header = _length_delimited(_VALUE_FIELD_KEY, value_length) + value_header
         stream.write(record_header)
-        stream.write(memoryview(content))
+        for piece in stable_chunks(content):
+            stream.write(piece)
         size = len(record_header) + content.nbytes
         written += size
         del content
@@ -212,6 +227,7 @@ def write_safetensors(
     header: dict[str, dict] = {}
     offset = 0
     for name, array in parameters:
+        _refuse_second(name, header)
         array = np.asarray(array)
         dtype = SAFETENSORS_DTYPES.get(array.dtype.name)
         if dtype is None:
@@ -230,7 +246,8 @@ def write_safetensors(
     for _, array in parameters:
         array = np.asarray(array)
         content = _little_endian_bytes(array)
-        stream.write(memoryview(content))
+        for piece in stable_chunks(content):
+            stream.write(piece)
         written += content.nbytes
         del content
         release_pages(array)

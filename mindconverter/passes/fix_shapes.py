@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import onnx
@@ -13,6 +14,9 @@ from .context import PassContext
 
 # A dimension beyond this is not a real size (it would not fit in memory) but an export bug.
 MAX_DIMENSION = 1 << 40
+# An example input (--shape) is allocated for shape inference and --verify: at most this many
+# elements (4 GiB of float32), so a typo cannot ask for terabytes.
+MAX_EXAMPLE_ELEMENTS = 1 << 30
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -40,6 +44,12 @@ def parse_shape(text: str) -> tuple[int, ...]:
         if value > MAX_DIMENSION:
             raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}, which is too large.")
         dims.append(value)
+    if math.prod(dims) > MAX_EXAMPLE_ELEMENTS:
+        raise make_error(
+            "BAD_SHAPE",
+            f"'{text}' asks for {math.prod(dims)} elements; an input may have at most "
+            f"{MAX_EXAMPLE_ELEMENTS}.",
+        )
     return tuple(dims)
 
 
@@ -108,6 +118,12 @@ def resolve_input_shapes(
                 raise make_error(
                     "SHAPE_REQUIRED",
                     f"Input {spec.describe()} has dynamic or unknown dimensions.",
+                )
+            if math.prod(declared) > MAX_DIMENSION:  # each dim fits, all of them cannot
+                raise make_error(
+                    "ABSURD_DIMENSION",
+                    f"Input '{spec.name}' declares {list(declared)}: more elements than any "
+                    "machine holds.",
                 )
             resolved[spec.name] = tuple(declared)
             continue

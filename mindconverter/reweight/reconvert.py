@@ -19,10 +19,18 @@ from ..check.network import build_network
 from ..codegen.naming import module_name
 from ..errors import make_error
 from ..frontends.loading import check_model_path
+from ..native_stderr import captured_native_stderr
 from ..outputs import checkpoint as ckpt
-from ..outputs.atomic import AtomicOutputs, check_targets, confined_path, prepare_folder
+from ..outputs.atomic import (
+    AtomicOutputs,
+    check_targets,
+    confined_path,
+    prepare_folder,
+    refuse_aliases,
+)
 from ..text import one_line
 from .replay import EXPORTER_NOTES, CannotReplay, replay
+from .weight_map_schema import check_rows
 from .weights_file import read_weights
 
 MAX_LISTED = 6
@@ -40,14 +48,21 @@ class ReweightResult:
 
 
 def read_weight_map(path: str | Path) -> tuple[str, list[dict]]:
-    """The model's stem and its rows from a weight map written by a conversion."""
+    """The model's stem and its rows from a weight map written by a conversion (its schema
+    checked: see :mod:`.weight_map_schema`)."""
     path = check_model_path(path, (".json",))
     if path.stat().st_size > MAX_WEIGHT_MAP_BYTES:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is too large for a weight map.")
     try:
-        table = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        table = json.loads(path.read_bytes(), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as key:
+        raise make_error(
+            "WEIGHT_MAP_INVALID", f"'{path.name}' names {one_line(str(key), 60)} twice."
+        ) from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a weight map (not JSON).") from None
+    except OSError as exc:
+        raise make_error("FILE_UNREADABLE", f"Cannot read '{path}': {exc.strerror}.") from None
     if not isinstance(table, dict) or len(table) != 1:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is not a weight map of one model.")
     ((stem, rows),) = table.items()
@@ -57,19 +72,23 @@ def read_weight_map(path: str | Path) -> tuple[str, list[dict]]:
             f"'{path.name}' names its model {one_line(repr(stem), 60)}, which is not the module "
             "name of a converted script (results are named after it, inside --output).",
         )
-    if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
-        raise make_error("FILE_CORRUPT", f"'{path.name}' has rows a weight map does not have.")
+    check_rows(rows, path.name)
     return stem, rows
 
 
-def _is_row(row) -> bool:
-    try:
-        return all(
-            isinstance(row[part]["name"], str) and isinstance(row[part]["shape"], list)
-            for part in ("converted_weight", "source_weight")
-        )
-    except (KeyError, TypeError):
-        return False
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (the JSON parser would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    table = dict(pairs)
+    if len(table) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(repr(key))
+            seen.add(key)
+    return table
 
 
 # MindSpore parameter names whose PyTorch counterpart is named differently (same layout).
@@ -208,6 +227,20 @@ class _FrozenConstants:
         }
 
 
+def _check_fits(script: Path, checkpoint: Path) -> None:
+    """Load the new checkpoint into the converted script (strict); WEIGHTS_MISMATCH when an
+    edited map gave a parameter another dtype or shape than the script's (MindSpore's own
+    complaint, logged on stderr, is kept off the terminal)."""
+    try:
+        with captured_native_stderr():
+            build_network(script, checkpoint)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise make_error(
+            "WEIGHTS_MISMATCH",
+            f"The new checkpoint does not fit '{script.name}': {one_line(str(exc), 240)}",
+        ) from None
+
+
 def reconvert_weights(
     weights_file: str | Path,
     weight_map_file: str | Path,
@@ -225,6 +258,8 @@ def reconvert_weights(
     from_onnx = Path(weights_file).suffix.lower() == ".onnx"
     output_dir = prepare_folder(Path(output))
     script = confined_path(output_dir, f"{stem}.py")
+    inputs = [Path(weights_file), Path(weight_map_file)]
+    refuse_aliases([output_dir / f"{stem}{suffix}" for suffix in (".ckpt", ".safetensors")], inputs)
     frozen = _FrozenConstants(script)
     parameters, problems, used, kept = [], [], set(), []
     for row in rows:
@@ -253,11 +288,12 @@ def reconvert_weights(
     fits = ckpt.fits_ckpt(parameters)
     target = confined_path(output_dir, f"{stem}{'.ckpt' if fits else '.safetensors'}")
     check_targets([target], overwrite)
+    refuse_aliases([target], inputs)
     with AtomicOutputs(overwrite=overwrite) as outputs:
         write = ckpt.write_checkpoint if fits else ckpt.write_safetensors
         outputs.write_with(target, lambda stream: write(stream, parameters))
         if script.is_file() and parameters:
-            build_network(script, outputs.staged_path(target))  # raises if it does not fit
+            _check_fits(script, outputs.staged_path(target))
         outputs.publish()
     # an ONNX export also holds the graph's own constants: only a state dict's leftovers tell
     unused = [] if from_onnx else sorted(set(tensors) - used)
