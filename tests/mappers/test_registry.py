@@ -28,7 +28,19 @@ def _schema_versions(op_type: str, domain: str) -> set[int]:
             break
         versions.add(version)
         opset = version - 1
-    return versions
+    return versions | _onnxruntime_versions(op_type, domain)
+
+
+def _onnxruntime_versions(op_type: str, domain: str) -> set[int]:
+    """Versions of onnxruntime's own operators (com.microsoft, and the few it defines in the
+    ONNX domain, e.g. SimplifiedLayerNormalization)."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import get_all_operator_schema
+
+    return {
+        int(schema.since_version)
+        for schema in get_all_operator_schema()
+        if schema.name == op_type and schema.domain == domain
+    }
 
 
 def test_every_builtin_mapper_claims_a_real_operator_without_overlap():
