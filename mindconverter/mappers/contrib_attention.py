@@ -12,6 +12,8 @@ Semantics from onnxruntime's ContribOperators.md.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,63 +115,107 @@ def add_bias(total, part):
     return part if total is None else BinOp("+", total, part)
 
 
-def _projection(ctx: NodeContext, start: int, size: int, role: str) -> Cell:
-    """One of the q/k/v projections cut from the packed weight (in, q+k+v) and bias."""
-    packed = ctx.require_const(1, "the packed q/k/v weight")
+@dataclass
+class PackedProjection:
+    """The input of a self-attention and its packed (in, q+k+v) weight, as an Attention or a
+    QAttention (dequantized) holds them."""
+
+    x: Any
+    weight: np.ndarray
+    weight_index: int
+    weight_note: str = ""  # how the weight was made float (QAttention), before the slicing
+    bias_index: int = 2
+
+
+@dataclass
+class AttentionParts:
+    """Heads-first q/k/v, the additive mask, and the sizes that merge the heads back."""
+
+    q: Any
+    k: Any
+    v: Any
+    bias: Any
+    batch: Any
+    v_size: int
+    head_size: int
+
+
+def _projection(ctx: NodeContext, packed: PackedProjection, start: int, size: int, role: str):
+    """One of the q/k/v projections cut from the packed weight and bias: an nn.Dense."""
     end = start + size
-    weights = {"weight": ctx.weight(1, packed[:, start:end].T, f"[:, {start}:{end}]; transpose")}
-    kwargs = {"in_channels": int(packed.shape[0]), "out_channels": size}
-    if ctx.has_input(2):
-        bias = ctx.require_const(2, "the packed q/k/v bias")
-        weights["bias"] = ctx.weight(2, bias[start:end], f"[{start}:{end}]")
+    note = f"{packed.weight_note}[:, {start}:{end}]; transpose"
+    weights = {"weight": ctx.weight(packed.weight_index, packed.weight[:, start:end].T, note)}
+    kwargs = {"in_channels": int(packed.weight.shape[0]), "out_channels": size}
+    if ctx.has_input(packed.bias_index):
+        bias = ctx.require_const(packed.bias_index, "the packed q/k/v bias").reshape(-1)
+        weights["bias"] = ctx.weight(packed.bias_index, bias[start:end], f"[{start}:{end}]")
     else:
         kwargs["has_bias"] = False
-    return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role=role)
+    return Cell("nn.Dense", kwargs=kwargs, args=[packed.x], weights=weights, role=role)
 
 
-def _packed_sizes(ctx: NodeContext) -> list[int]:
+def _packed_sizes(ctx: NodeContext, total: int) -> list[int]:
     sizes = [int(s) for s in ctx.attr("qkv_hidden_sizes", [])]
     if sizes:
         return sizes
-    total = int(ctx.require_shape(1)[1])
     if total % 3:
         raise Unsupported(f"a packed q/k/v weight of {total} columns")
     return [total // 3] * 3
 
 
+def packed_self_attention(
+    ctx: NodeContext, packed: PackedProjection, mask_index: int, past_index: int
+) -> AttentionParts:
+    """Self-attention with q/k/v projected by one packed weight (Attention, QAttention):
+    ``self.query/key/value`` nn.Dense cells, heads, scores, softmax with the mask, context;
+    a past (2, B, N, P, H) is prepended to the keys/values and ``present`` stacks them."""
+    heads = int(ctx.attr("num_heads"))
+    q_size, k_size, v_size = _packed_sizes(ctx, int(packed.weight.shape[1]))
+    if q_size != k_size or q_size % heads or v_size % heads:
+        raise Unsupported(f"q/k/v sizes {q_size}/{k_size}/{v_size} over {heads} heads")
+    if int(ctx.attr("do_rotary", 0)) or int(ctx.attr("past_present_share_buffer", 0)):
+        raise Unsupported("attention with a shared past buffer or rotary embedding")
+    head_size = q_size // heads
+    batch = size_of(ctx.require_shape(0)[0], 0, 0)
+    q = split_heads(_projection(ctx, packed, 0, q_size, "query"), batch, heads, head_size, "query")
+    k = split_heads(_projection(ctx, packed, q_size, k_size, "key"), batch, heads, head_size, "key")
+    value = _projection(ctx, packed, q_size + k_size, v_size, "value")
+    v = split_heads(value, batch, heads, v_size // heads, "value")
+    query_len = size_of(ctx.require_shape(0)[1], 0, 1)
+    key_len = query_len
+    if ctx.has_input(past_index):
+        k = Temp(Call("ops.concat", [[Item(Input(past_index), 0), k]], {"axis": Lit(2)}), "key")
+        v = Temp(Call("ops.concat", [[Item(Input(past_index), 1), v]], {"axis": Lit(2)}), "value")
+        key_len = _plus_dims(size_of(ctx.require_shape(past_index)[3], past_index, 3), query_len)
+    bias = None
+    if ctx.has_input(mask_index):
+        bias = key_mask_bias(ctx, mask_index, key_len, filter_value(ctx))
+    if int(ctx.attr("unidirectional", 0)):
+        bias = add_bias(bias, causal_bias(query_len, key_len, filter_value(ctx)))
+    return AttentionParts(q, k, v, bias, batch, v_size, head_size)
+
+
+def finish_attention(ctx: NodeContext, parts: AttentionParts, extra_bias=None) -> Outputs:
+    """The scores, softmax and merged context of :func:`packed_self_attention`'s parts; the
+    present output stacks the keys and values."""
+    bias = add_bias(parts.bias, extra_bias) if extra_bias is not None else parts.bias
+    context = attend(parts.q, parts.k, parts.v, head_scale(ctx, parts.head_size), bias)
+    present = None
+    if ctx.output_used(1):
+        present = Call("ops.stack", [[parts.k, parts.v]], {"axis": Lit(0)})
+    merged = merge_heads_sized(context, parts.batch, parts.v_size)
+    return Outputs([merged, present][: ctx.num_outputs])
+
+
 @mapper("Attention", domain=MS_DOMAIN)
 def ms_attention(ctx: NodeContext):
     """Attention -> self.query/key/value (nn.Dense cut from the packed weight), heads, scores,
-    softmax with the mask, context; a past (2, B, N, P, H) is prepended to the keys/values."""
-    heads = int(ctx.attr("num_heads"))
-    q_size, k_size, v_size = _packed_sizes(ctx)
-    if q_size != k_size or q_size % heads or v_size % heads:
-        raise Unsupported(f"q/k/v sizes {q_size}/{k_size}/{v_size} over {heads} heads")
-    if ctx.has_input(6) or int(ctx.attr("do_rotary", 0)):
-        raise Unsupported("Attention with a shared past buffer or rotary embedding")
-    head_size = q_size // heads
-    batch = size_of(ctx.require_shape(0)[0], 0, 0)
-    q = split_heads(_projection(ctx, 0, q_size, "query"), batch, heads, head_size, "query")
-    k = split_heads(_projection(ctx, q_size, k_size, "key"), batch, heads, head_size, "key")
-    v = split_heads(_projection(ctx, q_size + k_size, v_size, "value"), batch, heads, v_size // heads, "value")  # fmt: skip
-    query_len = size_of(ctx.require_shape(0)[1], 0, 1)
-    key_len = query_len
-    if ctx.has_input(4):
-        k = Temp(Call("ops.concat", [[Item(Input(4), 0), k]], {"axis": Lit(2)}), "key")
-        v = Temp(Call("ops.concat", [[Item(Input(4), 1), v]], {"axis": Lit(2)}), "value")
-        key_len = _plus_dims(size_of(ctx.require_shape(4)[3], 4, 3), query_len)
-    bias = None
-    if ctx.has_input(3):
-        bias = key_mask_bias(ctx, 3, key_len, filter_value(ctx))
-    if int(ctx.attr("unidirectional", 0)):
-        bias = add_bias(bias, causal_bias(query_len, key_len, filter_value(ctx)))
-    if ctx.has_input(5):
-        bias = add_bias(bias, Input(5))
-    context = attend(q, k, v, head_scale(ctx, head_size), bias)
-    present = None
-    if ctx.output_used(1):
-        present = Call("ops.stack", [[k, v]], {"axis": Lit(0)})
-    return Outputs([merge_heads_sized(context, batch, v_size), present][: ctx.num_outputs])
+    softmax with the mask (and attention_bias), context; past/present as (2, B, N, T, H)."""
+    if ctx.has_input(6):
+        raise Unsupported("Attention with past_sequence_length (a shared past buffer)")
+    packed = PackedProjection(Input(0), ctx.require_const(1, "the packed q/k/v weight"), 1)
+    parts = packed_self_attention(ctx, packed, 3, 4)
+    return finish_attention(ctx, parts, Input(5) if ctx.has_input(5) else None)
 
 
 def _both_lit(a, b) -> bool:
