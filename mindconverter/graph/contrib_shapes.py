@@ -111,6 +111,15 @@ def q_concat(inference, node) -> None:
     _set(inference, node, shape, _elem_type(inference, node.input[2], TensorProto.UINT8))
 
 
+def q_embed_layer_norm(inference, node) -> None:
+    """QEmbedLayerNormalization: (batch, sequence, hidden) floats and a mask index per row."""
+    ids = list(inference._get_shape(node, 0))
+    hidden = inference._get_shape(node, 2)[1]
+    _set(inference, node, [*ids, hidden], TensorProto.FLOAT)
+    if len(node.output) > 1 and node.output[1]:
+        _set(inference, node, ids[:1], TensorProto.INT32, 1)
+
+
 def add_contrib_shape_handlers(inference) -> None:
     """Add the rules above to a ``SymbolicShapeInference``'s dispatcher (where it has none)."""
     handlers = getattr(inference, "dispatcher_", None)
@@ -123,6 +132,7 @@ def add_contrib_shape_handlers(inference) -> None:
         "MatMulIntegerToFloat": float_matmul,
         "QGemm": q_gemm,
         "QAttention": q_attention,
+        "QEmbedLayerNormalization": q_embed_layer_norm,
         "QLinearSigmoid": same_as_input,
         "QLinearLeakyRelu": same_as_input,
         "QLinearSoftmax": same_as_input,

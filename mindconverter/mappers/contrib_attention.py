@@ -88,7 +88,8 @@ def key_mask_bias(ctx: NodeContext, index: int, key_len, fill: float):
     rank = ctx.input_rank(index)
     mask = Input(index)
     if rank == 1:
-        if ctx.require_shape(index)[0] != ctx.require_shape(0)[0]:
+        size, batch = ctx.require_shape(index)[0], ctx.require_shape(0)[0]
+        if isinstance(size, int) and isinstance(batch, int) and size != batch:
             raise Unsupported("a mask holding key start and end positions (shape 2*batch)")
         positions = Call("ops.arange", [key_len])
         keep = BinOp("<", Item(positions, (None, ALL)), Item(mask, (ALL, None)))

@@ -13,6 +13,9 @@ default ONNX domain below opset 17 are mapped here too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from .base import (
@@ -217,57 +220,76 @@ def skip_simplified_layer_norm(ctx: NodeContext):
     return Outputs([out, None, None, total if ctx.output_used(3) else None][: ctx.num_outputs])
 
 
-def _embedding(ctx: NodeContext, table_index: int, ids, role: str) -> Cell:
-    table = ctx.require_const(table_index, "the embedding table")
+def _float_table(ctx: NodeContext, index: int) -> np.ndarray:
+    return np.asarray(ctx.require_const(index, "the embedding table"))
+
+
+@dataclass
+class EmbeddingInputs:
+    """Where an Embed*LayerNormalization finds its tables and how they become float:
+    ``table(ctx, index)`` gives a table's float value, ``note`` says how it was made."""
+
+    table: Callable[[NodeContext, int], np.ndarray] = _float_table
+    note: str = ""
+    position_ids: int | None = 8
+
+
+def _embedding(ctx: NodeContext, spec: EmbeddingInputs, index: int, ids, role: str) -> Cell:
+    table = spec.table(ctx, index)
     if table.ndim != 2:
         raise Unsupported(f"an embedding table of rank {table.ndim}")
     return Cell(
         "nn.Embedding",
         kwargs={"vocab_size": int(table.shape[0]), "embedding_size": int(table.shape[1])},
         args=[ids],
-        weights={"embedding_table": ctx.weight(table_index)},
+        weights={"embedding_table": ctx.weight(index, table, spec.note)},
         role=role,
     )
 
 
-def _positions(ctx: NodeContext):
+def _positions(ctx: NodeContext, position_ids: int | None):
     """Position ids: the input when given (broadcast over the batch), else 0..S-1."""
-    if ctx.has_input(8):
-        return Input(8)
+    if position_ids is not None and ctx.has_input(position_ids):
+        return Input(position_ids)
     seq = dim_expr(ctx.require_shape(0)[1], 0, 1)
     return Call("ops.arange", [Lit(seq) if isinstance(seq, int) else seq])
+
+
+def embedding_layer_norm(ctx: NodeContext, spec: EmbeddingInputs) -> Outputs:
+    """Word + position (+ segment) nn.Embedding cells (inputs 2, 3, 4 for ids 0, positions and
+    segments 1) through an nn.LayerNorm (gamma 5, beta 6); the mask_index output counts the
+    unmasked tokens of each row (mask 7); output 2 is the sum of the embeddings."""
+    total = BinOp(
+        "+",
+        _embedding(ctx, spec, 2, Input(0), "word_embeddings"),
+        _embedding(ctx, spec, 3, _positions(ctx, spec.position_ids), "position_embeddings"),
+    )
+    if ctx.has_input(1) and ctx.has_input(4):
+        total = BinOp("+", total, _embedding(ctx, spec, 4, Input(1), "token_type_embeddings"))
+    if ctx.output_used(2):
+        total = Temp(total, "embeddings")
+    gamma, beta = spec.table(ctx, 5).reshape(-1), spec.table(ctx, 6).reshape(-1)
+    norm = Cell(
+        "nn.LayerNorm",
+        kwargs={"normalized_shape": (gamma.size,), "epsilon": float(ctx.attr("epsilon", 1e-12))},
+        args=[total],
+        weights={
+            "gamma": ctx.weight(5, gamma, spec.note),
+            "beta": ctx.weight(6, beta, spec.note),
+        },
+        role="layer_norm",
+    )
+    mask_index = None
+    if ctx.output_used(1):
+        if not ctx.has_input(7):
+            raise Unsupported("the mask_index output without a mask input")
+        mask_index = cast_to(Call("ops.sum", [cast_to(Input(7), np.int32), Lit(1)]), np.int32)
+    exprs = [norm, mask_index, total if ctx.output_used(2) else None]
+    return Outputs(exprs[: max(ctx.num_outputs, 1)])
 
 
 @mapper("EmbedLayerNormalization", domain=MS_DOMAIN)
 def embed_layer_norm(ctx: NodeContext):
     """EmbedLayerNormalization -> word + position (+ segment) embeddings (nn.Embedding cells)
     through an nn.LayerNorm; the mask_index output is the number of unmasked tokens per row."""
-    hidden = _hidden_size(ctx, 5)
-    total = BinOp(
-        "+",
-        _embedding(ctx, 2, Input(0), "word_embeddings"),
-        _embedding(ctx, 3, _positions(ctx), "position_embeddings"),
-    )
-    if ctx.has_input(1) and ctx.has_input(4):
-        total = BinOp("+", total, _embedding(ctx, 4, Input(1), "token_type_embeddings"))
-    if ctx.output_used(2):
-        total = Temp(total, "embeddings")
-    norm = Cell(
-        "nn.LayerNorm",
-        kwargs={"normalized_shape": (hidden,), "epsilon": float(ctx.attr("epsilon", 1e-12))},
-        args=[total],
-        weights={
-            "gamma": ctx.weight(5, ctx.require_const(5, "gamma").reshape(hidden)),
-            "beta": ctx.weight(6, ctx.require_const(6, "beta").reshape(hidden)),
-        },
-        role="layer_norm",
-    )
-    mask_index = None
-    if ctx.output_used(1):
-        if ctx.has_input(7):
-            mask_index = cast_to(Call("ops.sum", [cast_to(Input(7), np.int32), Lit(1)]), np.int32)
-        else:
-            raise Unsupported("EmbedLayerNormalization's mask_index output without a mask input")
-    return Outputs(
-        [norm, mask_index, total if ctx.output_used(2) else None][: max(ctx.num_outputs, 1)]
-    )
+    return embedding_layer_norm(ctx, EmbeddingInputs())

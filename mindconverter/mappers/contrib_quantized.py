@@ -30,7 +30,7 @@ from .base import (
 )
 from .common import cast_to
 from .contrib_attention import PackedProjection, finish_attention, packed_self_attention
-from .contrib_fused import MS_DOMAIN
+from .contrib_fused import MS_DOMAIN, EmbeddingInputs, embedding_layer_norm
 from .registry import mapper
 
 _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
@@ -369,3 +369,24 @@ def q_gemm(ctx: NodeContext):
     if ctx.has_input(7):
         return quantized_output(ctx, value, 7, 8)
     return value
+
+
+def _dequantized_table(ctx: NodeContext, index: int) -> np.ndarray:
+    """A QEmbedLayerNormalization table or gamma/beta (inputs 2-6) as float32; its scale is
+    input ``index + 6``, its zero point ``index + 11``."""
+    values = np.asarray(ctx.require_const(index, "the quantized table")).astype(np.float32)
+    scale = np.asarray(ctx.require_const(index + 6, "the table's scale")).astype(np.float32)
+    zero = np.zeros((), np.float32)
+    if ctx.has_input(index + 11):
+        zero = np.asarray(ctx.require_const(index + 11, "the zero point")).astype(np.float32)
+    return (values - zero) * scale
+
+
+@mapper("QEmbedLayerNormalization", domain=MS_DOMAIN)
+def q_embed_layer_norm(ctx: NodeContext):
+    """QEmbedLayerNormalization -> the EmbedLayerNormalization of the dequantized tables
+    (nn.Embedding cells and an nn.LayerNorm with float weights)."""
+    spec = EmbeddingInputs(
+        _dequantized_table, "dequantized: (q - zero_point) * scale", position_ids=None
+    )
+    return embedding_layer_norm(ctx, spec)
