@@ -52,6 +52,8 @@ def token_feeds(model: onnx.ModelProto, batch: int, seq: int, seed: int = 0) -> 
             mask = np.ones((batch, seq), np.int64)
             mask[0, -1] = 0
             feeds[inp.name] = mask
+        elif "type" in inp.name:  # BERT's token types: two segments
+            feeds[inp.name] = (np.arange(seq) >= seq // 2).astype(np.int64)[None].repeat(batch, 0)
         else:
             feeds[inp.name] = rng.integers(0, vocab, (batch, seq)).astype(np.int64)
     return feeds
@@ -118,7 +120,12 @@ VARIANTS = {
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize(
     ("fixture", "model_type"),
-    [("tiny_bert_torchscript", "bert"), ("tiny_gpt_torchscript", "gpt2")],
+    [
+        ("tiny_bert_torchscript", "bert"),
+        ("tiny_gpt_torchscript", "gpt2"),
+        ("tiny_bert_eager", "bert"),  # made by tools/make_contrib_fixtures.py
+        ("tiny_gpt2_eager", "gpt2"),
+    ],
 )
 def test_optimized_transformer_converts_and_matches(tmp_path, fixture, model_type, variant):
     logging.getLogger().setLevel(logging.WARNING)  # the optimizer logs every fusion
@@ -130,6 +137,11 @@ def test_optimized_transformer_converts_and_matches(tmp_path, fixture, model_typ
     assert contrib, "the optimizer produced no com.microsoft operators"
     if variant == "fused+matmul_4bits":
         assert contrib["MatMulNBits"] > 0
+    if fixture == "tiny_bert_eager":  # attention written out: the optimizer fuses all of it
+        fused_ops = {"EmbedLayerNormalization", "Attention"}
+        if variant == "fused+quantize_dynamic":
+            fused_ops = {"QEmbedLayerNormalization", "QAttention"}
+        assert fused_ops <= set(contrib), contrib
     batch, seq = SHAPES[0]
     shapes = [f"{batch},{seq}"] * len(token_feeds(source, batch, seq))
     result = convert_fully(model, tmp_path, shape=shapes)
