@@ -120,6 +120,21 @@ def q_embed_layer_norm(inference, node) -> None:
         _set(inference, node, ids[:1], TensorProto.INT32, 1)
 
 
+def quantized_lstm(inference, node) -> None:
+    """DynamicQuantizeLSTM: ONNX LSTM's outputs, Y [seq, directions, batch, hidden], Y_h and Y_c
+    [directions, batch, hidden]."""
+    seq, batch = inference._get_shape(node, 0)[:2]
+    directions = (
+        2 if _attr(node, "direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    )
+    hidden = int(_attr(node, "hidden_size", 0))
+    elem_type = _elem_type(inference, node.input[0], TensorProto.FLOAT)
+    shapes = [[seq, directions, batch, hidden], [directions, batch, hidden]]
+    for index, name in enumerate(node.output):
+        if name:
+            _set(inference, node, shapes[min(index, 1)], elem_type, index)
+
+
 def add_contrib_shape_handlers(inference) -> None:
     """Add the rules above to a ``SymbolicShapeInference``'s dispatcher (where it has none)."""
     handlers = getattr(inference, "dispatcher_", None)
@@ -132,6 +147,7 @@ def add_contrib_shape_handlers(inference) -> None:
         "MatMulIntegerToFloat": float_matmul,
         "QGemm": q_gemm,
         "QAttention": q_attention,
+        "DynamicQuantizeLSTM": quantized_lstm,
         "QEmbedLayerNormalization": q_embed_layer_norm,
         "QLinearSigmoid": same_as_input,
         "QLinearLeakyRelu": same_as_input,

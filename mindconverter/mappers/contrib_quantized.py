@@ -31,6 +31,7 @@ from .base import (
 from .common import cast_to
 from .contrib_attention import PackedProjection, finish_attention, packed_self_attention
 from .contrib_fused import MS_DOMAIN, EmbeddingInputs, embedding_layer_norm
+from .recurrent import lstm
 from .registry import mapper
 
 _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
@@ -390,3 +391,45 @@ def q_embed_layer_norm(ctx: NodeContext):
         _dequantized_table, "dequantized: (q - zero_point) * scale", position_ids=None
     )
     return embedding_layer_norm(ctx, spec)
+
+
+class _DequantizedLstmContext(NodeContext):
+    """A DynamicQuantizeLSTM seen as an ONNX LSTM: W and R (inputs 1 and 2, stored as
+    [directions, in, 4*hidden] int8) read as float [directions, 4*hidden, in]."""
+
+    def __init__(self, ctx: NodeContext):
+        super().__init__(ctx.graph, ctx.node, 14, ctx.convert_body)
+        self.float_weights = {index: self._dequantized(index) for index in (1, 2)}
+
+    def _dequantized(self, index: int) -> np.ndarray:
+        scale, zero = (8, 9) if index == 1 else (10, 11)
+        values = np.asarray(super().require_const(index, "the quantized weight"))
+        directions = values.shape[0]
+        scales = np.asarray(super().require_const(scale, "the scale")).astype(np.float32)
+        scales = scales.reshape(directions, 1, -1)
+        zeros = np.zeros((), np.float32)
+        if self.has_input(zero):
+            zeros = np.asarray(super().require_const(zero, "the zero point")).astype(np.float32)
+            zeros = zeros.reshape(directions, 1, -1)
+        return np.ascontiguousarray(
+            ((values.astype(np.float32) - zeros) * scales).transpose(0, 2, 1)
+        )
+
+    def const(self, index: int):
+        if index in getattr(self, "float_weights", {}):
+            return self.float_weights[index]
+        return super().const(index)
+
+    def weight(self, index: int, array=None, transform: str = ""):
+        if index in self.float_weights:
+            note = "dequantized: (q - zero_point) * scale; transpose(0, 2, 1)"
+            transform = "; ".join(filter(None, [note, transform]))
+        return super().weight(index, array, transform)
+
+
+@mapper("DynamicQuantizeLSTM", domain=MS_DOMAIN)
+def dynamic_quantize_lstm(ctx: NodeContext):
+    """DynamicQuantizeLSTM -> the LSTM of its dequantized weights (nn.LSTM with float weights);
+    onnxruntime also quantizes the activations at each step, so outputs differ from its by that
+    quantization noise."""
+    return lstm(_DequantizedLstmContext(ctx))

@@ -231,3 +231,47 @@ def test_q_gemm(tmp_path, quantized_output):
         assert_same_integers(model, tmp_path, feeds)
     else:
         assert_matches(model, tmp_path, feeds, rtol=1e-4, atol=1e-4)
+
+
+def quantized_lstm_model(per_column: bool):
+    """A DynamicQuantizeLSTM (int8 W [1, in, 4h], R [1, h, 4h]) and the float ONNX LSTM of its
+    dequantized weights."""
+    hidden, size = 3, 4
+    columns = 4 * hidden if per_column else 1
+    w, r = ints((1, size, 4 * hidden), -128, 128, 70, np.int8), ints((1, hidden, 4 * hidden), -128, 128, 71, np.int8)  # fmt: skip
+    w_scale = (np.abs(rand(1, columns, seed=72)) * 0.01 + 0.005).astype(F32)
+    r_scale = (np.abs(rand(1, columns, seed=73)) * 0.01 + 0.005).astype(F32)
+    w_zp, r_zp = np.zeros((1, columns), np.int8), np.zeros((1, columns), np.int8)
+    bias = rand(1, 8 * hidden, seed=74) * 0.1
+    if not per_column:
+        w_scale, r_scale, w_zp, r_zp = (v.reshape(1) for v in (w_scale, r_scale, w_zp, r_zp))
+    quantized = {"w": w, "r": r, "b": bias, "ws": w_scale, "wz": w_zp, "rs": r_scale, "rz": r_zp}
+    names = ["x", "w", "r", "b", "", "", "", "", "ws", "wz", "rs", "rz"]
+    node = helper.make_node(
+        "DynamicQuantizeLSTM", names, ["y", "y_h"], domain=MS, hidden_size=hidden
+    )
+    outputs = [("y", F32, None), ("y_h", F32, None)]
+    model = ms_model([node], [("x", F32, [5, 2, size])], outputs, quantized)
+    dequantized = {
+        "w": ((w.astype(F32) - w_zp.reshape(1, 1, -1)) * w_scale.reshape(1, 1, -1)).transpose(0, 2, 1),
+        "r": ((r.astype(F32) - r_zp.reshape(1, 1, -1)) * r_scale.reshape(1, 1, -1)).transpose(0, 2, 1),
+        "b": bias,
+    }  # fmt: skip
+    float_node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "y_h"], hidden_size=hidden)
+    reference = ms_model([float_node], [("x", F32, [5, 2, size])], outputs, dequantized)
+    return model, reference
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_dynamic_quantize_lstm_is_the_lstm_of_its_dequantized_weights(tmp_path, per_column):
+    model, reference = quantized_lstm_model(per_column)
+    result = convert_fully(model, tmp_path)
+    feeds = {"x": rand(5, 2, 4, seed=75)}
+    got = run_mindspore(result.script_path, result.checkpoint_path, [feeds["x"]])
+    # exactly the float LSTM of the dequantized weights ...
+    assert_outputs_match(got, run_onnxruntime(reference, feeds, ["y", "y_h"]), 1e-4, 1e-5)
+    # ... and onnxruntime's quantized kernel up to its run-time quantization of the activations
+    quantized = run_onnxruntime(model, feeds, ["y", "y_h"])
+    for mine, theirs in zip(got, quantized):
+        assert np.abs(mine - theirs).max() <= 0.02 * np.abs(theirs).max()
+    assert "dequantized" in result.weight_map_path.read_text()
