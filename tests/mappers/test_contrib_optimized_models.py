@@ -150,3 +150,49 @@ def test_optimized_transformer_converts_and_matches(tmp_path, fixture, model_typ
     for batch, seq in SHAPES:
         feeds = token_feeds(source, batch, seq, seed=seq)
         assert_runs_like_onnxruntime(model, result, feeds, **tolerances)
+
+
+def static_uint8(path: Path, tmp_path: Path) -> onnx.ModelProto:
+    """onnxruntime's quantize_static in the QOperator format (QLinearConv, QLinearAdd/Mul,
+    QLinearGlobalAveragePool, QGemm), calibrated on random images."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class RandomImages(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(0)
+            self.batches = iter(
+                {"input": rng.standard_normal((2, 3, 32, 32)).astype(np.float32)} for _ in range(4)
+            )
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    target = tmp_path / "static_uint8.onnx"
+    quantize_static(
+        str(path),
+        str(target),
+        RandomImages(),
+        quant_format=QuantFormat.QOperator,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+    )
+    return onnx.load(str(target))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["tiny_resnet_torchscript", "tiny_mobilenet_torchscript"])
+def test_statically_quantized_cnn_converts_and_matches(tmp_path, fixture):
+    logging.getLogger().setLevel(logging.WARNING)
+    model = static_uint8(FIXTURES / f"{fixture}.onnx", tmp_path)
+    contrib = Counter(node.op_type for node in model.graph.node if node.domain == MS)
+    assert {"QLinearAdd", "QLinearGlobalAveragePool", "QGemm"} <= set(contrib), contrib
+    result = convert_fully(model, tmp_path, shape=["1,3,32,32"])
+    rng = np.random.default_rng(1)
+    for batch in (1, 3):
+        feeds = {"input": rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)}
+        assert_runs_like_onnxruntime(model, result, feeds, rtol=1e-4, atol=1e-5)
