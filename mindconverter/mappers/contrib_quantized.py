@@ -68,6 +68,8 @@ def nbits_weight(ctx: NodeContext) -> np.ndarray:
     if int(ctx.attr("weight_prepacked", 0)) or packed.ndim != 3:
         raise Unsupported("a prepacked MatMulNBits weight")
     blocks = packed.shape[1]
+    if packed.shape != (n, -(-k // block), block * bits // 8):
+        raise Unsupported(f"a packed weight of shape {list(packed.shape)} for K={k}, N={n}")
     if ctx.has_input(4):
         g_idx = np.asarray(ctx.require_const(4, "g_idx")).reshape(-1)
         if not np.array_equal(g_idx[:k], np.arange(k) // block):
@@ -121,11 +123,13 @@ def gather_block_quantized(ctx: NodeContext):
     scales = np.asarray(ctx.require_const(2, "the scales"))
     if block <= 0:
         raise Unsupported("GatherBlockQuantized with one block per row")
-    spread = np.repeat(scales.astype(np.float32), block, axis=quantize_axis)
-    spread = np.take(spread, np.arange(length), axis=quantize_axis)
+    blocks = np.arange(length) // block  # the block of each element along quantize_axis
+    if blocks[-1] >= scales.shape[quantize_axis]:
+        raise Unsupported(f"{scales.shape[quantize_axis]} scales for {length} values in blocks of {block}")  # fmt: skip
+    spread = np.take(scales.astype(np.float32), blocks, axis=quantize_axis)
     if ctx.has_input(3):
         zero = _block_values(ctx, 3, bits, scales.shape[-1])
-        zero = np.take(np.repeat(zero, block, axis=quantize_axis), np.arange(length), quantize_axis)
+        zero = np.take(zero, blocks, axis=quantize_axis)
     else:
         zero = 2 ** (bits - 1) if raw.dtype == np.uint8 else 0
     table = ((values - zero) * spread).astype(scales.dtype)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
+from mindconverter import convert
 from mindconverter.verify import run_mindspore, run_onnxruntime
 from tests.helpers import assert_matches, assert_outputs_match, convert_fully
 from tests.mappers.test_contrib_fused import MS, ms_model, rand
@@ -275,3 +277,42 @@ def test_dynamic_quantize_lstm_is_the_lstm_of_its_dequantized_weights(tmp_path, 
     for mine, theirs in zip(got, quantized):
         assert np.abs(mine - theirs).max() <= 0.02 * np.abs(theirs).max()
     assert "dequantized" in result.weight_map_path.read_text()
+
+
+def test_q_embed_layer_norm(tmp_path):
+    tables = {"word": (20, 8), "pos": (10, 8), "seg": (2, 8), "gamma": (8,), "beta": (8,)}
+    initializers = {}
+    for i, (name, shape) in enumerate(tables.items()):
+        initializers[name] = ints(shape, 0, 256, 80 + i)
+        initializers[f"{name}_scale"] = np.array(0.01 * (i + 1), F32)
+        initializers[f"{name}_zp"] = np.array(128, U8)
+    names = ["ids", "segs", "word", "pos", "seg", "gamma", "beta", "mask"]
+    names += [f"{name}_scale" for name in tables] + [f"{name}_zp" for name in tables]
+    node = helper.make_node(
+        "QEmbedLayerNormalization", names, ["y", "mask_index"], domain=MS, epsilon=1e-5
+    )
+    inputs = [("ids", np.int32, [2, 5]), ("segs", np.int32, [2, 5]), ("mask", np.int32, [2, 5])]
+    outputs = [("y", F32, None), ("mask_index", np.int32, None)]
+    model = ms_model([node], inputs, outputs, initializers)
+    mask = np.ones((2, 5), np.int32)
+    mask[0, 3:] = 0
+    feeds = {
+        "ids": ints((2, 5), 0, 20, 90, np.int32),
+        "segs": ints((2, 5), 0, 2, 91, np.int32),
+        "mask": mask,
+    }
+    result = assert_matches(model, tmp_path, feeds, rtol=1e-4, atol=1e-4)
+    assert "nn.Embedding(" in result.script_path.read_text()
+
+
+def test_a_packed_weight_that_contradicts_k_and_n_is_reported_not_converted(tmp_path):
+    initializers = {"w": ints((6, 2, 8), 0, 256, 1), "scales": np.ones(12, F32)}
+    node = helper.make_node(
+        "MatMulNBits", ["x", "w", "scales"], ["y"], domain=MS, K=64, N=6, bits=4, block_size=16
+    )
+    model = ms_model([node], [("x", F32, [2, 64])], [("y", F32, None)], initializers)
+    onnx_path = tmp_path / "bad.onnx"
+    onnx.save(model, str(onnx_path))
+    result = convert(onnx_path, output=tmp_path / "out")
+    assert [u.op_type for u in result.unconverted] == ["MatMulNBits"]
+    assert "for K=64, N=6" in result.unconverted[0].reason
