@@ -123,6 +123,8 @@ VARIANTS = {
     [
         ("tiny_bert_torchscript", "bert"),
         ("tiny_gpt_torchscript", "gpt2"),
+        ("tiny_bert_dynamo", "bert"),
+        ("tiny_gpt_dynamo", "gpt2"),
         ("tiny_bert_eager", "bert"),  # made by tools/make_contrib_fixtures.py
         ("tiny_gpt2_eager", "gpt2"),
     ],
