@@ -298,23 +298,66 @@ def _gqa_bias(ctx: NodeContext, query_len, key_len, has_past: bool):
     return keep_to_bias(keep, -math.inf)
 
 
+def _gqa_qkv(ctx: NodeContext, heads: int, kv_heads: int, batch):
+    """Heads-first q, k, v from separate inputs or one packed (B, S, (N + 2*kvN) * H) query."""
+    width = int(ctx.require_shape(0)[2])
+    if ctx.has_input(1):
+        head_size = width // heads
+        parts = [Input(0), Input(1), Input(2)]
+    else:
+        head_size = width // (heads + 2 * kv_heads)
+        q_end, k_end = heads * head_size, (heads + kv_heads) * head_size
+        packed = Input(0)
+        parts = [
+            Item(packed, (Ellipsis, slice(None, q_end))),
+            Item(packed, (Ellipsis, slice(q_end, k_end))),
+            Item(packed, (Ellipsis, slice(k_end, None))),
+        ]
+    counts = (heads, kv_heads, kv_heads)
+    hints = ("query", "key", "value")
+    q, k, v = (split_heads(p, batch, n, head_size, h) for p, n, h in zip(parts, counts, hints))
+    return q, k, v, head_size
+
+
+def _gqa_positions(query_len, has_past: bool):
+    """Each query's position: 0..S-1, or seqlens_k[b] + 1 - S + i after a past cache."""
+    rows = Item(Call("ops.arange", [query_len]), (None, ALL))
+    if not has_past:
+        return rows
+    lengths = Item(cast_to(Input(5), np.int64), (ALL, None))
+    return BinOp("+", rows, BinOp("-", BinOp("+", lengths, Lit(1)), query_len))
+
+
+def _gqa_rotary(ctx: NodeContext, q, k, positions, head_size: int):
+    """q and k rotated by the cos/sin caches (inputs 7, 8) at the query positions."""
+    half = int(ctx.require_shape(7)[1])
+    cos = Call("ops.gather", [ctx.operand(7), positions, Lit(0)])
+    sin = Call("ops.gather", [ctx.operand(8), positions, Lit(0)])
+    cos = Temp(Call("ops.unsqueeze", [cos, Lit(1)]), "cos")
+    sin = Temp(Call("ops.unsqueeze", [sin, Lit(1)]), "sin")
+    interleaved = bool(int(ctx.attr("rotary_interleaved", 0)))
+    q = Temp(rotate(q, cos, sin, 2 * half, head_size, interleaved), "query")
+    k = Temp(rotate(k, cos, sin, 2 * half, head_size, interleaved), "key")
+    return q, k
+
+
 @mapper("GroupQueryAttention", domain=MS_DOMAIN)
 def group_query_attention(ctx: NodeContext):
-    """GroupQueryAttention (separate q/k/v, no rotary) -> causal attention whose key/value heads
-    are repeated over the query heads; a past cache is prepended (present = past + new)."""
-    if not ctx.has_input(1) or int(ctx.attr("do_rotary", 0)):
-        raise Unsupported("GroupQueryAttention with packed q/k/v or rotary embedding")
+    """GroupQueryAttention -> causal attention (by the per-row lengths seqlens_k) whose key/value
+    heads are repeated over the query heads; q/k/v separate or packed, optionally rotated by
+    the cos/sin caches; a past cache is prepended (present = past + new)."""
     if any(ctx.has_input(i) for i in range(9, 12)) or float(ctx.attr("softcap", 0.0) or 0.0):
         raise Unsupported("GroupQueryAttention with position ids, a bias, head sinks or softcap")
+    if int(ctx.attr("smooth_softmax", 0)) or int(ctx.attr("qk_output", 0)):
+        raise Unsupported("GroupQueryAttention with smooth_softmax or the qk output")
     heads, kv_heads = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
     batch = size_of(ctx.require_shape(0)[0], 0, 0)
-    head_size = int(ctx.require_shape(0)[2]) // heads
-    q = split_heads(Input(0), batch, heads, head_size, "query")
-    k = split_heads(Input(1), batch, kv_heads, head_size, "key")
-    v = split_heads(Input(2), batch, kv_heads, head_size, "value")
+    q, k, v, head_size = _gqa_qkv(ctx, heads, kv_heads, batch)
     query_len = size_of(ctx.require_shape(0)[1], 0, 1)
     key_len = query_len
     has_past = ctx.has_input(3) and ctx.require_shape(3)[2] != 0
+    if int(ctx.attr("do_rotary", 0)):
+        q, k = _gqa_rotary(ctx, q, k, _gqa_positions(query_len, has_past), head_size)
     if has_past:
         k = Temp(Call("ops.concat", [[Input(3), k]], {"axis": Lit(2)}), "present_key")
         v = Temp(Call("ops.concat", [[Input(4), v]], {"axis": Lit(2)}), "present_value")

@@ -143,3 +143,52 @@ def test_rotary_embedding(tmp_path, layout, attrs):
     )
     feeds = {"x": rand(*shape, seed=4), "pos": np.array([[0, 1, 2, 3, 4], [3, 4, 5, 6, 7]])}
     assert_matches(model, tmp_path, feeds)
+
+
+@pytest.mark.parametrize(
+    ("packed", "rotary", "past"),
+    [(True, False, False), (False, True, False), (True, True, False), (False, True, True),
+     (False, False, True)],
+)  # fmt: skip
+def test_group_query_attention_forms(tmp_path, packed, rotary, past):
+    """Packed q/k/v, rotary embedding (cos/sin caches) and a past cache, against onnxruntime."""
+    # onnxruntime wants head sizes of 16 with rotary, and one new token per row after a past
+    heads, kv_heads, head, past_len = 4, 2, 16, 4
+    seq = 1 if past else 3
+    names = ["qkv", "", ""] if packed else ["q", "k", "v"]
+    inputs = (
+        [("qkv", F32, [2, seq, (heads + 2 * kv_heads) * head])]
+        if packed
+        else [("q", F32, [2, seq, heads * head]), ("k", F32, [2, seq, kv_heads * head]),
+              ("v", F32, [2, seq, kv_heads * head])]
+    )  # fmt: skip
+    if past:
+        names += ["past_k", "past_v"]
+        inputs += [("past_k", F32, [2, kv_heads, past_len, head])]
+        inputs += [("past_v", F32, [2, kv_heads, past_len, head])]
+    else:
+        names += ["", ""]
+    names += ["seqlens_k", "total_len"]
+    inputs.append(("seqlens_k", I32, [2]))
+    total = seq + (past_len if past else 0)
+    initializers = {"total_len": np.array(total, I32)}
+    if rotary:
+        angles = np.arange(16).reshape(-1, 1) * (0.3 ** np.arange(head // 2)).reshape(1, -1)
+        initializers["cos"] = np.cos(angles).astype(F32)
+        initializers["sin"] = np.sin(angles).astype(F32)
+        names += ["cos", "sin"]
+    outputs = ["y", "present_k", "present_v"]
+    node = helper.make_node(
+        "GroupQueryAttention",
+        names,
+        outputs,
+        domain=MS,
+        num_heads=heads,
+        kv_num_heads=kv_heads,
+        do_rotary=int(rotary),
+    )
+    model = ms_model([node], inputs, [(n, F32, None) for n in outputs], initializers)
+    feeds = {name: rand(*shape, seed=i) for i, (name, _, shape) in enumerate(inputs[:-1])}
+    feeds["seqlens_k"] = np.array([total - 1, total - 1], I32)
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, feeds, rtol=1e-4, atol=1e-5)
