@@ -135,6 +135,13 @@ def quantized_lstm(inference, node) -> None:
             _set(inference, node, shapes[min(index, 1)], elem_type, index)
 
 
+def q_average_pool(pool, inference, node) -> None:
+    """QLinearAveragePool: AveragePool's shape rule, in the input's integer type."""
+    pool(node)
+    elem_type = _elem_type(inference, node.input[0], TensorProto.UINT8)
+    inference.known_vi_[node.output[0]].type.tensor_type.elem_type = elem_type
+
+
 def add_contrib_shape_handlers(inference) -> None:
     """Add the rules above to a ``SymbolicShapeInference``'s dispatcher (where it has none)."""
     handlers = getattr(inference, "dispatcher_", None)
@@ -159,3 +166,6 @@ def add_contrib_shape_handlers(inference) -> None:
         handlers.setdefault(op_type, partial(rule, inference))
     if "Conv" in handlers:
         handlers.setdefault("FusedConv", handlers["Conv"])
+    if "AveragePool" in handlers:
+        rule = partial(q_average_pool, handlers["AveragePool"], inference)
+        handlers.setdefault("QLinearAveragePool", rule)

@@ -13,6 +13,8 @@ Semantics from onnxruntime's ContribOperators.md.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .base import (
@@ -31,6 +33,8 @@ from .base import (
 from .common import cast_to
 from .contrib_attention import PackedProjection, finish_attention, packed_self_attention
 from .contrib_fused import MS_DOMAIN, EmbeddingInputs, embedding_layer_norm
+from .pooling import average_pool
+from .quantization import dequantize_linear, quantize_linear
 from .recurrent import lstm
 from .registry import mapper
 
@@ -437,3 +441,48 @@ def dynamic_quantize_lstm(ctx: NodeContext):
     onnxruntime also quantizes the activations at each step, so outputs differ from its by that
     quantization noise."""
     return lstm(_DequantizedLstmContext(ctx))
+
+
+@mapper(["QuantizeLinear", "DequantizeLinear"], domain=MS_DOMAIN)
+def ms_quantize_linear(ctx: NodeContext):
+    """com.microsoft QuantizeLinear / DequantizeLinear (the quantizers' QDQ form for 16-bit and
+    4-bit types) -> the ONNX operator's conversion (per tensor or per axis, no blocks)."""
+    onnx_form = NodeContext(ctx.graph, ctx.node, 21, ctx.convert_body)
+    if ctx.node.op_type == "QuantizeLinear":
+        return quantize_linear(onnx_form)
+    return dequantize_linear(onnx_form)
+
+
+def with_input(expr, index: int, replacement):
+    """``expr`` with every ``Input(index)`` replaced (shared sub-expressions stay shared)."""
+    memo: dict[int, object] = {}
+
+    def walk(value):
+        if isinstance(value, Input):
+            return replacement if value.index == index else value
+        if isinstance(value, (list, tuple)):
+            return type(value)(walk(v) for v in value)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+            return value
+        if id(value) not in memo:
+            changes = {f.name: walk(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            memo[id(value)] = dataclasses.replace(value, **changes)
+        return memo[id(value)]
+
+    return walk(expr)
+
+
+@mapper("QLinearAveragePool", domain=MS_DOMAIN)
+def qlinear_average_pool(ctx: NodeContext):
+    """QLinearAveragePool -> the AveragePool of the dequantized input, quantized."""
+    if int(ctx.attr("channels_last", 0)):
+        raise Unsupported("QLinearAveragePool with channels_last")
+    ratio = _ratio(ctx, (1,), 3)
+    if ratio is None:
+        pooled = with_input(average_pool(ctx), 0, dequantized_input(ctx, 0, 1, 2))
+        return quantized_output(ctx, pooled, 3, 4)
+    # onnxruntime averages the integer offsets and scales them by x_scale / y_scale
+    pooled = with_input(average_pool(ctx), 0, _centered(ctx, 0, 2))
+    return saturated(ctx, BinOp("*", pooled, Lit(ratio)), 4, zero_first=False)

@@ -316,3 +316,32 @@ def test_a_packed_weight_that_contradicts_k_and_n_is_reported_not_converted(tmp_
     result = convert(onnx_path, output=tmp_path / "out")
     assert [u.op_type for u in result.unconverted] == ["MatMulNBits"]
     assert "for K=64, N=6" in result.unconverted[0].reason
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{"kernel_shape": [2, 2], "strides": [2, 2]},
+     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 0}],
+)  # fmt: skip
+def test_qlinear_average_pool(tmp_path, attrs):
+    inputs, feeds = quantized_inputs(["x"], [1, 3, 6, 6], 100)
+    weights = {**q_params("x", 0.05, 128), **q_params("y", 0.04, 120)}
+    node = helper.make_node(
+        "QLinearAveragePool", ["x", "x_scale", "x_zp", "y_scale", "y_zp"], ["y"], domain=MS, **attrs
+    )
+    model = ms_model([node], inputs, [("y", U8, None)], weights)
+    assert_same_integers(model, tmp_path, feeds)
+
+
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+def test_com_microsoft_quantize_and_dequantize_linear_16_bit(tmp_path, op):
+    scale, zero = np.array([0.01, 0.02, 0.03], F32), np.array([100, -200, 0], np.int16)
+    node = helper.make_node(op, ["x", "scale", "zero"], ["y"], domain=MS, axis=1)
+    if op == "QuantizeLinear":
+        model = ms_model([node], [("x", F32, [2, 3, 4])], [("y", np.int16, None)], {"scale": scale, "zero": zero})  # fmt: skip
+        feeds = {"x": rand(2, 3, 4, seed=101) * 100}
+        assert_same_integers(model, tmp_path, feeds)
+    else:
+        model = ms_model([node], [("x", np.int16, [2, 3, 4])], [("y", F32, None)], {"scale": scale, "zero": zero})  # fmt: skip
+        feeds = {"x": ints((2, 3, 4), -3000, 3000, 102, np.int16)}
+        assert_matches(model, tmp_path, feeds)
