@@ -245,20 +245,46 @@ def _mha_projection(ctx: NodeContext, index: int, part: int, batch, heads: int, 
     return split_heads(value, batch, heads, hidden // heads, hint), hidden // heads
 
 
+def _unpacked(value, part: int, hint: str):
+    """Part ``part`` of a packed (B, S, N, parts, H) tensor, heads first."""
+    return Temp(
+        Call("ops.transpose", [Item(value, (ALL, ALL, ALL, part)), Lit((0, 2, 1, 3))]), hint
+    )
+
+
+def _mha_qkv(ctx: NodeContext, batch, heads: int):
+    """Heads-first q, k, v from separate inputs, packed q/k/v (B, S, N, 3, H) in the query, or
+    packed k/v (B, L, N, 2, H) in the key; with their head sizes (q/k and v)."""
+    packed_qkv = ctx.input_rank(0) == 5
+    packed_kv = not packed_qkv and ctx.has_input(1) and ctx.input_rank(1) == 5
+    if (packed_qkv or packed_kv) and ctx.has_input(3):
+        raise Unsupported("MultiHeadAttention with packed inputs and a bias")
+    if packed_qkv:
+        head = int(ctx.require_shape(0)[4])
+        parts = [_unpacked(Input(0), i, hint) for i, hint in enumerate(("query", "key", "value"))]
+        return (*parts, head, head)
+    if not ctx.has_input(1):
+        raise Unsupported("MultiHeadAttention without a key")
+    q, head_size = _mha_projection(ctx, 0, 0, batch, heads, "query")
+    if packed_kv:
+        k, v = _unpacked(Input(1), 0, "key"), _unpacked(Input(1), 1, "value")
+        return q, k, v, head_size, int(ctx.require_shape(1)[4])
+    k, _ = _mha_projection(ctx, 1, 1, batch, heads, "key")
+    v, v_head = _mha_projection(ctx, 2, 2, batch, heads, "value")
+    return q, k, v, head_size, v_head
+
+
 @mapper("MultiHeadAttention", domain=MS_DOMAIN)
 def multi_head_attention(ctx: NodeContext):
     """MultiHeadAttention -> heads split from q/k/v (plus bias), past keys/values prepended,
     softmax(q·kᵀ·scale + masks)·v, heads merged; present_key/value are the full keys/values."""
-    if not ctx.has_input(1) or not ctx.has_input(2):
-        raise Unsupported("MultiHeadAttention with packed q/k/v")
     heads = int(ctx.attr("num_heads"))
     batch = size_of(ctx.require_shape(0)[0], 0, 0)
-    q, head_size = _mha_projection(ctx, 0, 0, batch, heads, "query")
-    k, _ = _mha_projection(ctx, 1, 1, batch, heads, "key")
-    v, v_head = _mha_projection(ctx, 2, 2, batch, heads, "value")
+    q, k, v, head_size, v_head = _mha_qkv(ctx, batch, heads)
     query_len = size_of(ctx.require_shape(0)[1], 0, 1)
-    key_axis = 2 if ctx.input_rank(1) == 4 else 1
-    key_len = size_of(ctx.require_shape(1)[key_axis], 1, key_axis)
+    key_index = 1 if ctx.has_input(1) else 0
+    key_axis = 2 if ctx.input_rank(key_index) == 4 else 1
+    key_len = size_of(ctx.require_shape(key_index)[key_axis], key_index, key_axis)
     if ctx.has_input(6) and ctx.has_input(7):
         k = Temp(Call("ops.concat", [[Input(6), k]], {"axis": Lit(2)}), "key")
         v = Temp(Call("ops.concat", [[Input(7), v]], {"axis": Lit(2)}), "value")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from mindconverter.verify import run_mindspore, run_onnxruntime
 from tests.helpers import assert_matches, assert_runs_like_onnxruntime, convert_fully
 from tests.mappers.test_contrib_fused import MS, ms_model, rand
 
@@ -192,3 +193,29 @@ def test_group_query_attention_forms(tmp_path, packed, rotary, past):
     feeds["seqlens_k"] = np.array([total - 1, total - 1], I32)
     result = convert_fully(model, tmp_path)
     assert_runs_like_onnxruntime(model, result, feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("packing", ["qkv", "kv"])
+def test_multi_head_attention_packed_is_the_unpacked_one(tmp_path, packing):
+    """onnxruntime runs packed MultiHeadAttention on CUDA only: the converted packed operator
+    must equal onnxruntime's MultiHeadAttention on the same q/k/v given separately."""
+    if packing == "qkv":
+        names, inputs = ["qkv"], [("qkv", F32, [2, 5, 2, 3, 8])]
+    else:
+        names, inputs = ["q", "kv"], [("q", F32, [2, 5, 16]), ("kv", F32, [2, 7, 2, 2, 8])]
+    node = helper.make_node("MultiHeadAttention", names, ["y"], domain=MS, num_heads=2)
+    model = ms_model([node], inputs, [("y", F32, None)])
+    feeds = {name: rand(*shape, seed=i) for i, (name, _, shape) in enumerate(inputs)}
+    result = convert_fully(model, tmp_path)
+    (got,) = run_mindspore(result.script_path, result.checkpoint_path, list(feeds.values()))
+    if packing == "qkv":
+        packed = feeds["qkv"]
+        q, k, v = (packed[:, :, :, i].reshape(2, 5, 16) for i in range(3))
+    else:
+        q = feeds["q"]
+        k, v = (feeds["kv"][:, :, :, i].reshape(2, 7, 16) for i in range(2))
+    plain = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain=MS, num_heads=2)
+    shapes = [("q", F32, list(q.shape)), ("k", F32, list(k.shape)), ("v", F32, list(v.shape))]
+    reference = ms_model([plain], shapes, [("y", F32, None)])
+    (want,) = run_onnxruntime(reference, {"q": q, "k": k, "v": v}, ["y"])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
