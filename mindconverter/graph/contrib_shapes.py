@@ -142,6 +142,13 @@ def q_average_pool(pool, inference, node) -> None:
     inference.known_vi_[node.output[0]].type.tensor_type.elem_type = elem_type
 
 
+def matmul_bnb4(inference, node) -> None:
+    """MatMulBnb4: A's leading dimensions, then N."""
+    shape = list(inference._get_shape(node, 0))
+    shape[-1] = int(_attr(node, "N", 0))
+    _set(inference, node, shape, _elem_type(inference, node.input[0], TensorProto.FLOAT))
+
+
 def add_contrib_shape_handlers(inference) -> None:
     """Add the rules above to a ``SymbolicShapeInference``'s dispatcher (where it has none)."""
     handlers = getattr(inference, "dispatcher_", None)
@@ -154,6 +161,7 @@ def add_contrib_shape_handlers(inference) -> None:
         "MatMulIntegerToFloat": float_matmul,
         "QGemm": q_gemm,
         "QAttention": q_attention,
+        "MatMulBnb4": matmul_bnb4,
         "DynamicQuantizeLSTM": quantized_lstm,
         "QEmbedLayerNormalization": q_embed_layer_norm,
         "QLinearSigmoid": same_as_input,

@@ -81,6 +81,28 @@ def bias_add(ctx: NodeContext):
     return BinOp("+", BinOp("+", Input(0), ctx.operand(1)), Input(2))
 
 
+@mapper("GemmFastGelu", domain=MS_DOMAIN)
+def gemm_fast_gelu(ctx: NodeContext):
+    """GemmFastGelu(X, W, bias) -> ops.gelu(nn.Dense(X), approximate='tanh') (a constant W), else
+    ops.gelu(X @ W + bias, approximate='tanh')."""
+    weight = ctx.const(1)
+    if weight is not None and weight.ndim == 2 and weight.dtype.kind == "f":
+        kwargs = {"in_channels": int(weight.shape[0]), "out_channels": int(weight.shape[1])}
+        weights = {"weight": ctx.weight(1, weight.T, "transpose(1, 0)")}
+        if ctx.has_input(2) and ctx.is_const(2):
+            weights["bias"] = ctx.weight(2)
+        else:
+            kwargs["has_bias"] = False
+        value = Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")
+        if ctx.has_input(2) and not ctx.is_const(2):
+            value = BinOp("+", value, Input(2))
+    else:
+        value = Call("ops.matmul", [Input(0), ctx.operand(1)])
+        if ctx.has_input(2):
+            value = BinOp("+", value, ctx.operand(2))
+    return Call("ops.gelu", [value], {"approximate": Lit("tanh")})
+
+
 def activation(name: str, value, alpha: float | None = None, beta: float | None = None):
     """``value`` through the activation a fused onnxruntime operator names (FusedConv,
     FusedGemm: ``activation`` and its ``activation_alpha``/``activation_beta``)."""

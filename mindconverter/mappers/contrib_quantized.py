@@ -486,3 +486,45 @@ def qlinear_average_pool(ctx: NodeContext):
     # onnxruntime averages the integer offsets and scales them by x_scale / y_scale
     pooled = with_input(average_pool(ctx), 0, _centered(ctx, 0, 2))
     return saturated(ctx, BinOp("*", pooled, Lit(ratio)), 4, zero_first=False)
+
+
+# The 4-bit codes of bitsandbytes' FP4 and NF4 data types (QLoRA), as onnxruntime decodes them.
+_BNB4_CODES = {
+    0: np.array(
+        [0.0, 1 / 192, 2 / 3, 1.0, 1 / 3, 0.5, 1 / 6, 0.25]
+        + [-0.0, -1 / 192, -2 / 3, -1.0, -1 / 3, -0.5, -1 / 6, -0.25],
+        np.float32,
+    ),
+    1: np.array(
+        [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+         -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+         0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+         0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0],
+        np.float32,
+    ),
+}  # fmt: skip
+
+
+@mapper("MatMulBnb4", domain=MS_DOMAIN)
+def matmul_bnb4(ctx: NodeContext):
+    """MatMulBnb4 -> nn.Dense holding the dequantized FP4/NF4 [N, K] weight (code * absmax of
+    its block)."""
+    k, n, block = int(ctx.attr("K")), int(ctx.attr("N")), int(ctx.attr("block_size"))
+    quant_type = int(ctx.attr("quant_type"))
+    if not int(ctx.attr("transB", 1)):  # the training form; onnxruntime's CPU kernel differs
+        raise Unsupported("MatMulBnb4 with transB=0")
+    if quant_type not in _BNB4_CODES or block <= 0:
+        raise Unsupported(f"MatMulBnb4 quant_type {quant_type}, block_size {block}")
+    packed = np.asarray(ctx.require_const(1, "the quantized weight")).reshape(-1)
+    absmax = np.asarray(ctx.require_const(2, "absmax")).astype(np.float32).reshape(-1)
+    if packed.size != (n * k + 1) // 2 or absmax.size != -(-n * k // block):
+        raise Unsupported(f"MatMulBnb4 data of {packed.size} bytes for K={k}, N={n}")
+    codes = np.stack([packed >> 4, packed & 15], axis=-1).reshape(-1)[: n * k]
+    values = _BNB4_CODES[quant_type][codes] * absmax[np.arange(n * k) // block]
+    weight = values.reshape(n, k)
+    kind = "NF4" if quant_type else "FP4"
+    note = f"dequantized from {kind} blocks of {block}: code * absmax"
+    weights = {"weight": ctx.weight(1, weight, note)}
+    kwargs = {"in_channels": int(weight.shape[1]), "out_channels": int(weight.shape[0])}
+    kwargs["has_bias"] = False
+    return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")

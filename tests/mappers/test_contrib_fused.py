@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from mindconverter.verify import run_mindspore
+from mindconverter.verify import run_mindspore, run_onnxruntime
 from tests.helpers import assert_matches, convert_fully, make_model
 
 MS = "com.microsoft"
@@ -171,3 +171,19 @@ def test_embed_layer_norm(tmp_path, with_segments):
     feeds["mask"] = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
     result = assert_matches(model, tmp_path, feeds)
     assert "nn.Embedding(" in result.script_path.read_text()
+
+
+def test_gemm_fast_gelu_against_matmul_and_fast_gelu(tmp_path):
+    # onnxruntime runs GemmFastGelu on GPUs only: compare with its MatMul + FastGelu
+    weights = {"w": rand(8, 6, seed=30), "b": rand(6, seed=31)}
+    node = helper.make_node("GemmFastGelu", ["x", "w", "b"], ["y"], domain=MS)
+    model = ms_model([node], [("x", F32, [2, 3, 8])], [("y", F32, None)], weights)
+    result = convert_fully(model, tmp_path)
+    x = rand(2, 3, 8, seed=32)
+    got = run_mindspore(result.script_path, result.checkpoint_path, [x])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"]),
+        helper.make_node("FastGelu", ["xw", "b"], ["y"], domain=MS),
+    ]
+    reference = ms_model(nodes, [("x", F32, [2, 3, 8])], [("y", F32, None)], weights)
+    np.testing.assert_allclose(got[0], run_onnxruntime(reference, {"x": x}, ["y"])[0], 1e-4, 1e-5)

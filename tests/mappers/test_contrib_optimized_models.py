@@ -108,11 +108,21 @@ def matmul_4bits(model: onnx.ModelProto, tmp_path: Path) -> onnx.ModelProto:
     return quantizer.model.model
 
 
+def matmul_nf4(model: onnx.ModelProto, tmp_path: Path) -> onnx.ModelProto:
+    """onnxruntime's bitsandbytes-style quantizer (MatMulBnb4, NF4 blocks of 16)."""
+    from onnxruntime.quantization.matmul_bnb4_quantizer import MatMulBnb4Quantizer
+
+    quantizer = MatMulBnb4Quantizer(model, MatMulBnb4Quantizer.NF4, 16)
+    quantizer.process()
+    return quantizer.model.model
+
+
 VARIANTS = {
     "fused": lambda model, tmp_path: model,
     "fused+graph_optimized": graph_optimized,
     "fused+quantize_dynamic": dynamic_int8,
     "fused+matmul_4bits": matmul_4bits,
+    "fused+matmul_nf4": matmul_nf4,
 }
 
 
@@ -139,6 +149,8 @@ def test_optimized_transformer_converts_and_matches(tmp_path, fixture, model_typ
     assert contrib, "the optimizer produced no com.microsoft operators"
     if variant == "fused+matmul_4bits":
         assert contrib["MatMulNBits"] > 0
+    if variant == "fused+matmul_nf4":
+        assert contrib["MatMulBnb4"] > 0
     if fixture == "tiny_bert_eager":  # attention written out: the optimizer fuses all of it
         fused_ops = {"EmbedLayerNormalization", "Attention"}
         if variant == "fused+quantize_dynamic":
@@ -147,7 +159,7 @@ def test_optimized_transformer_converts_and_matches(tmp_path, fixture, model_typ
     batch, seq = SHAPES[0]
     shapes = [f"{batch},{seq}"] * len(token_feeds(source, batch, seq))
     result = convert_fully(model, tmp_path, shape=shapes)
-    quantized = "quantize" in variant or "bits" in variant
+    quantized = "quantize" in variant or "bits" in variant or "nf4" in variant
     tolerances = {"rtol": 1e-3, "atol": 5e-4} if quantized else {"rtol": 1e-4, "atol": 1e-5}
     for batch, seq in SHAPES:
         feeds = token_feeds(source, batch, seq, seed=seq)

@@ -345,3 +345,19 @@ def test_com_microsoft_quantize_and_dequantize_linear_16_bit(tmp_path, op):
         model = ms_model([node], [("x", np.int16, [2, 3, 4])], [("y", F32, None)], {"scale": scale, "zero": zero})  # fmt: skip
         feeds = {"x": ints((2, 3, 4), -3000, 3000, 102, np.int16)}
         assert_matches(model, tmp_path, feeds)
+
+
+@pytest.mark.parametrize(("quant_type", "k"), [(0, 32), (1, 32), (1, 24)])
+def test_matmul_bnb4_is_a_dense_layer_with_float_weights(tmp_path, quant_type, k):
+    n, block = 6, 16
+    initializers = {
+        "w": ints(((n * k + 1) // 2,), 0, 256, 110),
+        "absmax": (np.abs(rand(-(-n * k // block), seed=111)) + 0.1).astype(F32),
+    }
+    node = helper.make_node(
+        "MatMulBnb4", ["x", "w", "absmax"], ["y"], domain=MS, K=k, N=n, block_size=block,
+        quant_type=quant_type,
+    )  # fmt: skip
+    model = ms_model([node], [("x", F32, [2, 3, k])], [("y", F32, None)], initializers)
+    result = assert_matches(model, tmp_path, rtol=1e-4, atol=1e-4)
+    assert "dequantized from" in result.weight_map_path.read_text()
