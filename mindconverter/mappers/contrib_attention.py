@@ -73,6 +73,14 @@ def head_scale(ctx: NodeContext, head_size: int) -> float:
     return scale if scale else 1.0 / math.sqrt(head_size)
 
 
+def head_count(ctx: NodeContext, name: str = "num_heads") -> int:
+    """A head-count attribute, which must be positive."""
+    count = int(ctx.attr(name, 0))
+    if count <= 0:
+        raise Unsupported(f"{name}={count}")
+    return count
+
+
 def filter_value(ctx: NodeContext) -> float:
     return float(ctx.attr("mask_filter_value", MASK_FILTER))
 
@@ -170,7 +178,7 @@ def packed_self_attention(
     """Self-attention with q/k/v projected by one packed weight (Attention, QAttention):
     ``self.query/key/value`` nn.Dense cells, heads, scores, softmax with the mask, context;
     a past (2, B, N, P, H) is prepended to the keys/values and ``present`` stacks them."""
-    heads = int(ctx.attr("num_heads"))
+    heads = head_count(ctx)
     q_size, k_size, v_size = _packed_sizes(ctx, int(packed.weight.shape[1]))
     if q_size != k_size or q_size % heads or v_size % heads:
         raise Unsupported(f"q/k/v sizes {q_size}/{k_size}/{v_size} over {heads} heads")
@@ -278,7 +286,7 @@ def _mha_qkv(ctx: NodeContext, batch, heads: int):
 def multi_head_attention(ctx: NodeContext):
     """MultiHeadAttention -> heads split from q/k/v (plus bias), past keys/values prepended,
     softmax(q·kᵀ·scale + masks)·v, heads merged; present_key/value are the full keys/values."""
-    heads = int(ctx.attr("num_heads"))
+    heads = head_count(ctx)
     batch = size_of(ctx.require_shape(0)[0], 0, 0)
     q, k, v, head_size, v_head = _mha_qkv(ctx, batch, heads)
     query_len = size_of(ctx.require_shape(0)[1], 0, 1)
@@ -376,7 +384,9 @@ def group_query_attention(ctx: NodeContext):
         raise Unsupported("GroupQueryAttention with position ids, a bias, head sinks or softcap")
     if int(ctx.attr("smooth_softmax", 0)) or int(ctx.attr("qk_output", 0)):
         raise Unsupported("GroupQueryAttention with smooth_softmax or the qk output")
-    heads, kv_heads = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
+    heads, kv_heads = head_count(ctx), head_count(ctx, "kv_num_heads")
+    if heads % kv_heads:
+        raise Unsupported(f"{heads} query heads cannot share {kv_heads} key/value heads")
     batch = size_of(ctx.require_shape(0)[0], 0, 0)
     q, k, v, head_size = _gqa_qkv(ctx, heads, kv_heads, batch)
     query_len = size_of(ctx.require_shape(0)[1], 0, 1)
@@ -441,7 +451,9 @@ def ms_rotary_embedding(ctx: NodeContext):
     dim = int(ctx.attr("rotary_embedding_dim", 0)) or 2 * half
     x = Input(0)
     if len(shape) == 3:
-        heads = int(ctx.attr("num_heads", 0)) or int(shape[2]) // dim
+        heads = int(ctx.attr("num_heads", 0)) or int(shape[2]) // max(dim, 1)
+        if heads <= 0 or int(shape[2]) % heads:
+            raise Unsupported(f"a hidden size of {shape[2]} over {heads} heads")
         head = int(shape[2]) // heads
         batch = size_of(shape[0], 0, 0)
         x = Temp(Call("ops.reshape", [x, (batch, Lit(-1), Lit(heads), Lit(head))]), "heads")

@@ -147,11 +147,12 @@ def test_rotary_embedding(tmp_path, layout, attrs):
 
 
 @pytest.mark.parametrize(
-    ("packed", "rotary", "past"),
-    [(True, False, False), (False, True, False), (True, True, False), (False, True, True),
-     (False, False, True)],
+    ("packed", "rotary", "past", "window"),
+    [(True, False, False, -1), (False, True, False, -1), (True, True, False, -1),
+     (False, True, True, -1), (False, False, True, -1), (False, False, False, 2),
+     (False, False, True, 2)],
 )  # fmt: skip
-def test_group_query_attention_forms(tmp_path, packed, rotary, past):
+def test_group_query_attention_forms(tmp_path, packed, rotary, past, window):
     """Packed q/k/v, rotary embedding (cos/sin caches) and a past cache, against onnxruntime."""
     # onnxruntime wants head sizes of 16 with rotary, and one new token per row after a past
     heads, kv_heads, head, past_len = 4, 2, 16, 4
@@ -187,6 +188,7 @@ def test_group_query_attention_forms(tmp_path, packed, rotary, past):
         num_heads=heads,
         kv_num_heads=kv_heads,
         do_rotary=int(rotary),
+        local_window_size=window,
     )
     model = ms_model([node], inputs, [(n, F32, None) for n in outputs], initializers)
     feeds = {name: rand(*shape, seed=i) for i, (name, _, shape) in enumerate(inputs[:-1])}
