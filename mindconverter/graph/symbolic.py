@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from .contrib_shapes import add_contrib_shape_handlers
+
 # Bound on inference rounds (each round re-runs the whole graph after merging symbols).
 MAX_ROUNDS = 8
 # Bounds on the tool's time: sympy can spend minutes simplifying the size arithmetic of one node
@@ -57,6 +59,7 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
         _constants_as_tensors(model)
         inference = SymbolicShapeInference(INT_MAX, True, False, 0)
         deadline = time.monotonic() + TOTAL_SECONDS
+        add_contrib_shape_handlers(inference)
         with _node_alarm() as armed:
             _fall_back_per_node(inference, deadline, armed)
             inference._preprocess(model)
