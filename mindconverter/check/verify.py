@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,15 +105,26 @@ def verification_shapes(
     return [dict(example), other]
 
 
+# Random inputs are drawn in float64 first: 2^28 elements are 2 GiB, the most verification takes.
+MAX_VERIFY_ELEMENTS = 1 << 28
+
+
 def random_inputs(
     graph: Graph, seed: int = 0, shapes: dict[str, tuple[int, ...]] | None = None
 ) -> list[np.ndarray]:
     """Random inputs matching each graph input's shape (or ``shapes``) and dtype, in order."""
     rng = np.random.default_rng(seed)
     bounds = index_bounds(graph)
+    chosen = [shapes[n] if shapes and n in shapes else graph.shapes[n] for n in graph.inputs]
+    total = sum(math.prod(shape) for shape in chosen)
+    if total > MAX_VERIFY_ELEMENTS:  # checked before anything is allocated
+        raise make_error(
+            "VERIFY_FAILED",
+            f"The inputs hold {total} elements; verification draws at most "
+            f"{MAX_VERIFY_ELEMENTS}: verify at smaller sizes (--shape).",
+        )
     arrays = []
-    for name in graph.inputs:
-        shape = shapes[name] if shapes and name in shapes else graph.shapes[name]
+    for name, shape in zip(graph.inputs, chosen):
         dtype = graph.dtypes.get(name, np.dtype(np.float32))
         if dtype.kind == "f":
             arrays.append(rng.standard_normal(shape).astype(dtype))

@@ -13,6 +13,7 @@ length) makes :func:`split_weights` return None; the caller then parses the file
 from __future__ import annotations
 
 import mmap
+import os
 from dataclasses import dataclass
 
 import onnx
@@ -89,12 +90,19 @@ def _message(number: int, body: bytes) -> bytes:
     return _encode_varint((number << 3) | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
 
 
+# Files up to this size are read rather than mapped while their structure is parsed: a mapped
+# file truncated meanwhile would end the process with SIGBUS, a read one only reads short.
+READ_WHOLE_BYTES = 64 << 20
+
+
 def split_weights(path) -> SplitModel | None:
     """Parse ``path`` with large initializers' bytes left in the file (None: parse it normally)."""
     with open(path, "rb") as file:
         try:
+            if os.fstat(file.fileno()).st_size <= READ_WHOLE_BYTES:
+                return _split(file.read(), path)  # a file cut short meanwhile reads short
             buf = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
+        except (OSError, ValueError, WireError):
             return None
     try:
         return _split(buf, path)

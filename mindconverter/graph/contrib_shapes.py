@@ -71,7 +71,7 @@ def fused_gemm(inference, node) -> None:
 def q_gemm(inference, node) -> None:
     """QGemm: float output, or the type of y_zero_point when it is quantized."""
     quantized = len(node.input) > 7 and node.input[7]
-    elem_type = TensorProto.FLOAT
+    elem_type: int = TensorProto.FLOAT
     if quantized:
         zero = node.input[8] if len(node.input) > 8 else ""
         elem_type = _elem_type(inference, zero, TensorProto.UINT8)

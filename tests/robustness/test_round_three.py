@@ -497,3 +497,16 @@ def test_a_cyclic_tree_is_left_unconverted_in_bounded_time(tmp_path, both_branch
         attributes["nodes_truenodeids"].ints.extend([0] * 40)
     result = convert(save(model, tmp_path / "m.onnx"), output=tmp_path / "o")
     assert [site.op_type for site in result.unconverted] == ["TreeEnsemble"]
+
+
+def test_verification_inputs_are_bounded_before_they_are_drawn(tmp_path):
+    """A static input of 3 x 20000 x 20000 would be drawn in float64 (9.6 GB) by --verify."""
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", np.float32, [3, 20000, 20000])],
+        [("y", np.float32, [3, 20000, 20000])],
+    )
+    path = save(model, tmp_path / "m.onnx")
+    code, _, stderr = run_cli(["--model_file", path, "--output", tmp_path / "o", "--verify"])
+    assert (code, error_of(stderr)[0]) == (1, "VERIFY_FAILED")
+    assert not (tmp_path / "o").exists()
