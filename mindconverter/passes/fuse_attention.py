@@ -28,6 +28,7 @@ from onnx import helper
 
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
+from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -230,8 +231,8 @@ def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     expand = finder.made_by(reshape.input[0], "Expand")
     if expand is None or not finder.private(reshape.input[0], reshape):
         return None
-    unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")
-    if unsqueeze is None or not finder.private(expand.input[0], expand):
+    unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")  # also read by Shape, often
+    if unsqueeze is None:
         return None
     axes = _attr(unsqueeze, "axes")
     if axes is None and len(unsqueeze.input) > 1:
@@ -245,7 +246,7 @@ def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
         return None
     if finder.static_dim(source, -1) != finder.static_dim(name, -1):
         return None
-    return source, heads // kv_heads, [unsqueeze, expand, reshape]
+    return source, heads // kv_heads, [expand, reshape]  # the rest goes when nothing reads it
 
 
 def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
@@ -412,6 +413,7 @@ def fuse_attention(graph: Graph) -> int:
     """Replace every scaled dot-product attention chain by one fused node; returns how many."""
     finder = _Finder(graph)
     placed: dict[int, list[onnx.NodeProto]] = {}
+    found = 0
     for softmax in list(graph.model.graph.node):
         if softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
             continue
@@ -424,6 +426,7 @@ def fuse_attention(graph: Graph) -> int:
         finder.dead.update(id(node) for node in match.removed)
         placed[id(context)] = _fused_nodes(finder, match, softmax, context.output[0])
         placed.update((key, [node]) for key, node in match.moved.items())
+        found += 1
     if not placed:
         return 0
     nodes = []
@@ -434,9 +437,11 @@ def fuse_attention(graph: Graph) -> int:
             nodes.append(node)
     del graph.model.graph.node[:]
     graph.model.graph.node.extend(nodes)
+    remove_dead_nodes(graph.model)  # what computed only the removed nodes' inputs
+    remove_unused_initializers(graph.model)
     declare_internal_domain(graph.model)
     graph.edited()
-    return len(placed)
+    return found
 
 
 def run(graph: Graph, context: PassContext) -> bool:
