@@ -1,0 +1,139 @@
+"""Exported transformers end to end: every attention is fused, the script reads as mindnlp
+writes it, the numbers match onnxruntime at two shapes, and a greedy decode over the key/value
+cache gives onnxruntime's tokens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from mindconverter.check.network import run_mindspore
+from mindconverter.check.verify import run_onnxruntime
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CORPUS = Path("/work/corpus/manifest.json")
+LAYERS, KV_HEADS, HEAD_DIM, VOCAB = 2, 2, 4, 48  # tools/make_attention_fixtures.py
+
+
+def _fused_count(result) -> int:
+    report = result.report_path.read_text(encoding="utf-8")
+    for line in report.splitlines():
+        if "ai.mindconverter::ScaledDotProductAttention" in line:
+            return int(line.split()[-1])
+    return 0
+
+
+def _token_feeds(batch: int, seq: int, seed: int, vocab: int = 40) -> dict:
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocab, (batch, seq)).astype(np.int64)
+    mask = np.ones((batch, seq), np.int64)
+    mask[0, seq // 2 :] = 0  # padding in the first sequence
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _cache_feeds(ids: np.ndarray, past: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    shape = (LAYERS, ids.shape[0], KV_HEADS, past, HEAD_DIM)
+    return {
+        "input_ids": ids,
+        "past_keys": rng.standard_normal(shape).astype(np.float32),
+        "past_values": rng.standard_normal(shape).astype(np.float32),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_bert_attention_is_fused_and_matches_at_two_shapes(tmp_path, exporter):
+    model = onnx.load(str(FIXTURES / f"tiny_bert_{exporter}.onnx"))
+    result = convert_fully(model, tmp_path, shape=["2,8", "2,8"])
+    assert _fused_count(result) == 3
+    script = result.script_path.read_text(encoding="utf-8")
+    assert "ops.isnan" not in script and ".swapaxes(-1, -2)) / math.sqrt(16)" in script
+    for seed, (batch, seq) in enumerate([(2, 8), (3, 5)]):
+        assert_runs_like_onnxruntime(model, result, _token_feeds(batch, seq, seed), atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_gpt_attention_is_fused_and_matches_at_two_shapes(tmp_path, exporter):
+    model = onnx.load(str(FIXTURES / f"tiny_gpt_{exporter}.onnx"))
+    result = convert_fully(model, tmp_path, shape=["1,8"])
+    assert _fused_count(result) == 2
+    for seed, (batch, seq) in enumerate([(1, 8), (2, 5)]):
+        ids = np.random.default_rng(seed).integers(0, 40, (batch, seq)).astype(np.int64)
+        assert_runs_like_onnxruntime(model, result, {"ids": ids}, atol=1e-5)
+
+
+def _greedy(run, prompt: np.ndarray, past: dict, steps: int) -> list[int]:
+    """Greedy decoding: the prompt, then one token at a time with the returned cache."""
+    feeds = {"input_ids": prompt, **past}
+    tokens = []
+    for _ in range(steps):
+        logits, keys, values = run(feeds)
+        token = int(np.argmax(logits[0, -1]))
+        tokens.append(token)
+        feeds = {
+            "input_ids": np.array([[token]], np.int64),
+            "past_keys": keys,
+            "past_values": values,
+        }
+    return tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_llama_with_cache_decodes_onnxruntimes_tokens(tmp_path, exporter):
+    model = onnx.load(str(FIXTURES / f"tiny_llama_{exporter}.onnx"))
+    result = convert_fully(model, tmp_path, shape=["1,3", "2,1,2,2,4", "2,1,2,2,4"])
+    assert _fused_count(result) == LAYERS
+    assert "ops.repeat_interleave" in result.script_path.read_text(encoding="utf-8")
+    for seed, (batch, seq, past) in enumerate([(1, 3, 2), (2, 4, 5)]):
+        ids = np.random.default_rng(seed).integers(0, VOCAB, (batch, seq)).astype(np.int64)
+        assert_runs_like_onnxruntime(model, result, _cache_feeds(ids, past, seed), atol=1e-5)
+    names = [out.name for out in model.graph.output]
+
+    def onnxruntime(feeds):
+        return run_onnxruntime(model, feeds, names)
+
+    def mindspore(feeds):
+        return run_mindspore(result.script_path, result.checkpoint_path, list(feeds.values()))
+
+    start = _cache_feeds(np.array([[5, 17, 3]], np.int64), 1, seed=7)
+    prompt, past = start.pop("input_ids"), start
+    expected = _greedy(onnxruntime, prompt, past, steps=6)
+    assert _greedy(mindspore, prompt, past, steps=6) == expected
+
+
+def _corpus_models():
+    if not CORPUS.exists():
+        return []
+    return json.loads(CORPUS.read_text())["models"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", _corpus_models(), ids=lambda entry: entry["file"])
+def test_corpus_attention_is_fused_and_matches(tmp_path, entry):
+    """The lead's corpus (when present): every Softmax of an attention is fused, and the
+    network matches onnxruntime."""
+    path = CORPUS.parent / entry["file"]
+    model = onnx.load(str(path))
+    shapes = [",".join(str(d) for d in dims) for dims in entry["shapes"]]
+    result = convert_fully(model, tmp_path, shape=shapes)
+    softmaxes = sum(node.op_type == "Softmax" for node in model.graph.node)
+    assert _fused_count(result) == softmaxes
+    feeds = {}
+    rng = np.random.default_rng(0)
+    for inp, dims in zip(model.graph.input, entry["shapes"]):
+        elem = inp.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.FLOAT:
+            feeds[inp.name] = rng.standard_normal(dims).astype(np.float32)
+        elif "mask" in inp.name:
+            feeds[inp.name] = np.ones(dims, np.int64)
+        else:
+            feeds[inp.name] = rng.integers(0, 16, dims).astype(np.int64)
+    assert_runs_like_onnxruntime(model, result, feeds, atol=1e-4, rtol=1e-3)
