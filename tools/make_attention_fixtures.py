@@ -6,11 +6,17 @@
 it (RMSNorm, rotary position embeddings with rotate_half, grouped-query heads through
 ``repeat_kv``, a causal mask, a key/value cache given as inputs and returned as outputs), with
 dynamic batch, sequence and cache length, so a greedy decode loop can run on it.
+
+``tiny_vit_torchscript.onnx``, ``tiny_whisper_encoder_dynamo.onnx`` and
+``tiny_bart_torchscript.onnx`` (the TorchScript exporter writes smaller files):
+Hugging Face's ViT, Whisper encoder (an audio encoder) and BART (an encoder-decoder with causal
+self-attention and cross-attention) at toy width, for golden files of their attention.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import torch
@@ -151,7 +157,102 @@ def export_tiny_llama() -> None:
     program.save(str(FIXTURES / "tiny_llama_dynamo.onnx"), external_data=False)
 
 
+def _stub_torchvision_ops() -> None:
+    """transformers imports torchvision when installed; the CPU-less torchvision wheel lacks its
+    compiled operators, so define their schemas (never called here) before that import."""
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 - raises when the extension did not load
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    library = torch.library.Library("torchvision", "DEF")
+    library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _stub_torchvision_ops.library = library  # keep the registration alive
+
+
+class _Plain(nn.Module):
+    """A Hugging Face model called with keyword inputs, returning its first output."""
+
+    def __init__(self, model: nn.Module, names: list[str]):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *inputs):
+        out = self.model(**dict(zip(self.names, inputs)))
+        return out[0] if isinstance(out, tuple) else out.last_hidden_state
+
+
+def _export(model: nn.Module, name: str, inputs: dict, dims: dict, dynamo: bool) -> None:
+    """``model`` (with random small weights) through the dynamo exporter (opset 18) or the
+    TorchScript one (opset 17), dynamic where ``dims`` says."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.2)
+    plain = _Plain(model.eval(), list(inputs)).eval()
+    if not dynamo:
+        axes = {key: {axis: str(dim) for axis, dim in dims.get(key, {}).items()} for key in inputs}
+        torch.onnx.export(
+            plain, tuple(inputs.values()), FIXTURES / f"{name}.onnx", input_names=list(inputs),
+            output_names=["output"], dynamic_axes=axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
+        return
+    shapes = tuple(dims.get(key, {}) for key in inputs)
+    program = torch.onnx.export(
+        plain, tuple(inputs.values()), input_names=list(inputs), output_names=["output"],
+        dynamic_shapes=(shapes,), opset_version=18, dynamo=True,
+    )  # fmt: skip
+    program.save(str(FIXTURES / f"{name}.onnx"), external_data=False)
+
+
+def export_transformers() -> None:
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    batch, seq = torch.export.Dim("batch", max=8), torch.export.Dim("sequence", max=16)
+    vit = hf.ViTModel(
+        hf.ViTConfig(
+            image_size=16, patch_size=8, hidden_size=16, num_hidden_layers=2,
+            num_attention_heads=2, intermediate_size=32,
+        ),
+        add_pooling_layer=False,
+    )  # fmt: skip
+    pixels = {"pixel_values": torch.randn(1, 3, 16, 16)}
+    _export(vit, "tiny_vit_torchscript", pixels, {"pixel_values": {0: batch}}, dynamo=False)
+    whisper = hf.WhisperConfig(
+        num_mel_bins=8, d_model=16, encoder_layers=2, encoder_attention_heads=2,
+        encoder_ffn_dim=32, max_source_positions=8, decoder_layers=1,
+        decoder_attention_heads=2, decoder_ffn_dim=32, vocab_size=40, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+    )  # fmt: skip
+    encoder = hf.WhisperModel(whisper).get_encoder()
+    features = {"input_features": torch.randn(1, 8, 16)}
+    dims = {"input_features": {0: batch}}
+    _export(encoder, "tiny_whisper_encoder_dynamo", features, dims, dynamo=True)
+    bart = hf.BartModel(
+        hf.BartConfig(
+            vocab_size=40, d_model=16, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+            decoder_ffn_dim=32, max_position_embeddings=32,
+        )
+    )  # fmt: skip
+    tokens = {
+        "input_ids": torch.randint(0, 40, (2, 6)),
+        "attention_mask": torch.ones(2, 6, dtype=torch.int64),
+        "decoder_input_ids": torch.randint(0, 40, (2, 4)),
+    }
+    target = torch.export.Dim("target", max=16)
+    dims = {
+        "input_ids": {0: batch, 1: seq},
+        "attention_mask": {0: batch, 1: seq},
+        "decoder_input_ids": {0: batch, 1: target},
+    }
+    _export(bart, "tiny_bart_torchscript", tokens, dims, dynamo=False)
+
+
 if __name__ == "__main__":
-    export_tiny_llama()
-    for path in sorted(FIXTURES.glob("tiny_llama_*.onnx")):
+    if "--transformers-only" not in sys.argv:
+        export_tiny_llama()
+    export_transformers()
+    for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -152,6 +152,13 @@ CASES = [
         _fixture("tiny_llama_dynamo.onnx"),
         ("1,3", "2,1,2,2,4", "2,1,2,2,4"),
     ),
+    GoldenCase("vit_torchscript", _fixture("tiny_vit_torchscript.onnx"), ("1,3,16,16",)),
+    GoldenCase("audio_encoder_dynamo", _fixture("tiny_whisper_encoder_dynamo.onnx"), ("1,8,16",)),
+    GoldenCase(
+        "encoder_decoder_torchscript",
+        _fixture("tiny_bart_torchscript.onnx"),
+        ("2,6", "2,6", "2,4"),
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

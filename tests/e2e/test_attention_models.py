@@ -69,6 +69,34 @@ def test_gpt_attention_is_fused_and_matches_at_two_shapes(tmp_path, exporter):
         assert_runs_like_onnxruntime(model, result, {"ids": ids}, atol=1e-5)
 
 
+# fixture, its shapes, two size sets of its inputs (float inputs random, ids below 40), attentions
+ENCODERS = [
+    ("tiny_vit_torchscript.onnx", ["1,3,16,16"], [[(1, 3, 16, 16)], [(3, 3, 16, 16)]], 2),
+    ("tiny_whisper_encoder_dynamo.onnx", ["1,8,16"], [[(1, 8, 16)], [(2, 8, 16)]], 2),
+    (
+        "tiny_bart_torchscript.onnx",
+        ["2,6", "2,6", "2,4"],
+        [[(2, 6), (2, 6), (2, 4)], [(3, 9), (3, 9), (3, 5)]],
+        3,
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "shape", "size_sets", "attentions"), ENCODERS)
+def test_encoders_attention_is_fused_and_matches_at_two_shapes(
+    tmp_path, name, shape, size_sets, attentions
+):
+    """ViT, an audio encoder (Whisper's) and an encoder-decoder (BART: causal self-attention,
+    padding mask, cross-attention)."""
+    model = onnx.load(str(FIXTURES / name))
+    result = convert_fully(model, tmp_path, shape=shape)
+    assert _fused_count(result) == attentions
+    for seed, sizes in enumerate(size_sets):
+        feeds = _corpus_feeds(model, sizes, seed)
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5)
+
+
 def _greedy(run, prompt: np.ndarray, past: dict, steps: int) -> list[int]:
     """Greedy decoding: the prompt, then one token at a time with the returned cache."""
     feeds = {"input_ids": prompt, **past}
