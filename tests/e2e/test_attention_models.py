@@ -123,6 +123,8 @@ def test_llama_with_cache_decodes_onnxruntimes_tokens(tmp_path, exporter):
     for seed, (batch, seq, past) in enumerate([(1, 3, 2), (2, 4, 5)]):
         ids = np.random.default_rng(seed).integers(0, VOCAB, (batch, seq)).astype(np.int64)
         assert_runs_like_onnxruntime(model, result, _cache_feeds(ids, past, seed), atol=1e-5)
+    feeds = _cache_feeds(np.array([[1, 2]], np.int64), 3, seed=5)
+    assert_runs_like_onnxruntime(model, result, feeds, graph_mode=True, atol=1e-5)
     names = [out.name for out in model.graph.output]
 
     def onnxruntime(feeds):
