@@ -245,3 +245,33 @@ def test_grouped_query_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
     script = _matches_at(model, tmp_path, [{"b": 1, "s": 2, "t": 5}, {"b": 2, "s": 4, "t": 7}],
                          shape=shape)  # fmt: skip
     assert "ops.repeat_interleave" in script
+
+
+def flat_heads_attention(axis: int = -1):
+    """Heads folded into the batch (``bmm`` on (B*H, S, D)), no scale, no mask."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=axis),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    inputs = [(name, F32, [4, 3, HEAD_DIM]) for name in ("q", "k", "v")]
+    return make_model(nodes, inputs, [("out", F32, None)])
+
+
+def test_heads_folded_into_the_batch_are_fused():
+    count, (node,) = _fused(flat_heads_attention(), [])
+    assert count == 1 and _attr(node, "scale") == 1.0 and len(node.input) == 3
+
+
+def test_softmax_over_another_axis_is_no_attention():
+    count, _ = _fused(flat_heads_attention(axis=1), [])
+    assert count == 0
+
+
+@pytest.mark.slow
+def test_heads_folded_into_the_batch_run_like_onnxruntime(tmp_path):
+    model = flat_heads_attention()
+    result = convert_fully(model, tmp_path)
+    assert "/ math.sqrt" not in result.script_path.read_text()
+    assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
