@@ -31,12 +31,12 @@ class WhisperAttention(nn.Cell):
         x = ops.transpose(x, (0, 2, 1, 3))
         scores = ops.matmul(out, k_proj.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
-        out = ops.matmul(probs, x)
-        out = ops.reshape(out, (-1, 2, 8, 8))
-        out = ops.transpose(out, (0, 2, 1, 3))
-        out = ops.reshape(out, (-1, 8, 16))
-        out = self.out_proj(out)
-        return out
+        context = ops.matmul(probs, x)
+        context = ops.reshape(context, (-1, 2, 8, 8))
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(context, (-1, 8, 16))
+        context = self.out_proj(context)
+        return context
 
 
 class WhisperEncoderLayer(nn.Cell):

@@ -50,11 +50,11 @@ class LlamaAttention(nn.Cell):
         scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + x_5, axis=-1)
         v = ops.repeat_interleave(x_4, 2, axis=1)
-        mul = ops.matmul(probs, v)
-        mul = ops.transpose(mul, (0, 2, 1, 3))
-        mul = ops.reshape(mul, x_8)
-        mul = self.o_proj(mul)
-        return x_3, x_4, mul
+        context = ops.matmul(probs, v)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(context, x_8)
+        context = self.o_proj(context)
+        return x_3, x_4, context
 
 
 class LlamaLayer(nn.Cell):

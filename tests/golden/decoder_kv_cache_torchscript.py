@@ -53,12 +53,12 @@ class SelfAttnBlock(nn.Cell):
         scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + x_5, axis=-1)
         v = ops.repeat_interleave(x_4, 2, axis=1)
-        mul = ops.matmul(probs, v)
-        mul = ops.transpose(mul, (0, 2, 1, 3))
+        context = ops.matmul(probs, v)
+        context = ops.transpose(context, (0, 2, 1, 3))
         shape_3 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        mul = ops.reshape(mul, shape_3)
-        mul = self.o_proj(mul)
-        return x_3, x_4, mul
+        context = ops.reshape(context, shape_3)
+        context = self.o_proj(context)
+        return x_3, x_4, context
 
 
 class LayersBlock(nn.Cell):

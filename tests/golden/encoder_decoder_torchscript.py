@@ -38,14 +38,14 @@ class SelfAttnBlock(nn.Cell):
         masked_rows = ops.amax(x_1, -1, keepdims=True) == -math.inf
         scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(ops.where(masked_rows, 0.0, scores + x_1), axis=-1)
-        scaled_dot_product_attention = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
+        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
         shape_3 = (ops.shape(out)[0], -1, ops.shape(out)[2], 8)
-        scaled_dot_product_attention = ops.reshape(scaled_dot_product_attention, shape_3)
-        scaled_dot_product_attention = ops.transpose(scaled_dot_product_attention, (0, 2, 1, 3))
+        context = ops.reshape(context, shape_3)
+        context = ops.transpose(context, (0, 2, 1, 3))
         shape_4 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        scaled_dot_product_attention = ops.reshape(scaled_dot_product_attention, shape_4)
-        scaled_dot_product_attention = self.out_proj(scaled_dot_product_attention)
-        return scaled_dot_product_attention
+        context = ops.reshape(context, shape_4)
+        context = self.out_proj(context)
+        return context
 
 
 class LayersBlock(nn.Cell):
@@ -166,14 +166,14 @@ class EncoderAttnBlock(nn.Cell):
         masked_rows = ops.amax(x_2, -1, keepdims=True) == -math.inf
         scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(ops.where(masked_rows, 0.0, scores + x_2), axis=-1)
-        scaled_dot_product_attention = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
+        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
         shape_3 = (ops.shape(out)[0], -1, ops.shape(out)[2], 8)
-        scaled_dot_product_attention = ops.reshape(scaled_dot_product_attention, shape_3)
-        scaled_dot_product_attention = ops.transpose(scaled_dot_product_attention, (0, 2, 1, 3))
+        context = ops.reshape(context, shape_3)
+        context = ops.transpose(context, (0, 2, 1, 3))
         shape_4 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        scaled_dot_product_attention = ops.reshape(scaled_dot_product_attention, shape_4)
-        scaled_dot_product_attention = self.out_proj(scaled_dot_product_attention)
-        return scaled_dot_product_attention
+        context = ops.reshape(context, shape_4)
+        context = self.out_proj(context)
+        return context
 
 
 class LayersBlock3(nn.Cell):

@@ -74,11 +74,11 @@ class MindSporeModel(nn.Cell):
         split_1 = ops.transpose(split_1, (0, 2, 1, 3))
         scores = ops.matmul(split, split_1.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores + out, axis=-1)
-        split = ops.matmul(probs, split_2)
-        split = ops.transpose(split, (0, 2, 1, 3))
-        split = ops.reshape(split, shape_3)
-        split = self.h_0_attn_proj(split)
-        x = x + split
+        context = ops.matmul(probs, split_2)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(context, shape_3)
+        context = self.h_0_attn_proj(context)
+        x = x + context
         ln_2 = self.h_0_ln_2(x)
         ln_2 = self.h_0_fc(ln_2)
         ln_2 = self.h_0_act(ln_2)
@@ -95,11 +95,11 @@ class MindSporeModel(nn.Cell):
         split_4 = ops.transpose(split_4, (0, 2, 1, 3))
         scores_1 = ops.matmul(split_3, split_4.swapaxes(-1, -2)) / math.sqrt(8)
         probs_1 = ops.softmax(scores_1 + out, axis=-1)
-        split_3 = ops.matmul(probs_1, split_5)
-        split_3 = ops.transpose(split_3, (0, 2, 1, 3))
-        split_3 = ops.reshape(split_3, shape_3)
-        split_3 = self.h_1_attn_proj(split_3)
-        x = x + split_3
+        context_1 = ops.matmul(probs_1, split_5)
+        context_1 = ops.transpose(context_1, (0, 2, 1, 3))
+        context_1 = ops.reshape(context_1, shape_3)
+        context_1 = self.h_1_attn_proj(context_1)
+        x = x + context_1
         ln_2_1 = self.h_1_ln_2(x)
         ln_2_1 = self.h_1_fc(ln_2_1)
         ln_2_1 = self.h_1_act(ln_2_1)

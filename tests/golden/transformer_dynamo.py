@@ -59,10 +59,10 @@ class BertSelfAttention(nn.Cell):
         x = ops.transpose(x, (0, 2, 1, 3))
         scores = ops.matmul(out, key.swapaxes(-1, -2)) / math.sqrt(16)
         probs = ops.softmax(scores + x_1, axis=-1)
-        out = ops.matmul(probs, x)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        out = ops.reshape(out, x_3)
-        return out
+        context = ops.matmul(probs, x)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(context, x_3)
+        return context
 
 
 class BertSelfOutput(nn.Cell):

@@ -70,14 +70,14 @@ class AttentionBlock(nn.Cell):
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
         scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
-        out = ops.matmul(probs, v_proj)
-        shape_3 = (ops.shape(out)[0], -1, 5, 8)
-        out = ops.reshape(out, shape_3)
-        out = ops.transpose(out, (0, 2, 1, 3))
+        context = ops.matmul(probs, v_proj)
+        shape_3 = (ops.shape(context)[0], -1, 5, 8)
+        context = ops.reshape(context, shape_3)
+        context = ops.transpose(context, (0, 2, 1, 3))
         shape_4 = (ops.shape(x)[0], 5, -1)
-        out = ops.reshape(out, shape_4)
-        out = self.o_proj(out)
-        return out
+        context = ops.reshape(context, shape_4)
+        context = self.o_proj(context)
+        return context
 
 
 class MlpBlock(nn.Cell):
