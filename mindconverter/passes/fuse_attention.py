@@ -194,8 +194,8 @@ def _reshaped_transpose(finder: _Finder, outer: onnx.NodeProto):
     inner = finder.made_by(middle.input[0], "Reshape")
     if inner is None or not finder.private(middle.input[0], middle):
         return None
-    key = inner.input[0]
-    if finder.rank(key) != 4 or finder.rank(outer.output[0]) != 4:
+    key = inner.input[0]  # (B, H, T, D), or (B, KV, G, T, D) when repeat_kv's Reshape merged in
+    if finder.rank(key) not in (4, 5) or finder.rank(outer.output[0]) != 4:
         return None
     head_dim = finder.static_dim(key, -1)
     if head_dim is None or finder.static_dim(inner.output[0], -1) != head_dim:
@@ -224,7 +224,10 @@ def _copy_value_info(finder: _Finder, source: str, target: str, perm: list[int])
 
 
 def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
-    """``repeat_kv``: Reshape(Expand(Unsqueeze(x, 2), ...), ...) -> (x, groups, nodes) or None."""
+    """``repeat_kv``: Reshape(Expand(Unsqueeze(x, 2), ...), ...) -> (x, groups, nodes) or None;
+    also the bare Expand (B, KV, G, T, D) when the exporter merged the Reshape into the next."""
+    if finder.rank(name) == 5:
+        return _expanded_heads(finder, name, reader)
     reshape = finder.made_by(name, "Reshape")
     if reshape is None or not finder.private(name, reader):
         return None
@@ -247,6 +250,24 @@ def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     if finder.static_dim(source, -1) != finder.static_dim(name, -1):
         return None
     return source, heads // kv_heads, [expand, reshape]  # the rest goes when nothing reads it
+
+
+def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
+    """Expand(Unsqueeze(x, 2)) to (B, KV, G, T, D) -> (x, G, nodes) or None."""
+    expand = finder.made_by(name, "Expand")
+    if expand is None or not finder.private(name, reader):
+        return None
+    unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")
+    if unsqueeze is None:
+        return None
+    axes = _attr(unsqueeze, "axes")
+    if axes is None and len(unsqueeze.input) > 1:
+        value = finder.graph.constant(unsqueeze.input[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    source, groups = unsqueeze.input[0], finder.static_dim(name, 2)
+    if axes is None or list(axes) != [2] or finder.rank(source) != 4 or not groups:
+        return None
+    return source, groups, [expand]
 
 
 def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):

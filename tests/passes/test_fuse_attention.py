@@ -275,3 +275,47 @@ def test_heads_folded_into_the_batch_run_like_onnxruntime(tmp_path):
     result = convert_fully(model, tmp_path)
     assert "/ math.sqrt" not in result.script_path.read_text()
     assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
+
+
+def merged_repeat_attention(groups: int = 2, kv_heads: int = 2, seq: int = 3):
+    """The dynamo exporter at static sizes: repeat_kv's Reshape merged into the key's
+    Reshape(-1, T, D) / Transpose / Reshape, the value repeated as usual."""
+    heads = kv_heads * groups
+    wide = np.array([1, kv_heads, groups, seq, HEAD_DIM], np.int64)
+    nodes = []
+    for name in ("k", "v"):
+        nodes += [
+            _const(f"{name}_axis", [2], np.int64),
+            helper.make_node("Unsqueeze", [name, f"{name}_axis"], [f"{name}_u"]),
+            _const(f"{name}_wide", wide, np.int64),
+            helper.make_node("Expand", [f"{name}_u", f"{name}_wide"], [f"{name}_e"]),
+        ]
+    nodes += [
+        _const("flat", [heads, seq, HEAD_DIM], np.int64),
+        helper.make_node("Reshape", ["k_e", "flat"], ["k3"]),
+        helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+        _const("back", [1, heads, HEAD_DIM, seq], np.int64),
+        helper.make_node("Reshape", ["k3t", "back"], ["kt"]),
+        _const("v_shape", [1, heads, seq, HEAD_DIM], np.int64),
+        helper.make_node("Reshape", ["v_e", "v_shape"], ["v_rep"]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["out"]),
+    ]
+    inputs = [("q", F32, [1, heads, seq, HEAD_DIM])]
+    inputs += [(name, F32, [1, kv_heads, seq, HEAD_DIM]) for name in ("k", "v")]
+    return make_model(nodes, inputs, [("out", F32, None)], opset=18)
+
+
+def test_repeat_kv_merged_into_the_key_transpose_is_undone():
+    count, (node,) = _fused(merged_repeat_attention(), [])
+    assert count == 1 and _attr(node, "kv_groups") == 2
+    assert list(node.input) == ["q", "k", "v"]
+
+
+@pytest.mark.slow
+def test_repeat_kv_merged_into_the_key_transpose_runs_like_onnxruntime(tmp_path):
+    model = merged_repeat_attention()
+    result = convert_fully(model, tmp_path)
+    assert "ops.repeat_interleave" in result.script_path.read_text()
+    assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
