@@ -194,3 +194,78 @@ def test_corpus_attention_is_fused_and_matches(tmp_path, entry):
     for seed, sizes in enumerate([entry["shapes"], _second_sizes(model, entry["shapes"])]):
         feeds = _corpus_feeds(model, sizes, seed)
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-4, rtol=1e-3)
+
+
+TCORPUS = Path("/work/tcorpus/manifest.json")
+UNFUSED = ("bloom",)  # ALiBi through baddbmm on (B*H, S, T) scores reshaped around the mask
+
+
+def _tcorpus_models():
+    return json.loads(TCORPUS.read_text())["models"] if TCORPUS.exists() else []
+
+
+def _one_more_in_the_batch(model: onnx.ModelProto, shapes: list) -> list:
+    """The sizes with one more in axis 0 of every input that declares it dynamic."""
+    second = []
+    for inp, dims in zip(model.graph.input, shapes):
+        first = inp.type.tensor_type.shape.dim[0]
+        static = first.HasField("dim_value") and first.dim_value > 0
+        second.append(list(dims) if static else [dims[0] + 1, *dims[1:]])
+    return second
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", _tcorpus_models(), ids=lambda entry: entry["file"])
+def test_decoder_corpus_attention_is_fused_and_matches(tmp_path, entry):
+    """The lead's decoder corpus (when present): Llama, Mistral, Qwen2, GPT-2, GPT-NeoX with a
+    key/value cache, ALBERT, BART, Whisper's encoder, DeiT; every attention but BLOOM's fused."""
+    path = TCORPUS.parent / entry["file"]
+    model = onnx.load(str(path))
+    shapes = [",".join(str(d) for d in dims) for dims in entry["shapes"]]
+    result = convert_fully(model, tmp_path, shape=shapes)
+    softmaxes = sum(node.op_type == "Softmax" for node in model.graph.node)
+    if not entry["file"].startswith(UNFUSED):
+        assert _fused_count(result) == softmaxes
+    for seed, sizes in enumerate([entry["shapes"], _one_more_in_the_batch(model, entry["shapes"])]):
+        feeds = _corpus_feeds(model, sizes, seed)
+        if "attention_mask" in feeds:
+            feeds["attention_mask"][:] = 1  # with a cache, the mask covers past and new tokens
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-4, rtol=1e-3)
+
+
+def _decode_with_cache(run, model: onnx.ModelProto, entry: dict, steps: int) -> list[int]:
+    """Greedy decoding of a corpus decoder: the outputs after the logits are the next cache."""
+    names = [inp.name for inp in model.graph.input]
+    feeds = _corpus_feeds(model, entry["shapes"], seed=3)
+    tokens = []
+    for _ in range(steps):
+        feeds["attention_mask"] = np.ones(
+            (1, feeds[names[2]].shape[2] + feeds["input_ids"].shape[1]), np.int64
+        )
+        logits, *cache = run(feeds)
+        tokens.append(int(np.argmax(logits[0, -1])))
+        feeds = dict(zip(names[2:], cache))
+        feeds = {"input_ids": np.array([[tokens[-1]]], np.int64), "attention_mask": None, **feeds}
+    return tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in _tcorpus_models() if "_kv_torchscript" in e["file"]],
+    ids=lambda entry: entry["file"],
+)
+def test_decoder_corpus_greedy_decode_gives_onnxruntimes_tokens(tmp_path, entry):
+    model = onnx.load(str(TCORPUS.parent / entry["file"]))
+    shapes = [",".join(str(d) for d in dims) for dims in entry["shapes"]]
+    result = convert_fully(model, tmp_path, shape=shapes)
+    names = [out.name for out in model.graph.output]
+
+    def onnxruntime(feeds):
+        return run_onnxruntime(model, feeds, names)
+
+    def mindspore(feeds):
+        return run_mindspore(result.script_path, result.checkpoint_path, list(feeds.values()))
+
+    expected = _decode_with_cache(onnxruntime, model, entry, steps=5)
+    assert _decode_with_cache(mindspore, model, entry, steps=5) == expected
