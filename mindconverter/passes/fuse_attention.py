@@ -5,9 +5,12 @@ own way. The TorchScript exporter (opset 14/17) transposes the key before its he
 (``Transpose(perm=[0, 2, 3, 1])``) and scales it by ``Div``, or splits ``sqrt(scale)`` over q and
 k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
 an ``IsNaN``/``Where`` guard that turns fully masked rows into zeros. Grouped-query models repeat
-key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape) before the product. Rotary embeddings,
-a key/value cache (``Concat(past_k, k)``) and the masks (padding, causal, sliding window, ALiBi
-biases) are computed before the product and stay what they are: inputs of the fused node.
+key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the
+key's transposition) before the product. Rotary embeddings, a key/value cache
+(``Concat(past_k, k)``) and the masks (padding, causal, sliding window, biases added to the
+scores such as ALiBi) are computed before the product and stay what they are: inputs of the
+fused node. Not fused: BLOOM's ``baddbmm`` form, whose (B*H, S, T) scores are reshaped to
+(B, H, S, T) between the ALiBi bias and the mask.
 
 This pass replaces the chain from the score product to the context product by one node
 ``ScaledDotProductAttention(q, k, v[, bias])`` of the internal domain, with attributes
@@ -227,12 +230,27 @@ def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     """``repeat_kv``: Reshape(Expand(Unsqueeze(x, 2), ...), ...) -> (x, groups, nodes) or None;
     also the bare Expand (B, KV, G, T, D) when the exporter merged the Reshape into the next."""
     if finder.rank(name) == 5:
-        return _expanded_heads(finder, name, reader)
+        found = _expanded_heads(finder, name, reader)
+        return None if found is None or not found[1] else found
     reshape = finder.made_by(name, "Reshape")
     if reshape is None or not finder.private(name, reader):
         return None
-    expand = finder.made_by(reshape.input[0], "Expand")
-    if expand is None or not finder.private(reshape.input[0], reshape):
+    found = _expanded_heads(finder, reshape.input[0], reshape)
+    if found is None:
+        return None
+    source, _, nodes = found
+    kv_heads, heads = finder.static_dim(source, 1), finder.static_dim(name, 1)
+    if not kv_heads or not heads or heads % kv_heads:
+        return None
+    if finder.static_dim(source, -1) != finder.static_dim(name, -1):
+        return None
+    return source, heads // kv_heads, nodes + [reshape]  # the rest goes when nothing reads it
+
+
+def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
+    """Expand(Unsqueeze(x, 2)) to (B, KV, G, T, D) -> (x, G when known, nodes) or None."""
+    expand = finder.made_by(name, "Expand")
+    if expand is None or not finder.private(name, reader):
         return None
     unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")  # also read by Shape, often
     if unsqueeze is None:
@@ -244,30 +262,7 @@ def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     source = unsqueeze.input[0]
     if axes is None or list(axes) != [2] or finder.rank(source) != 4:
         return None
-    kv_heads, heads = finder.static_dim(source, 1), finder.static_dim(name, 1)
-    if not kv_heads or not heads or heads % kv_heads:
-        return None
-    if finder.static_dim(source, -1) != finder.static_dim(name, -1):
-        return None
-    return source, heads // kv_heads, [expand, reshape]  # the rest goes when nothing reads it
-
-
-def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
-    """Expand(Unsqueeze(x, 2)) to (B, KV, G, T, D) -> (x, G, nodes) or None."""
-    expand = finder.made_by(name, "Expand")
-    if expand is None or not finder.private(name, reader):
-        return None
-    unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")
-    if unsqueeze is None:
-        return None
-    axes = _attr(unsqueeze, "axes")
-    if axes is None and len(unsqueeze.input) > 1:
-        value = finder.graph.constant(unsqueeze.input[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
-    source, groups = unsqueeze.input[0], finder.static_dim(name, 2)
-    if axes is None or list(axes) != [2] or finder.rank(source) != 4 or not groups:
-        return None
-    return source, groups, [expand]
+    return source, finder.static_dim(name, 2), [expand]
 
 
 def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
