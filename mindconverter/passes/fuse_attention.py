@@ -335,7 +335,7 @@ def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
 
 def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     """The attention around ``softmax``, or None when the chain is not one."""
-    axis = int(_attr(softmax, "axis", -1))
+    axis = int(_attr(softmax, "axis", -1 if finder.graph.opset >= 13 else 1))
     rank = finder.rank(softmax.input[0])
     if axis != -1 and (rank is None or axis != rank - 1):
         return None

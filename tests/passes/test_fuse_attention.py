@@ -319,3 +319,11 @@ def test_repeat_kv_merged_into_the_key_transpose_runs_like_onnxruntime(tmp_path)
     result = convert_fully(model, tmp_path)
     assert "ops.repeat_interleave" in result.script_path.read_text()
     assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
+
+
+def test_softmax_below_opset_13_defaults_to_axis_1():
+    model = flat_heads_attention()
+    del model.graph.node[2].attribute[:]  # Softmax-11 without axis: flattened from axis 1
+    model.opset_import[0].version = 11
+    count, _ = _fused(model, [])
+    assert count == 0
