@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", re.M)
+FIRST_ERROR = re.compile(r"^E\s+(?:\S+Error: )?(.+)$", re.M)
 
 
 def _run(command: list[str], log, cwd: Path | None = None, timeout: float = 3600) -> int:
@@ -44,13 +45,20 @@ def test_version(version: str, work: Path, tests: list[str]) -> dict:
             return {"version": version, "result": "install failed", "summary": ""}
         python = str(venv / "bin" / "python")
         code = _run([python, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"], log, cwd=ROOT)
+    return row_from_log(version, log_path, code, round((time.time() - started) / 60, 1))
+
+
+def row_from_log(version: str, log_path: Path, code: int, minutes: float) -> dict:
+    """The table row of one version from its log: result, pytest summary, first failure."""
     text = log_path.read_text(errors="replace")
     summaries = SUMMARY.findall(text)
+    first = FIRST_ERROR.search(text) if code else None
     return {
         "version": version,
         "result": "passes" if code == 0 else "fails",
         "summary": summaries[-1] if summaries else f"pytest exit code {code}",
-        "minutes": round((time.time() - started) / 60, 1),
+        "minutes": minutes,
+        "failure": first.group(1).strip()[:160] if first else "",
     }
 
 
@@ -68,11 +76,12 @@ def write_table(rows: list[dict], tests: list[str], path: Path) -> None:
         "",
         f"Last run: {today}, Python {sys.version.split()[0]}, CPU.",
         "",
-        "| MindSpore | result | pytest summary | minutes |",
-        "| --- | --- | --- | --- |",
+        "| MindSpore | result | pytest summary | minutes | first failure |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for row in rows:
-        cells = [row["version"], row["result"], row["summary"], str(row.get("minutes", ""))]
+        failure = row.get("failure", "").replace("|", "/")
+        cells = [row["version"], row["result"], row["summary"], str(row["minutes"]), failure]
         lines.append("| " + " | ".join(cells) + " |")
     path.write_text("\n".join(lines) + "\n")
 

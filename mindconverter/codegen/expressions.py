@@ -24,6 +24,7 @@ from ..mappers.base import (
     Item,
     Lit,
     MappedNode,
+    Method,
     Neg,
     Param,
     Temp,
@@ -224,6 +225,9 @@ class ExpressionWriter:
                 else self.index_part(index, mapped)
             )
             return f"{self.expr(value.value, mapped, 9)}[{index_text}]"
+        if isinstance(value, Method):
+            args = ", ".join(self.expr(a, mapped) for a in value.args)
+            return f"{self.expr(value.value, mapped, 9)}.{value.name}({args})"
         if isinstance(value, Cell):
             return self.cell(value, mapped)
         if isinstance(value, Ternary):
@@ -268,6 +272,8 @@ class ExpressionWriter:
         if key not in self.scope.temps:
             text = self.expr(temp.expr, mapped)
             name = self.new_variable(temp.hint or "t")
+            if temp.comment:
+                self.scope.cls.body.append(f"# {temp.comment}")
             self.scope.cls.body.append(f"{name} = {text}")
             self.scope.temps[key] = (temp, name)  # holding the object keeps its id unique
         return self.scope.temps[key][1]

@@ -31,6 +31,8 @@ class StatementWriter:
             name = self.exprs.new_variable(named)
         elif mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
+        elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
+            name = self.exprs.new_variable("context")  # as attention code names its result
         elif reuse is not None:
             name = reuse
         else:

@@ -31,6 +31,7 @@ from .base import (
     Unsupported,
 )
 from .registry import mapper
+from .sdpa import SdpaOptions, sdpa_expression
 
 NEG_INF = -math.inf
 
@@ -216,6 +217,32 @@ def _scaled_scores(ctx: NodeContext, layout: _Layout, k_used):
     return scores
 
 
+def _plain(ctx: NodeContext, dtype: np.dtype, layout: _Layout):
+    """The shared rendering (``mappers/sdpa.py``) when the node asks for nothing more than
+    heads-first softmax(q·kᵀ·scale + float mask)·v; None otherwise."""
+    extras = [ctx.has_input(i) for i in (4, 5, 6)] + [ctx.output_used(i) for i in (1, 2, 3)]
+    options = ("is_causal", "softcap", "softmax_precision", "left_window_size", "right_window_size")
+    if layout.rank != 4 or dtype != np.float32 or any(extras):
+        return None
+    if any(ctx.attr(name) not in (None, 0, -1) for name in options):
+        return None
+    if layout.q_heads % layout.kv_heads:
+        return None
+    if ctx.has_input(3):
+        mask_shape = ctx.require_shape(3)
+        if ctx.input_dtype(3) != dtype or mask_shape[-1] != layout.kv_len:
+            return None
+    scale = ctx.attr("scale")
+    options_ = SdpaOptions(
+        scale=1.0 / math.sqrt(layout.head) if scale is None else float(scale),
+        head_dim=layout.head,
+        kv_groups=layout.q_heads // layout.kv_heads,
+        masked_rows=ctx.has_input(3),
+    )
+    bias = Input(3) if ctx.has_input(3) else None
+    return sdpa_expression(layout.q, layout.k, layout.v, bias, options_)
+
+
 @mapper("Attention", since=23)
 def attention(ctx: NodeContext):
     """Attention -> softmax(q·kᵀ·scale [softcap] + mask) · v with reshapes for heads and caches."""
@@ -227,6 +254,9 @@ def attention(ctx: NodeContext):
     ):
         raise Unsupported(f"Attention on {dtype.name} inputs")
     layout = _layout(ctx)
+    plain = _plain(ctx, dtype, layout)
+    if plain is not None:
+        return plain
     has_past = ctx.has_input(4) and ctx.has_input(5)
     if ctx.has_input(4) != ctx.has_input(5):
         raise Unsupported("past_key and past_value must be given together")

@@ -11,6 +11,7 @@ Expressions:
   (``ops.relu``, ``ops.concat``, ``ms.Tensor``...).
 - :class:`BinOp` / :class:`Neg`: Python operators (``+ - * / @ ** //``) on expressions.
 - :class:`Item`: ``value[index]``.
+- :class:`Method`: ``value.name(*args)``, a tensor method (``k.swapaxes(-1, -2)``).
 - :class:`Cell`: a layer created in ``__init__`` (``nn.Conv2d(...)`` with its weights) and called
   in ``construct``.
 - :class:`Param`: a tensor stored in the checkpoint, held as a ``Parameter`` attribute.
@@ -82,13 +83,25 @@ class Item(Expr):
     index: Any  # int, slice, or tuple of ints/slices/None/Ellipsis
 
 
+@dataclass
+class Method(Expr):
+    """``value.name(*args)``: a tensor method, as people write ``k.swapaxes(-1, -2)``."""
+
+    value: Any
+    name: str
+    args: Sequence[Any] = ()
+
+
 @dataclass(eq=False)
 class Temp(Expr):
     """``expr`` computed once into a local variable of ``construct``; every reference to this same
-    object reads that variable (e.g. a cell returning a tuple whose parts need further ops)."""
+    object reads that variable (e.g. a cell returning a tuple whose parts need further ops).
+    ``comment`` (fixed text of the converter, never from the model) is written on the line
+    before, to say why the code differs from the obvious call."""
 
     expr: Any
     hint: str = ""
+    comment: str = ""
 
 
 @dataclass

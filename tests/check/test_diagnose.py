@@ -15,11 +15,12 @@ from mindconverter.mappers import Call, Input, default_registry
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def _wrong_softmax_registry():
+def _wrong_attention_registry():
+    """The attention (fused from MatMul/Softmax/MatMul, named after the Softmax) made wrong."""
     registry = default_registry()
 
-    @registry.register("Softmax", since=13)
-    def exp_instead_of_softmax(ctx):
+    @registry.register("ScaledDotProductAttention", domain="ai.mindconverter")
+    def exp_of_the_query(ctx):
         return Call("ops.exp", [Input(0)])
 
     return registry
@@ -32,11 +33,14 @@ def test_a_wrong_mapper_is_named_as_the_first_divergence(tmp_path):
             shape=["2,8"],
             output=tmp_path / "out",
             verify=True,
-            registry=_wrong_softmax_registry(),
+            registry=_wrong_attention_registry(),
         )
     message = str(info.value)
     assert info.value.key == "VERIFY_MISMATCH"
-    assert "First diverging: node '/h.0/attn/Softmax' (Softmax, scope 'h.0.attn')" in message
+    assert (
+        "First diverging: node '/h.0/attn/Softmax' (ScaledDotProductAttention, scope 'h.0.attn')"
+        in message
+    )
     line = int(message.split("generated line ")[1].split(":")[0])
     script = (tmp_path / "out" / "tiny_gpt_torchscript.py").read_text().splitlines()
     assert "ops.exp(" in script[line - 1] and "ops.exp(" in message

@@ -140,6 +140,25 @@ CASES = [
     GoldenCase("cnn_torchscript", _fixture("tiny_resnet_torchscript.onnx"), ("1,3,32,32",)),
     GoldenCase("cnn_dynamo", _fixture("tiny_resnet_dynamo.onnx"), ("1,3,32,32",)),
     GoldenCase("transformer_dynamo", _fixture("tiny_bert_dynamo.onnx"), ("1,8", "1,8")),
+    GoldenCase("gpt_dynamo", _fixture("tiny_gpt_dynamo.onnx"), ("1,8",)),
+    GoldenCase("mobilenet_dynamo", _fixture("tiny_mobilenet_dynamo.onnx"), ("1,3,32,32",)),
+    GoldenCase(
+        "decoder_kv_cache_torchscript",
+        _fixture("tiny_llama_torchscript.onnx"),
+        ("1,3", "2,1,2,2,4", "2,1,2,2,4"),
+    ),
+    GoldenCase(
+        "decoder_kv_cache_dynamo",
+        _fixture("tiny_llama_dynamo.onnx"),
+        ("1,3", "2,1,2,2,4", "2,1,2,2,4"),
+    ),
+    GoldenCase("vit_torchscript", _fixture("tiny_vit_torchscript.onnx"), ("1,3,16,16",)),
+    GoldenCase("audio_encoder_dynamo", _fixture("tiny_whisper_encoder_dynamo.onnx"), ("1,8,16",)),
+    GoldenCase(
+        "encoder_decoder_torchscript",
+        _fixture("tiny_bart_torchscript.onnx"),
+        ("2,6", "2,6", "2,4"),
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

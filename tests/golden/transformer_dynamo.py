@@ -4,6 +4,8 @@
 # Load the weights with:
 #     net = MindSporeModel()
 #     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
+import math
+
 import mindspore as ms
 from mindspore import nn, ops, Parameter
 
@@ -55,22 +57,12 @@ class BertSelfAttention(nn.Cell):
         x = self.value(x)
         x = ops.reshape(x, x_2)
         x = ops.transpose(x, (0, 2, 1, 3))
-        shape = (-1, ops.shape(key)[2], 16)
-        reshape = ops.reshape(key, shape)
-        reshape = ops.transpose(reshape, (0, 2, 1))
-        shape_1 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
-        reshape = ops.reshape(reshape, shape_1)
-        out = out * 0.5
-        reshape = reshape * 0.5
-        out = ops.matmul(out, reshape)
-        out = out + x_1
-        out = ops.softmax(out, axis=-1)
-        is_na_n = ops.isnan(out)
-        is_na_n = ops.where(is_na_n, ms.Tensor(0.0, ms.float32), out)
-        is_na_n = ops.matmul(is_na_n, x)
-        is_na_n = ops.transpose(is_na_n, (0, 2, 1, 3))
-        is_na_n = ops.reshape(is_na_n, x_3)
-        return is_na_n
+        scores = ops.matmul(out, key.swapaxes(-1, -2)) / math.sqrt(16)
+        probs = ops.softmax(scores + x_1, axis=-1)
+        context = ops.matmul(probs, x)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(context, x_3)
+        return context
 
 
 class BertSelfOutput(nn.Cell):

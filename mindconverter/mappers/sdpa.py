@@ -1,0 +1,81 @@
+"""Scaled dot-product attention written as mindnlp writes it.
+
+:func:`sdpa_expression` is the one rendering of ``softmax(q @ kᵀ * scale + bias) @ v`` on
+heads-first tensors (grouped key/value heads repeated, fully masked rows kept at zero where
+MindSpore's softmax would spoil the whole tensor). The fused node of
+``mindconverter/passes/fuse_attention.py`` (``ScaledDotProductAttention`` in the internal
+domain) maps through it; mappers of other attention operators can call it too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..graph.internal_domain import DOMAIN
+from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Temp, Unsupported
+from .registry import mapper
+
+MASKED_ROWS_WHY = (
+    "MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here"
+)
+
+
+@dataclass(frozen=True)
+class SdpaOptions:
+    """How the attention is computed: the score scale, query heads per key/value head, and
+    whether rows the bias masks fully must give zeros (the exporter's NaN guard)."""
+
+    scale: float
+    head_dim: int | None = None
+    kv_groups: int = 1
+    masked_rows: bool = False
+
+
+def _scaled(product: Expr, options: SdpaOptions) -> Expr:
+    """``product / math.sqrt(head_dim)`` when that is the scale, else ``product * scale``."""
+    if options.head_dim and math.isclose(
+        options.scale, 1.0 / math.sqrt(options.head_dim), rel_tol=1e-6
+    ):
+        return BinOp("/", product, Call("math.sqrt", [Lit(options.head_dim)]))
+    if math.isclose(options.scale, 1.0, rel_tol=1e-7):
+        return product
+    return BinOp("*", product, Lit(options.scale))
+
+
+def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOptions) -> Expr:
+    """``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` on (..., heads, seq, head_dim) tensors."""
+    if options.kv_groups > 1:
+        k = Temp(Call("ops.repeat_interleave", [k, Lit(options.kv_groups)], {"axis": Lit(1)}), "k")
+        v = Temp(Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)}), "v")
+    product = Call("ops.matmul", [q, Method(k, "swapaxes", [Lit(-1), Lit(-2)])])
+    scores = Temp(_scaled(product, options), "scores")
+    logits = scores if bias is None else BinOp("+", scores, bias)
+    if not (options.masked_rows and bias is not None):
+        probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
+        return Call("ops.matmul", [probs, v])
+    masked = Temp(
+        BinOp("==", Call("ops.amax", [bias, Lit(-1)], {"keepdims": Lit(True)}), Lit(-math.inf)),
+        "masked_rows",
+        comment=MASKED_ROWS_WHY,
+    )
+    logits = Call("ops.where", [masked, Lit(0.0), logits])
+    probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
+    return Call("ops.matmul", [Call("ops.where", [masked, Lit(0.0), probs]), v])
+
+
+@mapper("ScaledDotProductAttention", domain=DOMAIN)
+def scaled_dot_product_attention(ctx: NodeContext):
+    """ScaledDotProductAttention (fused by passes/fuse_attention.py) -> matmul, softmax, matmul."""
+    q_shape = ctx.input_shape(0)
+    if q_shape is None or len(q_shape) < 2:
+        raise Unsupported("attention needs the query's rank")
+    head_dim = q_shape[-1] if isinstance(q_shape[-1], int) else None
+    options = SdpaOptions(
+        scale=float(ctx.attr("scale", 1.0)),
+        head_dim=head_dim,
+        kv_groups=int(ctx.attr("kv_groups", 1)),
+        masked_rows=bool(int(ctx.attr("masked_rows", 0))),
+    )
+    bias = Input(3) if ctx.has_input(3) else None
+    return sdpa_expression(Input(0), Input(1), Input(2), bias, options)

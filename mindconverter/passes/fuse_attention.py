@@ -1,0 +1,469 @@
+"""Pass: fuse scaled dot-product attention into one node, as people write it.
+
+Exporters spell ``softmax(q @ kᵀ * scale + mask) @ v`` out in primitive operators, each in its
+own way. The TorchScript exporter (opset 14/17) transposes the key before its heads
+(``Transpose(perm=[0, 2, 3, 1])``) and scales it by ``Div``, or splits ``sqrt(scale)`` over q and
+k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
+an ``IsNaN``/``Where`` guard that turns fully masked rows into zeros. Grouped-query models repeat
+key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the
+key's transposition) before the product. Rotary embeddings, a key/value cache
+(``Concat(past_k, k)``) and the masks (padding, causal, sliding window, biases added to the
+scores such as ALiBi) are computed before the product and stay what they are: inputs of the
+fused node. Not fused: BLOOM's ``baddbmm`` form, whose (B*H, S, T) scores are reshaped to
+(B, H, S, T) between the ALiBi bias and the mask.
+
+This pass replaces the chain from the score product to the context product by one node
+``ScaledDotProductAttention(q, k, v[, bias])`` of the internal domain, with attributes
+``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's NaN
+guard over a mask that may hold -inf: fully masked rows attend nothing). The mapper in
+``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused only when every
+intermediate value feeds the chain alone; anything else is left as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..graph import Graph
+from ..graph.internal_domain import DOMAIN, declare_internal_domain
+from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
+from ..graph.subgraphs import subgraph_references
+from .context import PassContext
+
+FUSED_OP = "ScaledDotProductAttention"
+_MAX_BIASES = 4  # Adds between the scaled scores and the softmax (mask, ALiBi, window...)
+
+
+@dataclass
+class _Match:
+    """One attention found: its inputs, attributes, the nodes it replaces and the new nodes it
+    needs (a key transposed to heads-first, a sum of biases)."""
+
+    q: str = ""
+    k: str = ""
+    v: str = ""
+    biases: list[str] = field(default_factory=list)
+    scale: float = 1.0
+    kv_groups: int = 1
+    nan_guard: bool = False
+    removed: list[onnx.NodeProto] = field(default_factory=list)
+    # new nodes placed where a removed node was (the key's heads-first transpose)
+    moved: dict[int, onnx.NodeProto] = field(default_factory=dict)
+
+
+class _Finder:
+    """Producers, readers and constants of the graph being fused."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.producer = dict(graph.producers)
+        self.readers = {name: list(nodes) for name, nodes in graph.consumer_nodes.items()}
+        self.pinned = set(graph.outputs) | subgraph_references(graph.model.graph)
+        self.taken = graph.value_names()
+        self.dead: set[int] = set()
+
+    def made_by(self, name: str, *op_types: str) -> onnx.NodeProto | None:
+        node = self.producer.get(name)
+        if node is None or node.op_type not in op_types or node.domain not in ("", "ai.onnx"):
+            return None
+        if id(node) in self.dead:
+            return None
+        return node
+
+    def private(self, name: str, reader: onnx.NodeProto) -> bool:
+        """Whether ``name`` feeds ``reader`` and nothing else (no graph output either)."""
+        if name in self.pinned:
+            return False
+        readers = {id(node) for node in self.readers.get(name, [])}
+        return readers == {id(reader)}
+
+    def scalar(self, name: str) -> float | None:
+        value = self.graph.constant(name)
+        if value is None or value.size != 1 or value.dtype.kind != "f":
+            return None
+        return float(value.reshape(-1)[0])
+
+    def rank(self, name: str) -> int | None:
+        dims = self.graph.dims(name)
+        return None if dims is None else len(dims)
+
+    def static_dim(self, name: str, axis: int) -> int | None:
+        dims = self.graph.dims(name)
+        if dims is None or not -len(dims) <= axis < len(dims):
+            return None
+        dim = dims[axis]
+        return int(dim) if isinstance(dim, (int, np.integer)) else None
+
+    def new_name(self, wanted: str) -> str:
+        name, n = wanted, 1
+        while name in self.taken:
+            name, n = f"{wanted}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return helper.get_attribute_value(attribute)
+    return default
+
+
+def _scale_factor(finder: _Finder, node: onnx.NodeProto, value: str) -> tuple[str, float] | None:
+    """For ``Mul(value, c)``/``Mul(c, value)``/``Div(value, c)`` by a scalar: (the other operand,
+    the factor); None otherwise."""
+    if node.op_type == "Mul":
+        for this, other in (node.input[0], node.input[1]), (node.input[1], node.input[0]):
+            factor = finder.scalar(other)
+            if factor is not None and this != other:
+                return this, factor
+        return None
+    if node.op_type == "Div":
+        divisor = finder.scalar(node.input[1])
+        if divisor:
+            return node.input[0], 1.0 / divisor
+    return None
+
+
+def _peel_scales(
+    finder: _Finder, name: str, reader: onnx.NodeProto, match: _Match
+) -> tuple[str, onnx.NodeProto]:
+    """``name`` without the scalar Mul/Div nodes in front of ``reader`` (their factors go into
+    the match's scale), and the node that reads it then; a scaling node read by others stays."""
+    while finder.private(name, reader):
+        node = finder.made_by(name, "Mul", "Div")
+        found = _scale_factor(finder, node, name) if node is not None else None
+        if found is None:
+            break
+        name, factor = found
+        match.scale *= factor
+        match.removed.append(node)
+        reader = node
+    return name, reader
+
+
+def _swaps_last_two(perm: list[int]) -> bool:
+    rank = len(perm)
+    return rank >= 2 and list(perm) == list(range(rank - 2)) + [rank - 1, rank - 2]
+
+
+def _untransposed_key(finder: _Finder, name: str, reader: onnx.NodeProto, match: _Match):
+    """Find the key behind ``kᵀ`` (``name``, read by the score product): sets ``match.k`` and
+    returns the node that reads the key (None when ``name`` is no transposed key)."""
+    name, reader = _peel_scales(finder, name, reader, match)
+    if not finder.private(name, reader):
+        return None
+    node = finder.made_by(name, "Transpose", "Reshape")
+    if node is None:
+        return None
+    match.removed.append(node)
+    if node.op_type == "Reshape":
+        found = _reshaped_transpose(finder, node)
+        if found is None:
+            return None
+        match.k, key_reader = found
+        return key_reader
+    perm = list(_attr(node, "perm", []))
+    if _swaps_last_two(perm):
+        match.k, key_reader = _peel_scales(finder, node.input[0], node, match)
+        return key_reader
+    if perm != [0, 2, 3, 1]:
+        return None
+    # (B, T, H, D) -> (B, H, D, T): the heads move first here, the key is transposed later
+    match.k = finder.new_name(node.input[0] + "_heads")
+    heads = helper.make_node(
+        "Transpose", [node.input[0]], [match.k], name=node.name, perm=[0, 2, 1, 3]
+    )
+    for entry in node.metadata_props:
+        heads.metadata_props.add().CopyFrom(entry)
+    _copy_value_info(finder, node.input[0], match.k, [0, 2, 1, 3])
+    match.moved[id(node)] = heads
+    return heads
+
+
+def _reshaped_transpose(finder: _Finder, outer: onnx.NodeProto):
+    """The dynamo spelling of ``k.transpose(-2, -1)`` on a 4-D key: Reshape to (-1, T, D),
+    Transpose(0, 2, 1), Reshape back to (B, H, D, T). Returns (the key, the node reading it)."""
+    middle = finder.made_by(outer.input[0], "Transpose")
+    if middle is None or list(_attr(middle, "perm", [])) != [0, 2, 1]:
+        return None
+    if not finder.private(outer.input[0], outer):
+        return None
+    inner = finder.made_by(middle.input[0], "Reshape")
+    if inner is None or not finder.private(middle.input[0], middle):
+        return None
+    key = inner.input[0]  # (B, H, T, D), or (B, KV, G, T, D) when repeat_kv's Reshape merged in
+    if finder.rank(key) not in (4, 5) or finder.rank(outer.output[0]) != 4:
+        return None
+    head_dim = finder.static_dim(key, -1)
+    if head_dim is None or finder.static_dim(inner.output[0], -1) != head_dim:
+        return None
+    if finder.static_dim(outer.output[0], -2) != head_dim:
+        return None
+    finder.dead.update((id(middle), id(inner)))
+    return key, inner
+
+
+def _copy_value_info(finder: _Finder, source: str, target: str, perm: list[int]) -> None:
+    """Declare ``target``'s type as ``source``'s with its dimensions permuted."""
+    graph = finder.graph.model.graph
+    for info in list(graph.value_info) + list(graph.input):
+        if info.name == source and info.type.HasField("tensor_type"):
+            copy = onnx.ValueInfoProto()
+            copy.CopyFrom(info)
+            copy.name = target
+            dims = list(info.type.tensor_type.shape.dim)
+            if len(dims) == len(perm):
+                del copy.type.tensor_type.shape.dim[:]
+                for axis in perm:
+                    copy.type.tensor_type.shape.dim.add().CopyFrom(dims[axis])
+            graph.value_info.append(copy)
+            return
+
+
+def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
+    """``repeat_kv``: Reshape(Expand(Unsqueeze(x, 2), ...), ...) -> (x, groups, nodes) or None;
+    also the bare Expand (B, KV, G, T, D) when the exporter merged the Reshape into the next."""
+    if finder.rank(name) == 5:
+        found = _expanded_heads(finder, name, reader)
+        return None if found is None or not found[1] else found
+    reshape = finder.made_by(name, "Reshape")
+    if reshape is None or not finder.private(name, reader):
+        return None
+    found = _expanded_heads(finder, reshape.input[0], reshape)
+    if found is None:
+        return None
+    source, _, nodes = found
+    kv_heads, heads = finder.static_dim(source, 1), finder.static_dim(name, 1)
+    if not kv_heads or not heads or heads % kv_heads:
+        return None
+    if finder.static_dim(source, -1) != finder.static_dim(name, -1):
+        return None
+    return source, heads // kv_heads, nodes + [reshape]  # the rest goes when nothing reads it
+
+
+def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
+    """Expand(Unsqueeze(x, 2)) to (B, KV, G, T, D) -> (x, G when known, nodes) or None."""
+    expand = finder.made_by(name, "Expand")
+    if expand is None or not finder.private(name, reader):
+        return None
+    unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")  # also read by Shape, often
+    if unsqueeze is None:
+        return None
+    axes = _attr(unsqueeze, "axes")
+    if axes is None and len(unsqueeze.input) > 1:
+        value = finder.graph.constant(unsqueeze.input[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    source = unsqueeze.input[0]
+    if axes is None or list(axes) != [2] or finder.rank(source) != 4:
+        return None
+    return source, finder.static_dim(name, 2), [expand]
+
+
+def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
+    """The MatMul of the probabilities with v after the softmax (through the NaN guard)."""
+    probs = softmax.output[0]
+    readers = finder.readers.get(probs, [])
+    if probs in finder.pinned:
+        return None
+    if len(readers) == 1 and readers[0].op_type == "MatMul" and readers[0].input[0] == probs:
+        return readers[0]
+    isnan = next((n for n in readers if n.op_type == "IsNaN"), None)
+    where = next((n for n in readers if n.op_type == "Where"), None)
+    if len(readers) != 2 or isnan is None or where is None:
+        return None
+    if list(where.input) != [isnan.output[0], where.input[1], probs]:
+        return None
+    if finder.scalar(where.input[1]) != 0.0 or not finder.private(isnan.output[0], where):
+        return None
+    if where.output[0] in finder.pinned:
+        return None
+    after = finder.readers.get(where.output[0], [])
+    if len(after) != 1 or after[0].op_type != "MatMul" or after[0].input[0] != where.output[0]:
+        return None
+    match.nan_guard = True
+    match.removed += [isnan, where]
+    return after[0]
+
+
+def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _Match):
+    """Walk back from the softmax's input over bias Adds, then scalar scales, to the score
+    MatMul; biases go into the match (outermost first)."""
+    for _ in range(_MAX_BIASES + 1):
+        if not finder.private(name, reader):
+            return None
+        node = finder.made_by(name, "Add")
+        if node is None:
+            break
+        side = _score_side(finder, node)
+        if side is None:
+            return None
+        match.biases.append(node.input[1 - side])
+        match.removed.append(node)
+        name, reader = node.input[side], node
+    name, reader = _peel_scales(finder, name, reader, match)
+    if not finder.private(name, reader):
+        return None
+    return finder.made_by(name, "MatMul")
+
+
+def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
+    """Which input of a bias Add carries the scores: the one made (through scales and Adds)
+    by a MatMul."""
+    for side in (0, 1):
+        name = add.input[side]
+        for _ in range(_MAX_BIASES + 3):
+            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add")
+            if node is None:
+                break
+            if node.op_type == "MatMul":
+                return side
+            if node.op_type == "Add":
+                name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]
+                continue
+            found = _scale_factor(finder, node, name)
+            if found is None:
+                break
+            name = found[0]
+    return None
+
+
+def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
+    """The attention around ``softmax``, or None when the chain is not one."""
+    axis = int(_attr(softmax, "axis", -1 if finder.graph.opset >= 13 else 1))
+    rank = finder.rank(softmax.input[0])
+    if axis != -1 and (rank is None or axis != rank - 1):
+        return None
+    if finder.graph.dtypes.get(softmax.input[0], np.dtype(np.float32)).kind != "f":
+        return None
+    match = _Match()
+    context = _context_product(finder, softmax, match)
+    if context is None:
+        return None
+    scores = _score_product(finder, softmax.input[0], softmax, match)
+    if scores is None or scores is context:
+        return None
+    match.q, _ = _peel_scales(finder, scores.input[0], scores, match)
+    key_reader = _untransposed_key(finder, scores.input[1], scores, match)
+    if key_reader is None:
+        return None
+    match.v = context.input[1]
+    _share_heads(finder, match, key_reader, context)
+    match.removed += [softmax, scores, context]
+    return match if _ranks_agree(finder, match) else None
+
+
+def _share_heads(
+    finder: _Finder, match: _Match, key_reader: onnx.NodeProto, context: onnx.NodeProto
+) -> None:
+    """Undo ``repeat_kv`` on both key and value (the fused node repeats them itself); keys and
+    values repeated differently keep their repeats."""
+    repeated_k = _repeated_heads(finder, match.k, key_reader)
+    repeated_v = _repeated_heads(finder, match.v, context)
+    if repeated_k is None or repeated_v is None or repeated_k[1] != repeated_v[1]:
+        return
+    match.k, match.kv_groups, k_nodes = repeated_k
+    match.v, _, v_nodes = repeated_v
+    match.removed += k_nodes + v_nodes
+
+
+def _ranks_agree(finder: _Finder, match: _Match) -> bool:
+    ranks = {finder.rank(name) for name in (match.q, match.k, match.v)} - {None}
+    return len(ranks) <= 1 and ranks <= {3, 4}
+
+
+def _may_hold_minus_infinity(finder: _Finder, bias: str) -> bool:
+    """Whether a bias can be -inf somewhere (a finite constant or a Where between finite
+    constants cannot)."""
+    value = finder.graph.constant(bias)
+    if value is not None:
+        return bool(np.isneginf(value).any()) if value.dtype.kind == "f" else False
+    where = finder.made_by(bias, "Where")
+    if where is not None:
+        branches = [finder.graph.constant(name) for name in where.input[1:]]
+        if all(b is not None and b.dtype.kind == "f" for b in branches):
+            return any(bool(np.isneginf(b).any()) for b in branches)
+    return True
+
+
+def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output: str):
+    """The fused node (and the Adds that sum several biases), named after the softmax."""
+    nodes = []
+    inputs = [match.q, match.k, match.v]
+    bias = ""
+    for part in reversed(match.biases):  # innermost first, as the exporter added them
+        if not bias:
+            bias = part
+            continue
+        total = finder.new_name(f"{anchor.name or 'attention'}_bias")
+        nodes.append(helper.make_node("Add", [bias, part], [total], name=f"{anchor.name}_bias"))
+        bias = total
+    if bias:
+        inputs.append(bias)
+    masked_rows = match.nan_guard and bool(bias) and _may_hold_minus_infinity(finder, bias)
+    fused = helper.make_node(
+        FUSED_OP,
+        inputs,
+        [output],
+        name=anchor.name,
+        domain=DOMAIN,
+        scale=float(match.scale),
+        kv_groups=int(match.kv_groups),
+        masked_rows=int(masked_rows),
+    )
+    for entry in anchor.metadata_props:
+        fused.metadata_props.add().CopyFrom(entry)
+    for node in nodes:
+        if not node.metadata_props:
+            for entry in anchor.metadata_props:
+                node.metadata_props.add().CopyFrom(entry)
+    return nodes + [fused]
+
+
+def fuse_attention(graph: Graph) -> int:
+    """Replace every scaled dot-product attention chain by one fused node; returns how many."""
+    finder = _Finder(graph)
+    placed: dict[int, list[onnx.NodeProto]] = {}
+    found = 0
+    for softmax in list(graph.model.graph.node):
+        if softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
+            continue
+        dead_before = set(finder.dead)
+        match = _match_attention(finder, softmax)
+        if match is None or not math.isfinite(match.scale) or match.scale == 0:
+            finder.dead = dead_before
+            continue
+        context = match.removed[-1]
+        finder.dead.update(id(node) for node in match.removed)
+        placed[id(context)] = _fused_nodes(finder, match, softmax, context.output[0])
+        placed.update((key, [node]) for key, node in match.moved.items())
+        found += 1
+    if not placed:
+        return 0
+    nodes = []
+    for node in graph.model.graph.node:
+        if id(node) in placed:
+            nodes.extend(placed[id(node)])
+        elif id(node) not in finder.dead:
+            nodes.append(node)
+    del graph.model.graph.node[:]
+    graph.model.graph.node.extend(nodes)
+    remove_dead_nodes(graph.model)  # what computed only the removed nodes' inputs
+    remove_unused_initializers(graph.model)
+    declare_internal_domain(graph.model)
+    graph.edited()
+    return found
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Fuse scaled dot-product attention chains; the count joins ``context.lifted``."""
+    found = fuse_attention(graph)
+    if found:
+        context.lifted[FUSED_OP] = found
+        context.say(f"Fused attention blocks: {found}")
+    return bool(found)

@@ -1,0 +1,162 @@
+# MindSpore network converted from tiny_vit_torchscript.onnx by mindconverter 0.1.0.
+# Source: ONNX opset 17, produced by pytorch 2.13.0.
+# Converted for input shapes: pixel_values: float32[Dim__batch___min_0__max_8_, 3, 16, 16].
+# Load the weights with:
+#     net = MindSporeModel()
+#     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
+import math
+
+import mindspore as ms
+from mindspore import nn, ops, Parameter
+
+
+class PatchEmbeddingsBlock(nn.Cell):
+    """Recovered from model.embeddings.patch_embeddings."""
+
+    def __init__(self):
+        super().__init__()
+        self.projection = nn.Conv2d(
+            in_channels=3, out_channels=16, kernel_size=8, stride=8, pad_mode="valid", has_bias=True
+        )
+
+    def construct(self, pixel_values):
+        pixel_values = self.projection(pixel_values)
+        shape = (ops.shape(pixel_values)[0], 16, -1)
+        pixel_values = ops.reshape(pixel_values, shape)
+        pixel_values = ops.transpose(pixel_values, (0, 2, 1))
+        return pixel_values
+
+
+class EmbeddingsBlock(nn.Cell):
+    """Recovered from model.embeddings."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch_embeddings = PatchEmbeddingsBlock()
+        self.cls_token = Parameter(ops.zeros((1, 1, 16), ms.float32))
+        self.position_embeddings = Parameter(ops.zeros((1, 5, 16), ms.float32))
+
+    def construct(self, pixel_values):
+        x = self.patch_embeddings(pixel_values)
+        shape = (ops.shape(pixel_values)[0], 1, 1)
+        shape = ops.broadcast_to(self.cls_token, (shape[0], -1, -1))
+        shape = ops.concat((shape, x), axis=1)
+        shape = shape + self.position_embeddings
+        return shape
+
+
+class AttentionBlock(nn.Cell):
+    """Recovered from model.layers.0.attention, model.layers.1.attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.q_proj = nn.Dense(in_channels=16, out_channels=16)
+        self.k_proj = nn.Dense(in_channels=16, out_channels=16)
+        self.v_proj = nn.Dense(in_channels=16, out_channels=16)
+        self.o_proj = nn.Dense(in_channels=16, out_channels=16)
+
+    def construct(self, x):
+        out = self.q_proj(x)
+        shape = (ops.shape(x)[0], 5, -1, 8)
+        shape_1 = (ops.shape(x)[0], 5, -1, 8)
+        shape_2 = (ops.shape(x)[0], 5, -1, 8)
+        out = ops.reshape(out, shape)
+        out = ops.transpose(out, (0, 2, 1, 3))
+        k_proj = self.k_proj(x)
+        k_proj = ops.reshape(k_proj, shape_1)
+        v_proj = self.v_proj(x)
+        v_proj = ops.reshape(v_proj, shape_2)
+        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
+        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        probs = ops.softmax(scores, axis=-1)
+        context = ops.matmul(probs, v_proj)
+        shape_3 = (ops.shape(context)[0], -1, 5, 8)
+        context = ops.reshape(context, shape_3)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        shape_4 = (ops.shape(x)[0], 5, -1)
+        context = ops.reshape(context, shape_4)
+        context = self.o_proj(context)
+        return context
+
+
+class MlpBlock(nn.Cell):
+    """Recovered from model.layers.0.mlp, model.layers.1.mlp."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(in_channels=16, out_channels=32)
+        self.activation_fn = nn.GELU(approximate=False)
+        self.fc2 = nn.Dense(in_channels=32, out_channels=16)
+
+    def construct(self, x):
+        x = self.fc1(x)
+        x = self.activation_fn(x)
+        x = self.fc2(x)
+        return x
+
+
+class LayersBlock(nn.Cell):
+    """Recovered from model.layers.0, model.layers.1."""
+
+    def __init__(self):
+        super().__init__()
+        self.layernorm_before = nn.LayerNorm(
+            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+        )
+        self.attention = AttentionBlock()
+        self.layernorm_after = nn.LayerNorm(
+            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+        )
+        self.mlp = MlpBlock()
+
+    def construct(self, x):
+        out = self.layernorm_before(x)
+        out = self.attention(out)
+        out = out + x
+        layernorm_after = self.layernorm_after(out)
+        layernorm_after = self.mlp(layernorm_after)
+        layernorm_after = layernorm_after + out
+        return layernorm_after
+
+
+class ModelBlock(nn.Cell):
+    """Recovered from model."""
+
+    def __init__(self):
+        super().__init__()
+        self.embeddings = EmbeddingsBlock()
+        self.layers = nn.SequentialCell([LayersBlock(), LayersBlock()])
+        self.layernorm = nn.LayerNorm(
+            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+        )
+
+    def construct(self, pixel_values):
+        pixel_values = self.embeddings(pixel_values)
+        pixel_values = self.layers(pixel_values)
+        pixel_values = self.layernorm(pixel_values)
+        return pixel_values
+
+
+class MindSporeModel(nn.Cell):
+    """Converted network.
+
+    Inputs:
+        pixel_values: float32[Dim__batch___min_0__max_8_, 3, 16, 16]
+    Outputs:
+        output: float32[Dim__batch___min_0__max_8_, 5, 16]
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.model = ModelBlock()
+
+    def construct(self, pixel_values):
+        output = self.model(pixel_values)
+        return output
+
+
+def dynamic_inputs():
+    """The inputs with their dynamic dimensions (None), for GRAPH_MODE:
+    ``net.set_inputs(*dynamic_inputs())`` compiles one graph for every size."""
+    return (ms.Tensor(shape=[None, 3, 16, 16], dtype=ms.float32),)

@@ -1,0 +1,329 @@
+"""Fusing scaled dot-product attention in each exporter's spelling, checked by numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import helper, numpy_helper
+
+from mindconverter.passes.fuse_attention import FUSED_OP, fuse_attention
+from mindconverter.passes.pipeline import PIPELINE, run_passes
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully, make_model
+from tests.passes.passes_util import graph_and_context
+
+F32 = np.float32
+HEADS, HEAD_DIM = 2, 4
+
+
+def _const(name, value, dtype=F32):
+    return helper.make_node(
+        "Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype), name)
+    )
+
+
+def _guarded(probs: str, out: str, v: str) -> list:
+    """The dynamo exporter's NaN guard: fully masked rows give zeros."""
+    return [
+        helper.make_node("IsNaN", [probs], ["nan"]),
+        _const("zero", 0.0),
+        helper.make_node("Where", ["nan", "zero", probs], ["probs_safe"]),
+        helper.make_node("MatMul", ["probs_safe", v], [out]),
+    ]
+
+
+def torchscript_attention(guard: bool = False):
+    """q (B, H, S, D); the key (B, T, H, D) transposed to (B, H, D, T); sqrt(scale) on each side;
+    a float mask added; softmax; times v."""
+    root = math.sqrt(1.0 / math.sqrt(HEAD_DIM))
+    nodes = [
+        helper.make_node("Transpose", ["k_bthd"], ["kt"], perm=[0, 2, 3, 1]),
+        _const("rq", root),
+        _const("rk", root),
+        helper.make_node("Mul", ["q", "rq"], ["qs"]),
+        helper.make_node("Mul", ["kt", "rk"], ["kts"]),
+        helper.make_node("MatMul", ["qs", "kts"], ["scores"]),
+        helper.make_node("Add", ["scores", "mask"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+    ]
+    nodes += _guarded("probs", "out", "v") if guard else [
+        helper.make_node("MatMul", ["probs", "v"], ["out"])
+    ]  # fmt: skip
+    return make_model(
+        nodes,
+        [
+            ("q", F32, ["b", HEADS, "s", HEAD_DIM]),
+            ("k_bthd", F32, ["b", "s", HEADS, HEAD_DIM]),
+            ("v", F32, ["b", HEADS, "s", HEAD_DIM]),
+            ("mask", F32, ["b", 1, 1, "s"]),
+        ],
+        [("out", F32, None)],
+        opset=14,
+    )
+
+
+def dynamo_attention(seq: int = 5):
+    """The key transposed through Reshape(-1, T, D) / Transpose(0, 2, 1) / Reshape, both sides
+    scaled, a boolean mask made additive by Where, the NaN guard."""
+    nodes = [
+        _const("flat", [-1, seq, HEAD_DIM], np.int64),
+        _const("back", [1, HEADS, HEAD_DIM, seq], np.int64),
+        helper.make_node("Reshape", ["k", "flat"], ["k3"]),
+        helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["k3t", "back"], ["kt"]),
+        _const("half", 1.0 / math.sqrt(math.sqrt(HEAD_DIM))),
+        helper.make_node("Mul", ["q", "half"], ["qs"]),
+        helper.make_node("Mul", ["kt", "half"], ["kts"]),
+        _const("allowed_bias", 0.0),
+        _const("masked_bias", np.finfo(F32).min),
+        helper.make_node("Where", ["keep", "allowed_bias", "masked_bias"], ["bias"]),
+        helper.make_node("MatMul", ["qs", "kts"], ["scores"]),
+        helper.make_node("Add", ["scores", "bias"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        *_guarded("probs", "out", "v"),
+    ]
+    return make_model(
+        nodes,
+        [
+            ("q", F32, [1, HEADS, seq, HEAD_DIM]),
+            ("k", F32, [1, HEADS, seq, HEAD_DIM]),
+            ("v", F32, [1, HEADS, seq, HEAD_DIM]),
+            ("keep", np.bool_, [1, 1, seq, seq]),
+        ],
+        [("out", F32, None)],
+        opset=18,
+    )
+
+
+def grouped_query_attention(groups: int = 2, kv_heads: int = 2, past: int = 3):
+    """Llama's attention: a key/value cache concatenated, repeat_kv, Div by sqrt(D), a causal
+    bias and an ALiBi-style bias added one after the other."""
+    heads = kv_heads * groups
+    nodes = [
+        helper.make_node("Concat", ["past_k", "k_new"], ["k"], axis=2),
+        helper.make_node("Concat", ["past_v", "v_new"], ["v"], axis=2),
+    ]
+    for name in ("k", "v"):
+        nodes += [
+            _const(f"{name}_axis", [2], np.int64),
+            helper.make_node("Unsqueeze", [name, f"{name}_axis"], [f"{name}_u"]),
+            helper.make_node("Shape", [f"{name}_u"], [f"{name}_shape"]),
+            _const(f"{name}_groups", [1, 1, groups, 1, 1], np.int64),
+            helper.make_node("Mul", [f"{name}_shape", f"{name}_groups"], [f"{name}_wide"]),
+            helper.make_node("Expand", [f"{name}_u", f"{name}_wide"], [f"{name}_e"]),
+            _const(f"{name}_merged", [0, heads, -1, HEAD_DIM], np.int64),
+            helper.make_node("Reshape", [f"{name}_e", f"{name}_merged"], [f"{name}_rep"]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k_rep"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        _const("root", math.sqrt(HEAD_DIM)),
+        helper.make_node("Div", ["scores", "root"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "causal"], ["biased"]),
+        helper.make_node("Add", ["alibi", "biased"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=3),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["out"]),
+    ]
+    return make_model(
+        nodes,
+        [
+            ("q", F32, ["b", heads, "s", HEAD_DIM]),
+            ("k_new", F32, ["b", kv_heads, "s", HEAD_DIM]),
+            ("v_new", F32, ["b", kv_heads, "s", HEAD_DIM]),
+            ("past_k", F32, ["b", kv_heads, past, HEAD_DIM]),
+            ("past_v", F32, ["b", kv_heads, past, HEAD_DIM]),
+            ("causal", F32, [1, 1, "s", "t"]),
+            ("alibi", F32, [1, heads, 1, "t"]),
+        ],
+        [("out", F32, None)],
+    )
+
+
+def _fused(model, shapes):
+    graph, context = graph_and_context(model, shapes=[(None, s) for s in shapes])
+    before = [step.name for step in PIPELINE].index("fuse scaled dot-product attention")
+    run_passes(graph, context, PIPELINE[:before])
+    count = fuse_attention(graph)
+    return count, [n for n in graph.model.graph.node if n.op_type == FUSED_OP]
+
+
+def _attr(node, name):
+    return next(helper.get_attribute_value(a) for a in node.attribute if a.name == name)
+
+
+def _feeds(model, sizes: dict, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for inp in model.graph.input:
+        shape = [d.dim_value or sizes[d.dim_param] for d in inp.type.tensor_type.shape.dim]
+        if inp.type.tensor_type.elem_type == helper.np_dtype_to_tensor_dtype(np.dtype(np.bool_)):
+            feeds[inp.name] = rng.random(shape) > 0.3
+        else:
+            feeds[inp.name] = rng.standard_normal(shape).astype(F32)
+    return feeds
+
+
+def test_torchscript_spelling_is_fused_with_its_split_scale():
+    count, (node,) = _fused(
+        torchscript_attention(), [(1, 2, 3, 4), (1, 3, 2, 4), (1, 2, 3, 4), (1, 1, 1, 3)]
+    )
+    assert count == 1
+    assert _attr(node, "scale") == pytest.approx(1.0 / math.sqrt(HEAD_DIM))
+    assert _attr(node, "kv_groups") == 1
+    assert len(node.input) == 4
+
+
+def test_dynamo_spelling_is_fused_through_its_reshaped_key_transpose():
+    count, (node,) = _fused(dynamo_attention(), [])
+    assert count == 1
+    assert list(node.input[:3]) == ["q", "k", "v"]
+    assert _attr(node, "masked_rows") == 0  # finfo.min never makes a row all -inf
+
+
+def test_grouped_query_attention_undoes_repeat_kv_and_sums_the_biases():
+    shapes = [(1, 4, 2, 4), (1, 2, 2, 4), (1, 2, 2, 4), (1, 2, 3, 4), (1, 2, 3, 4)]
+    shapes += [(1, 1, 2, 5), (1, 4, 1, 5)]
+    count, (node,) = _fused(grouped_query_attention(), shapes)
+    assert count == 1
+    assert _attr(node, "kv_groups") == 2
+    assert _attr(node, "scale") == pytest.approx(0.5)
+
+
+def test_scores_read_elsewhere_are_left_alone():
+    model = torchscript_attention()
+    model.graph.output.append(helper.make_tensor_value_info("scores", 1, None))
+    count, _ = _fused(model, [(1, 2, 3, 4), (1, 3, 2, 4), (1, 2, 3, 4), (1, 1, 1, 3)])
+    assert count == 0
+
+
+def _matches_at(model, tmp_path, size_sets, **convert_kwargs):
+    result = convert_fully(model, tmp_path, **convert_kwargs)
+    script = result.script_path.read_text()
+    assert "swapaxes(-1, -2)" in script and "ops.softmax" in script
+    for seed, sizes in enumerate(size_sets):
+        feeds = _feeds(model, sizes, seed)
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+    return script
+
+
+@pytest.mark.slow
+def test_torchscript_spelling_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = torchscript_attention()
+    shape = ["2,2,3,4", "2,3,2,4", "2,2,3,4", "2,1,1,3"]
+    _matches_at(model, tmp_path, [{"b": 2, "s": 3}, {"b": 3, "s": 6}], shape=shape)
+
+
+@pytest.mark.slow
+def test_fully_masked_rows_give_zeros_like_the_guarded_export(tmp_path):
+    """A -inf mask over a whole row: onnxruntime's guard gives zeros, and the other rows stay
+    right although MindSpore's softmax zeroes a whole tensor holding such a row."""
+    model = torchscript_attention(guard=True)
+    shape = ["2,2,3,4", "2,3,2,4", "2,2,3,4", "2,1,1,3"]
+    result = convert_fully(model, tmp_path, shape=shape)
+    assert "masked_rows" in result.script_path.read_text()
+    for batch, seq in (2, 3), (3, 5):
+        feeds = _feeds(model, {"b": batch, "s": seq})
+        mask = np.zeros((batch, 1, 1, seq), F32)
+        mask[0] = -np.inf
+        mask[1:, ..., -1] = -np.inf
+        feeds["mask"] = mask
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_dynamo_spelling_runs_like_onnxruntime(tmp_path):
+    model = dynamo_attention()
+    result = convert_fully(model, tmp_path)
+    assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_grouped_query_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = grouped_query_attention()
+    shape = ["1,4,2,4", "1,2,2,4", "1,2,2,4", "1,2,3,4", "1,2,3,4", "1,1,2,5", "1,4,1,5"]
+    script = _matches_at(model, tmp_path, [{"b": 1, "s": 2, "t": 5}, {"b": 2, "s": 4, "t": 7}],
+                         shape=shape)  # fmt: skip
+    assert "ops.repeat_interleave" in script
+
+
+def flat_heads_attention(axis: int = -1):
+    """Heads folded into the batch (``bmm`` on (B*H, S, D)), no scale, no mask."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=axis),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    inputs = [(name, F32, [4, 3, HEAD_DIM]) for name in ("q", "k", "v")]
+    return make_model(nodes, inputs, [("out", F32, None)])
+
+
+def test_heads_folded_into_the_batch_are_fused():
+    count, (node,) = _fused(flat_heads_attention(), [])
+    assert count == 1 and _attr(node, "scale") == 1.0 and len(node.input) == 3
+
+
+def test_softmax_over_another_axis_is_no_attention():
+    count, _ = _fused(flat_heads_attention(axis=1), [])
+    assert count == 0
+
+
+@pytest.mark.slow
+def test_heads_folded_into_the_batch_run_like_onnxruntime(tmp_path):
+    model = flat_heads_attention()
+    result = convert_fully(model, tmp_path)
+    assert "/ math.sqrt" not in result.script_path.read_text()
+    assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
+
+
+def merged_repeat_attention(groups: int = 2, kv_heads: int = 2, seq: int = 3):
+    """The dynamo exporter at static sizes: repeat_kv's Reshape merged into the key's
+    Reshape(-1, T, D) / Transpose / Reshape, the value repeated as usual."""
+    heads = kv_heads * groups
+    wide = np.array([1, kv_heads, groups, seq, HEAD_DIM], np.int64)
+    nodes = []
+    for name in ("k", "v"):
+        nodes += [
+            _const(f"{name}_axis", [2], np.int64),
+            helper.make_node("Unsqueeze", [name, f"{name}_axis"], [f"{name}_u"]),
+            _const(f"{name}_wide", wide, np.int64),
+            helper.make_node("Expand", [f"{name}_u", f"{name}_wide"], [f"{name}_e"]),
+        ]
+    nodes += [
+        _const("flat", [heads, seq, HEAD_DIM], np.int64),
+        helper.make_node("Reshape", ["k_e", "flat"], ["k3"]),
+        helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+        _const("back", [1, heads, HEAD_DIM, seq], np.int64),
+        helper.make_node("Reshape", ["k3t", "back"], ["kt"]),
+        _const("v_shape", [1, heads, seq, HEAD_DIM], np.int64),
+        helper.make_node("Reshape", ["v_e", "v_shape"], ["v_rep"]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["out"]),
+    ]
+    inputs = [("q", F32, [1, heads, seq, HEAD_DIM])]
+    inputs += [(name, F32, [1, kv_heads, seq, HEAD_DIM]) for name in ("k", "v")]
+    return make_model(nodes, inputs, [("out", F32, None)], opset=18)
+
+
+def test_repeat_kv_merged_into_the_key_transpose_is_undone():
+    count, (node,) = _fused(merged_repeat_attention(), [])
+    assert count == 1 and _attr(node, "kv_groups") == 2
+    assert list(node.input) == ["q", "k", "v"]
+
+
+@pytest.mark.slow
+def test_repeat_kv_merged_into_the_key_transpose_runs_like_onnxruntime(tmp_path):
+    model = merged_repeat_attention()
+    result = convert_fully(model, tmp_path)
+    assert "ops.repeat_interleave" in result.script_path.read_text()
+    assert_runs_like_onnxruntime(model, result, _feeds(model, {}), atol=1e-5, rtol=1e-4)
+
+
+def test_softmax_below_opset_13_defaults_to_axis_1():
+    model = flat_heads_attention()
+    del model.graph.node[2].attribute[:]  # Softmax-11 without axis: flattened from axis 1
+    model.opset_import[0].version = 11
+    count, _ = _fused(model, [])
+    assert count == 0

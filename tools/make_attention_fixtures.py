@@ -1,0 +1,258 @@
+"""Export the small attention models committed under tests/fixtures/ (needs torch; tests do not).
+
+    /work/venv-torch/bin/python tools/make_attention_fixtures.py
+
+``tiny_llama_{torchscript,dynamo}.onnx``: a Llama-style decoder written as Hugging Face writes
+it (RMSNorm, rotary position embeddings with rotate_half, grouped-query heads through
+``repeat_kv``, a causal mask, a key/value cache given as inputs and returned as outputs), with
+dynamic batch, sequence and cache length, so a greedy decode loop can run on it.
+
+``tiny_vit_torchscript.onnx``, ``tiny_whisper_encoder_dynamo.onnx`` and
+``tiny_bart_torchscript.onnx`` (the TorchScript exporter writes smaller files):
+Hugging Face's ViT, Whisper encoder (an audio encoder) and BART (an encoder-decoder with causal
+self-attention and cross-attention) at toy width, for golden files of their attention.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+VOCAB, HIDDEN, HEADS, KV_HEADS, LAYERS, MAX_POSITIONS = 48, 16, 4, 2, 2, 64
+HEAD_DIM = HIDDEN // HEADS
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def repeat_kv(x, groups: int):
+    batch, kv_heads, steps, head_dim = x.shape
+    x = x[:, :, None, :, :].expand(batch, kv_heads, groups, steps, head_dim)
+    return x.reshape(batch, kv_heads * groups, steps, head_dim)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q_proj = nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.k_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
+        self.v_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
+        self.o_proj = nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        batch, steps, _ = x.shape
+        q = self.q_proj(x).view(batch, steps, HEADS, HEAD_DIM).transpose(1, 2)
+        k = self.k_proj(x).view(batch, steps, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        v = self.v_proj(x).view(batch, steps, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        groups = HEADS // KV_HEADS
+        scores = torch.matmul(q, repeat_kv(k, groups).transpose(2, 3)) / math.sqrt(HEAD_DIM)
+        probs = torch.softmax(scores + mask, dim=-1)
+        context = torch.matmul(probs, repeat_kv(v, groups)).transpose(1, 2)
+        return self.o_proj(context.reshape(batch, steps, -1)), k, v
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.input_layernorm = RMSNorm(HIDDEN)
+        self.self_attn = LlamaAttention()
+        self.post_attention_layernorm = RMSNorm(HIDDEN)
+        self.gate_proj = nn.Linear(HIDDEN, 2 * HIDDEN, bias=False)
+        self.up_proj = nn.Linear(HIDDEN, 2 * HIDDEN, bias=False)
+        self.down_proj = nn.Linear(2 * HIDDEN, HIDDEN, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        attended, k, v = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        x = x + attended
+        h = self.post_attention_layernorm(x)
+        x = x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+        return x, k, v
+
+
+class TinyLlama(nn.Module):
+    """Token ids and a key/value cache -> logits and the extended cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(VOCAB, HIDDEN)
+        self.layers = nn.ModuleList(LlamaLayer() for _ in range(LAYERS))
+        self.norm = RMSNorm(HIDDEN)
+        self.lm_head = nn.Linear(HIDDEN, VOCAB, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, input_ids, past_keys, past_values):
+        steps, past = input_ids.shape[1], past_keys.shape[3]
+        positions = torch.arange(past, past + steps).float()
+        freqs = positions[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
+        rows = torch.arange(steps)[:, None] + past
+        cols = torch.arange(past + steps)[None, :]
+        mask = torch.where(cols <= rows, 0.0, torch.finfo(torch.float32).min)[None, None]
+        x = self.embed_tokens(input_ids)
+        keys, values = [], []
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer(x, cos, sin, mask, past_keys[i], past_values[i])
+            keys.append(k)
+            values.append(v)
+        return self.lm_head(self.norm(x)), torch.stack(keys), torch.stack(values)
+
+
+def example_inputs(batch: int = 1, steps: int = 3, past: int = 2):
+    ids = torch.randint(0, VOCAB, (batch, steps))
+    cache = (LAYERS, batch, KV_HEADS, past, HEAD_DIM)
+    return ids, torch.randn(cache), torch.randn(cache)
+
+
+def export_tiny_llama() -> None:
+    torch.manual_seed(0)
+    model = TinyLlama().eval()
+    for parameter in model.parameters():  # RMSNorm weights of ones would hide a wrong mapping
+        nn.init.normal_(parameter, std=0.3)
+    args = example_inputs()
+    names = ["input_ids", "past_keys", "past_values"]
+    outputs = ["logits", "present_keys", "present_values"]
+    axes = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "past_keys": {1: "batch", 3: "past"},
+        "past_values": {1: "batch", 3: "past"},
+    }
+    torch.onnx.export(
+        model, args, FIXTURES / "tiny_llama_torchscript.onnx", input_names=names,
+        output_names=outputs, dynamic_axes=axes, opset_version=17, dynamo=False,
+    )  # fmt: skip
+    batch, seq, past = (torch.export.Dim(n, max=MAX_POSITIONS) for n in ("batch", "seq", "past"))
+    shapes = {
+        "input_ids": {0: batch, 1: seq},
+        "past_keys": {1: batch, 3: past},
+        "past_values": {1: batch, 3: past},
+    }
+    program = torch.onnx.export(
+        model, args, input_names=names, output_names=outputs, dynamic_shapes=shapes,
+        opset_version=18, dynamo=True,
+    )  # fmt: skip
+    program.save(str(FIXTURES / "tiny_llama_dynamo.onnx"), external_data=False)
+
+
+def _stub_torchvision_ops() -> None:
+    """transformers imports torchvision when installed; the CPU-less torchvision wheel lacks its
+    compiled operators, so define their schemas (never called here) before that import."""
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 - raises when the extension did not load
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    library = torch.library.Library("torchvision", "DEF")
+    library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _stub_torchvision_ops.library = library  # keep the registration alive
+
+
+class _Plain(nn.Module):
+    """A Hugging Face model called with keyword inputs, returning its first output."""
+
+    def __init__(self, model: nn.Module, names: list[str]):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *inputs):
+        out = self.model(**dict(zip(self.names, inputs)))
+        return out[0] if isinstance(out, tuple) else out.last_hidden_state
+
+
+def _export(model: nn.Module, name: str, inputs: dict, dims: dict, dynamo: bool) -> None:
+    """``model`` (with random small weights) through the dynamo exporter (opset 18) or the
+    TorchScript one (opset 17), dynamic where ``dims`` says."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.2)
+    plain = _Plain(model.eval(), list(inputs)).eval()
+    if not dynamo:
+        axes = {key: {axis: str(dim) for axis, dim in dims.get(key, {}).items()} for key in inputs}
+        torch.onnx.export(
+            plain, tuple(inputs.values()), FIXTURES / f"{name}.onnx", input_names=list(inputs),
+            output_names=["output"], dynamic_axes=axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
+        return
+    shapes = tuple(dims.get(key, {}) for key in inputs)
+    program = torch.onnx.export(
+        plain, tuple(inputs.values()), input_names=list(inputs), output_names=["output"],
+        dynamic_shapes=(shapes,), opset_version=18, dynamo=True,
+    )  # fmt: skip
+    program.save(str(FIXTURES / f"{name}.onnx"), external_data=False)
+
+
+def export_transformers() -> None:
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    batch, seq = torch.export.Dim("batch", max=8), torch.export.Dim("sequence", max=16)
+    vit = hf.ViTModel(
+        hf.ViTConfig(
+            image_size=16, patch_size=8, hidden_size=16, num_hidden_layers=2,
+            num_attention_heads=2, intermediate_size=32,
+        ),
+        add_pooling_layer=False,
+    )  # fmt: skip
+    pixels = {"pixel_values": torch.randn(1, 3, 16, 16)}
+    _export(vit, "tiny_vit_torchscript", pixels, {"pixel_values": {0: batch}}, dynamo=False)
+    whisper = hf.WhisperConfig(
+        num_mel_bins=8, d_model=16, encoder_layers=2, encoder_attention_heads=2,
+        encoder_ffn_dim=32, max_source_positions=8, decoder_layers=1,
+        decoder_attention_heads=2, decoder_ffn_dim=32, vocab_size=40, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+    )  # fmt: skip
+    encoder = hf.WhisperModel(whisper).get_encoder()
+    features = {"input_features": torch.randn(1, 8, 16)}
+    dims = {"input_features": {0: batch}}
+    _export(encoder, "tiny_whisper_encoder_dynamo", features, dims, dynamo=True)
+    bart = hf.BartModel(
+        hf.BartConfig(
+            vocab_size=40, d_model=16, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+            decoder_ffn_dim=32, max_position_embeddings=32,
+        )
+    )  # fmt: skip
+    tokens = {
+        "input_ids": torch.randint(0, 40, (2, 6)),
+        "attention_mask": torch.ones(2, 6, dtype=torch.int64),
+        "decoder_input_ids": torch.randint(0, 40, (2, 4)),
+    }
+    target = torch.export.Dim("target", max=16)
+    dims = {
+        "input_ids": {0: batch, 1: seq},
+        "attention_mask": {0: batch, 1: seq},
+        "decoder_input_ids": {0: batch, 1: target},
+    }
+    _export(bart, "tiny_bart_torchscript", tokens, dims, dynamo=False)
+
+
+if __name__ == "__main__":
+    if "--transformers-only" not in sys.argv:
+        export_tiny_llama()
+    export_transformers()
+    for path in sorted(FIXTURES.glob("tiny_*.onnx")):
+        print(f"{path.name}: {path.stat().st_size // 1024} KB")
