@@ -58,7 +58,7 @@ def tf_stack_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("tensorflow", "tf2onnx"))
 
 
-def _import_tf():
+def import_tf_stack():
     """Import TensorFlow and tf2onnx quietly, or raise TF_STACK_MISSING naming the extra."""
     if not tf_stack_available():
         raise make_error(
@@ -77,7 +77,7 @@ def _import_tf():
 
 
 @contextlib.contextmanager
-def _quiet_loggers():
+def quiet_tf_loggers():
     """Silence TensorFlow's and tf2onnx's chatter (deprecation notes, per-pass INFO lines)."""
     loggers = [logging.getLogger(name) for name in ("tensorflow", "tf2onnx")]
     levels = [logger.level for logger in loggers]
@@ -485,8 +485,8 @@ def load_graphdef(
     shapes: Sequence[Sequence[int]] | None,
 ) -> onnx.ModelProto:
     """Convert the frozen GraphDef at ``path`` into ONNX (the user's NHWC input layout kept)."""
-    tf, tf2onnx = _import_tf()
-    with _quiet_loggers(), captured_native_stderr():
+    tf, tf2onnx = import_tf_stack()
+    with quiet_tf_loggers(), captured_native_stderr():
         graph_def = parse_graphdef(path, tf)
         placeholders = candidate_inputs(graph_def)
         outputs = candidate_outputs(graph_def)
@@ -548,6 +548,8 @@ __all__ = [
     "candidate_inputs",
     "candidate_outputs",
     "densify_tensor_lists",
+    "import_tf_stack",
     "load_graphdef",
+    "quiet_tf_loggers",
     "tf_stack_available",
 ]
