@@ -121,8 +121,9 @@ class ConversionResult:
 
 def output_paths(model_file: Path, output: Path, report: Path | None) -> OutputPaths:
     """The result file names for ``model_file`` (``<stem>.py``, ``<stem>.ckpt``, ...)."""
+    has_suffix = model_file.suffix and not model_file.is_dir()  # a SavedModel folder: whole name
     stem = module_name(
-        model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name
+        model_file.name[: -len(model_file.suffix)] if has_suffix else model_file.name
     )
     report_dir = report if report is not None else output
     return OutputPaths(

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mindconverter.api import output_paths
+from mindconverter.frontends import tf_saved
 from mindconverter.frontends.loading import check_model_path, load_model
 from mindconverter.verify import run_mindspore
 
@@ -96,6 +98,104 @@ def test_a_corrupt_file_through_the_cli_is_one_coded_line(tmp_path):
     assert len(lines) == 1 and "code 1000004" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_saved_model_folder_names_the_outputs_by_its_whole_name(tmp_path):
+    folder = tmp_path / "my.model"
+    folder.mkdir()
+    (folder / "saved_model.pb").write_bytes(b"\x08\x01")
+    assert output_paths(folder, tmp_path / "out", None).script.name == "my_model.py"
+    assert output_paths(tmp_path / "net.keras", tmp_path / "out", None).script.name == "net.py"
+
+
+def test_missing_tensorflow_is_a_coded_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(tf_saved, "tf_stack_available", lambda: False)
+    path = tmp_path / "net.tflite"
+    path.write_bytes(bytes(4) + b"TFL3" + bytes(32))
+    with pytest.raises(Exception, match="code 1000009: .*TFLite model .*needs tensorflow"):
+        load_model(path)
+
+
+def test_importing_the_package_does_not_import_tensorflow():
+    code = (
+        "import sys, mindconverter, mindconverter.frontends.tf_saved, mindconverter.cli; "
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+# --- hostile and unusual TensorFlow files (TensorFlow needed to make them) ---------------------
+
+
+@pytest.fixture(scope="module")
+def tf_modules():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("tf2onnx")
+    return tf, pytest.importorskip("keras")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_a_lambda_layer_is_refused_in_safe_mode(tf_modules, tmp_path, suffix):
+    _, keras = tf_modules
+    inp = keras.Input((3,))
+    model = keras.Model(inp, keras.layers.Lambda(lambda t: t * 2.0)(inp))
+    path = tmp_path / f"lambda{suffix}"
+    model.save(path)
+    with pytest.raises(Exception, match="code 1000013: Keras refuses .* safe mode"):
+        load_model(path)
+
+
+@pytest.mark.slow
+def test_a_saved_model_that_writes_files_is_not_loaded(tf_modules, tmp_path):
+    tf, _ = tf_modules
+    target = tmp_path / "written_by_the_model.txt"
+
+    class Writer(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def serve(self, x):
+            tf.io.write_file(str(target), "written")
+            return {"y": x * 2.0}
+
+    module = Writer()
+    tf.saved_model.save(
+        module, str(tmp_path / "writer"), signatures={"serving_default": module.serve}
+    )
+    with pytest.raises(Exception, match="code 1000013: .*WriteFile.*not loaded"):
+        load_model(tmp_path / "writer")
+    assert not target.exists()
+
+
+@pytest.mark.slow
+def test_the_signature_is_serving_default_or_the_only_one(tf_modules, tmp_path):
+    tf, _ = tf_modules
+
+    class Two(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+        def double(self, x):
+            return {"doubled": x * 2.0}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+        def negate(self, x):
+            return {"negated": -x}
+
+    module = Two()
+    both = {"double": module.double, "negate": module.negate}
+    tf.saved_model.save(module, str(tmp_path / "two"), signatures=both)
+    with pytest.raises(Exception, match="code 1000013: .*no 'serving_default'.*double, negate"):
+        load_model(tmp_path / "two")
+    tf.saved_model.save(module, str(tmp_path / "one"), signatures={"negate": module.negate})
+    model = load_model(tmp_path / "one")
+    assert [out.name for out in model.graph.output] == ["negated"]
+    assert [inp.name for inp in model.graph.input] == ["x"]
 
 
 # --- TensorFlow models, saved every way, converted through the CLI -----------------------------
