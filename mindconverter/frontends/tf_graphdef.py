@@ -32,6 +32,7 @@ import onnx
 
 from ..errors import make_error
 from ..native_stderr import captured_native_stderr
+from .tf_gelu import gelu_op_handlers
 
 # The ONNX opset tf2onnx is asked for: its newest well-tested one that every mapper handles.
 TF_OPSET = 17
@@ -533,6 +534,7 @@ def load_graphdef(
                 output_names=outputs_wanted,
                 opset=TF_OPSET,
                 shape_override={name: list(shape) for name, shape in zip(inputs, shapes)},
+                custom_op_handlers=gelu_op_handlers(),
             )
         except Exception as exc:  # noqa: BLE001 - tf2onnx raises whatever its handlers raise
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

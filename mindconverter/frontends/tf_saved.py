@@ -19,6 +19,7 @@ import onnx
 
 from ..errors import make_error
 from ..native_stderr import captured_native_stderr
+from .tf_gelu import gelu_op_handlers
 from .tf_graphdef import (
     TF_OPSET,
     allow_inlining,
@@ -153,6 +154,7 @@ def _graph_to_onnx(name, graph_def, inputs, outputs, renames, tf2onnx) -> onnx.M
             output_names=outputs,
             opset=TF_OPSET,
             tensors_to_rename=renames,
+            custom_op_handlers=gelu_op_handlers(),
         )
     except Exception as exc:  # noqa: BLE001 - tf2onnx raises whatever its handlers raise
         raise make_error(
@@ -192,7 +194,9 @@ def _from_keras_file(path: Path, tf2onnx) -> onnx.ModelProto:
             "save it with model.export() and convert the SavedModel folder.",
         )
     try:
-        onnx_model, _ = tf2onnx.convert.from_keras(model, opset=TF_OPSET)
+        onnx_model, _ = tf2onnx.convert.from_keras(
+            model, opset=TF_OPSET, custom_op_handlers=gelu_op_handlers()
+        )
     except Exception as exc:  # noqa: BLE001 - tracing and tf2onnx raise many kinds
         raise make_error(
             "TF_CONVERSION_FAILED", f"tf2onnx could not convert '{path.name}': {_first_line(exc)}"
@@ -206,7 +210,9 @@ def _from_tflite(path: Path, tf2onnx) -> onnx.ModelProto:
 
     check_tflite_tensors(path, Model)
     try:
-        model, _ = tf2onnx.convert.from_tflite(str(path), opset=TF_OPSET)
+        model, _ = tf2onnx.convert.from_tflite(
+            str(path), opset=TF_OPSET, custom_op_handlers=gelu_op_handlers()
+        )
     except Exception as exc:  # noqa: BLE001 - the flatbuffer reader and tf2onnx raise many kinds
         raise make_error(
             "TF_CONVERSION_FAILED", f"tf2onnx could not convert '{path.name}': {_first_line(exc)}"
