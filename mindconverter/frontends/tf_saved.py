@@ -5,13 +5,15 @@ These formats say what their inputs and outputs are, so nothing has to be named:
 ``serving_default`` signature (or its only one), a Keras model's ``inputs``/``outputs``, a TFLite
 model's graph inputs/outputs. Dimensions the signature leaves open (a ``None`` batch) stay dynamic
 in the ONNX model, and ``--shape`` fills them as for any model. Keras files are loaded with
-``safe_mode=True`` (a ``Lambda`` layer holding Python code is refused, never run), and every file is
+``safe_mode=True`` (a ``Lambda`` layer holding Python code is refused, never run) and traced in
+inference mode, and every file is
 checked by :mod:`.tf_sniff` before TensorFlow reads it. Nothing is written beside the input.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import warnings
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import onnx
 
 from ..errors import make_error
 from ..native_stderr import captured_native_stderr
+from ..text import one_line
 from .tf_gelu import gelu_op_handlers
 from .tf_graphdef import (
     TF_OPSET,
@@ -64,13 +67,14 @@ def load_tf_saved(path: Path) -> onnx.ModelProto:
         if path.is_dir():
             return _from_saved_model(path, tf, tf2onnx)
         if path.suffix.lower() in KERAS_SUFFIXES:
-            return _from_keras_file(path, tf2onnx)
+            return _from_keras_file(path, tf, tf2onnx)
         return _from_tflite(path, tf2onnx)
 
 
 def _first_line(exc: BaseException) -> str:
+    """The exception's first line, printable and bounded (it may quote the model file)."""
     text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    return one_line(text.splitlines()[0], 300) if text else type(exc).__name__
 
 
 def _read_saved_model_proto(folder: Path):
@@ -106,7 +110,7 @@ def _choose_signature(folder: Path, proto) -> tuple[list[str], str]:
         return tags, SERVING_SIGNATURE
     if len(names) == 1:
         return tags, names[0]
-    listing = ", ".join(names) if names else "none"
+    listing = one_line(", ".join(names), 300) if names else "none"
     raise make_error(
         "TF_CONVERSION_FAILED",
         f"SavedModel '{folder.name}' has no '{SERVING_SIGNATURE}' signature to convert "
@@ -184,8 +188,10 @@ def _load_keras(path: Path):
         ) from None
 
 
-def _from_keras_file(path: Path, tf2onnx) -> onnx.ModelProto:
-    """A ``.keras``/``.h5`` model, traced on its own input specs by tf2onnx's ``from_keras``."""
+def _from_keras_file(path: Path, tf, tf2onnx) -> onnx.ModelProto:
+    """A ``.keras``/``.h5`` model traced on its own input specs (inference mode), frozen by
+    tf2onnx's ``tf_loader.from_function`` and converted like a SavedModel's graph, so function
+    calls Keras compiles with XLA (grouped convolutions) are inlined first."""
     model = _load_keras(path)
     if not getattr(model, "inputs", None):
         raise make_error(
@@ -194,14 +200,61 @@ def _from_keras_file(path: Path, tf2onnx) -> onnx.ModelProto:
             "save it with model.export() and convert the SavedModel folder.",
         )
     try:
-        onnx_model, _ = tf2onnx.convert.from_keras(
-            model, opset=TF_OPSET, custom_op_handlers=gelu_op_handlers()
-        )
-    except Exception as exc:  # noqa: BLE001 - tracing and tf2onnx raise many kinds
+        concrete, in_names, out_names = _trace_keras(model, tf)
+        inputs = [t.name for t in concrete.inputs[: len(in_names)]]
+        outputs = [t.name for t in concrete.outputs]
+        renames = dict(zip(inputs, in_names))
+        if out_names is not None and len(out_names) == len(outputs):
+            renames.update(zip(outputs, out_names))
+        graph_def = tf2onnx.tf_loader.from_function(concrete, inputs, outputs)
+    except Exception as exc:  # noqa: BLE001 - tracing and freezing raise many kinds
         raise make_error(
-            "TF_CONVERSION_FAILED", f"tf2onnx could not convert '{path.name}': {_first_line(exc)}"
+            "TF_CONVERSION_FAILED",
+            f"TensorFlow could not trace '{path.name}': {_first_line(exc)}",
         ) from None
-    return onnx_model
+    return _graph_to_onnx(path.name, graph_def, inputs, outputs, renames, tf2onnx)
+
+
+def _trace_keras(model, tf):
+    """The model's inference function traced on its input specs (batch as declared), its
+    input names and its output names (None when the outputs are not a plain list)."""
+    in_names = _unique_names([_tensor_name(t, f"input_{i}") for i, t in enumerate(model.inputs)])
+    specs = [tf.TensorSpec(t.shape, t.dtype, name=name) for t, name in zip(model.inputs, in_names)]
+    single = len(specs) == 1
+
+    @tf.function
+    def serve(*args):
+        return model(args[0] if single else list(args), training=False)
+
+    concrete = serve.get_concrete_function(*specs)
+    structured = concrete.structured_outputs
+    out_names = None
+    if not isinstance(structured, dict):
+        layer_names = list(getattr(model, "output_names", None) or [])  # the output layers' names
+        tensors = layer_names if len(layer_names) == len(model.outputs) else model.outputs
+        names = [_tensor_name(t, f"output_{i}") for i, t in enumerate(tensors)]
+        out_names = _unique_names(names)
+    return concrete, in_names, out_names
+
+
+def _tensor_name(tensor, fallback: str) -> str:
+    """A Keras tensor's (or layer's) name usable as a TensorFlow op name (``image``, ``dense_1``)."""
+    text = tensor if isinstance(tensor, str) else getattr(tensor, "name", "")
+    name = str(text or "").split("/")[0].split(":")[0]
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
+    return name if re.match(r"^[A-Za-z]", name) else fallback
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    result = []
+    for name in names:
+        candidate, count = name, 1
+        while candidate in seen:
+            candidate, count = f"{name}_{count}", count + 1
+        seen.add(candidate)
+        result.append(candidate)
+    return result
 
 
 def _from_tflite(path: Path, tf2onnx) -> onnx.ModelProto:

@@ -324,20 +324,38 @@ def _feeds(shapes, batch: int, seed: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("model_name", ["cnn", "rnn", "two_inputs"])
 def test_saved_model_converts_and_matches_tensorflow(saved_models, tmp_path, model_name, kind):
     path, shapes = saved_models[(model_name, kind)]
-    out = tmp_path / "out"
+    # the CNN's GELUs are ONNX operators, so onnxruntime can check it too (--verify)
+    script = _convert_and_compare(
+        kind, path, shapes, tmp_path / "out", model_name, model_name == "cnn"
+    )
+    if model_name == "cnn":
+        code = script.read_text()
+        assert code.count("nn.GELU(approximate=False)") == 2 and "erfc" not in code, code
+
+
+@pytest.mark.slow
+def test_a_grouped_convolution_keras_compiles_with_xla_is_inlined(tf_modules, tmp_path):
+    _, keras = tf_modules
+    keras.utils.set_random_seed(3)
+    inp = keras.Input((6, 6, 4), name="image")
+    x = keras.layers.Conv2D(4, 3, groups=2, padding="same")(inp)
+    model = keras.Model(inp, keras.layers.GlobalAveragePooling2D()(x))
+    path = tmp_path / "grouped.keras"
+    model.save(path)
+    _convert_and_compare("keras", path, [(6, 6, 4)], tmp_path / "out", "grouped", verify=True)
+
+
+def _convert_and_compare(kind, path, shapes, out, label, verify) -> Path:
+    """Convert through the CLI at the first batch size and compare MindSpore with TensorFlow at
+    each batch size the file allows; returns the script."""
     shape_args = [",".join(map(str, (BATCHES[0], *shape))) for shape in shapes]
-    verify = (
-        ["--verify"] if model_name == "cnn" else []
-    )  # GELU in ONNX operators: onnxruntime runs it
-    done = run_cli("--model_file", str(path), "--shape", *shape_args, "--output", str(out), *verify)
+    extra = ["--verify"] if verify else []
+    done = run_cli("--model_file", str(path), "--shape", *shape_args, "--output", str(out), *extra)
     assert done.returncode == 0, done.stderr + done.stdout
     stem = path.name[: -len(path.suffix)] if path.suffix else path.name
     script, checkpoint = out / f"{stem}.py", out / f"{stem}.ckpt"
     assert script.is_file() and checkpoint.is_file()
-    if verify:
-        assert "Verification MATCH" in done.stdout, done.stdout
-        code = script.read_text()
-        assert code.count("nn.GELU(approximate=False)") == 2 and "erfc" not in code, code
+    assert not verify or "Verification MATCH" in done.stdout, done.stdout
     report = (out / f"report_of_{stem}.txt").read_text()
     assert "UnConvert" not in report, report
     errors = []
@@ -349,5 +367,6 @@ def test_saved_model_converts_and_matches_tensorflow(saved_models, tmp_path, mod
         for g, w in zip(got, want):
             assert g.shape == w.shape, (g.shape, w.shape)
             errors.append(_relative_error(g, w))
-    print(f"{model_name} {kind}: max relative error {max(errors):.2e}")
+    print(f"{label} {kind}: max relative error {max(errors):.2e}")
     assert max(errors) < TOLERANCE, errors
+    return script
