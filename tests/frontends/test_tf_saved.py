@@ -67,6 +67,14 @@ def test_a_file_that_is_not_its_format_is_a_coded_error(tmp_path, name, content,
         load_model(path)
 
 
+def test_the_saved_model_pb_file_itself_points_to_its_folder(tmp_path):
+    folder = tmp_path / "my_model"
+    folder.mkdir()
+    (folder / "saved_model.pb").write_bytes(b"\x08\x01\x12\x00")
+    with pytest.raises(Exception, match="code 1000010: .*pass its folder .*my_model"):
+        load_model(folder / "saved_model.pb")
+
+
 def test_a_keras_zip_bomb_is_refused_before_keras_reads_it(tmp_path):
     path = tmp_path / "bomb.keras"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
