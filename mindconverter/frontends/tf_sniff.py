@@ -30,8 +30,9 @@ _TFLITE_IDENTIFIER = b"TFL3"
 MAX_ZIP_RATIO = 100
 ZIP_ALLOWANCE = 64 << 20
 MAX_ZIP_ENTRIES = 10_000
-# No TFLite tensor (and not all of them together) may declare more elements than this.
-MAX_TFLITE_ELEMENTS = 1 << 32
+# No TFLite tensor (and not all of them together) may declare more elements than this (a
+# flatbuffer is under 2 GB; its weights and activations are far fewer).
+MAX_TFLITE_ELEMENTS = 1 << 31
 # A SavedModel folder with more entries than this is not walked (and not loaded).
 MAX_FOLDER_ENTRIES = 100_000
 # Operations that touch files, the terminal or Python: no model needs them to compute its outputs.

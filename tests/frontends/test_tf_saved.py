@@ -163,6 +163,20 @@ def test_a_lambda_layer_is_refused_in_safe_mode(tf_modules, tmp_path, suffix):
 
 
 @pytest.mark.slow
+def test_a_tflite_model_declaring_huge_tensors_is_refused_before_allocation(tf_modules, tmp_path):
+    tf, _ = tf_modules
+    double = tf.function(lambda x: x * 2.0)
+    concrete = double.get_concrete_function(tf.TensorSpec((1, 12345), tf.float32))
+    data = tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert()
+    marker = np.int32(12345).tobytes()
+    assert marker in data
+    path = tmp_path / "huge.tflite"
+    path.write_bytes(data.replace(marker, np.int32(2**31 - 1).tobytes()))
+    with pytest.raises(Exception, match="code 1000011: .*too large to allocate"):
+        load_model(path)
+
+
+@pytest.mark.slow
 def test_a_saved_model_that_writes_files_is_not_loaded(tf_modules, tmp_path):
     tf, _ = tf_modules
     target = tmp_path / "written_by_the_model.txt"
