@@ -121,6 +121,11 @@ def _check_keras_zip(path: Path) -> None:
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise make_error("FILE_CORRUPT", f"'{path.name}' is a damaged zip ({exc}).") from None
     names = {entry.filename for entry in entries}
+    escaping = [n for n in names if n.startswith(("/", "\\")) or ".." in Path(n).parts]
+    if escaping:
+        raise make_error(
+            "FILE_CORRUPT", f"'{path.name}' holds entries with paths outside the archive."
+        )
     if "config.json" not in names:
         raise make_error("FILE_CORRUPT", f"'{path.name}' holds no Keras config.json.")
     inflated = sum(entry.file_size for entry in entries)

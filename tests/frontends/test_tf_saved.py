@@ -85,6 +85,15 @@ def test_a_keras_zip_bomb_is_refused_before_keras_reads_it(tmp_path):
         load_model(path)
 
 
+def test_a_keras_zip_with_escaping_paths_is_refused(tmp_path):
+    path = tmp_path / "slip.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", "{}")
+        archive.writestr("../../outside.txt", "x")
+    with pytest.raises(Exception, match="code 1000004: .*paths outside the archive"):
+        load_model(path)
+
+
 def test_a_saved_model_linking_outside_its_folder_is_refused(tmp_path):
     folder = tmp_path / "linked"
     (folder / "variables").mkdir(parents=True)
