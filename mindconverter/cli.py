@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--model_file",
         metavar="FILE",
-        help="the model to convert: .onnx, or a frozen TensorFlow .pb",
+        help="the model to convert: .onnx, a frozen TensorFlow .pb, a SavedModel folder, .keras/.h5 "
+        "or .tflite",
     )
     parser.add_argument(
         "--shape",

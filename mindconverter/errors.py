@@ -33,8 +33,8 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "FILE_IS_DIRECTORY": ErrorCode(
         1000002,
         "ModelLoadingError",
-        "The model path is a directory.",
-        "Pass the .onnx or .pb file itself.",
+        "The model path is a directory that is not a TensorFlow SavedModel (no saved_model.pb).",
+        "Pass the model file itself, or the SavedModel folder that holds saved_model.pb.",
     ),
     "FILE_EMPTY": ErrorCode(
         1000003,
@@ -45,13 +45,14 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "FILE_CORRUPT": ErrorCode(
         1000004,
         "ModelLoadingError",
-        "The file cannot be parsed as an ONNX model (truncated, corrupt or another format).",
+        "The file cannot be parsed as a model of its format (truncated, corrupt, another format, "
+        "or a TensorFlow file refused by its sanity checks).",
         "Export the model again; check the download finished.",
     ),
     "UNKNOWN_SUFFIX": ErrorCode(
         1000005,
         "ModelLoadingError",
-        "The file suffix is neither .onnx nor .pb.",
+        "The file suffix is none of .onnx, .pb, .keras, .h5, .hdf5 or .tflite.",
         "Rename the file to its format's suffix or export to ONNX.",
     ),
     "EXTERNAL_DATA_MISSING": ErrorCode(
@@ -76,7 +77,8 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "TF_STACK_MISSING": ErrorCode(
         1000009,
         "ModelLoadingError",
-        "Converting a .pb needs TensorFlow and tf2onnx, which are not installed.",
+        "Converting a TensorFlow model (.pb, SavedModel, .keras/.h5, .tflite) needs TensorFlow and "
+        "tf2onnx, which are not installed.",
         "Install the extra: pip install 'mindconverter[tf]'.",
     ),
     "NOT_A_GRAPHDEF": ErrorCode(
@@ -100,8 +102,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "TF_CONVERSION_FAILED": ErrorCode(
         1000013,
         "ModelLoadingError",
-        "TensorFlow cannot import the GraphDef, or tf2onnx fails to convert it to ONNX.",
-        "Check the graph loads in TensorFlow (tf.graph_util.import_graph_def); see docs/tensorflow.md.",
+        "TensorFlow cannot import the GraphDef or load the SavedModel/Keras/TFLite model (or refuses "
+        "it as unsafe), or tf2onnx fails to convert it to ONNX.",
+        "Check the model loads in TensorFlow; see docs/tensorflow.md for what is refused and why.",
     ),
     "WEIGHTS_UNREADABLE": ErrorCode(
         1000014,

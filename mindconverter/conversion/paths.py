@@ -37,8 +37,9 @@ def output_paths(
 ) -> OutputPaths:
     """The result file names for ``model_file`` (``<stem>.py``, ``<stem>.ckpt``, ...): the
     stem is the file's name made into a module name, so it never leaves the folders given."""
+    has_suffix = model_file.suffix and not model_file.is_dir()  # a SavedModel folder: whole name
     stem = module_name(
-        model_file.name[: -len(model_file.suffix)] if model_file.suffix else model_file.name
+        model_file.name[: -len(model_file.suffix)] if has_suffix else model_file.name
     )
     report_dir = report if report is not None else output
     paths = OutputPaths(

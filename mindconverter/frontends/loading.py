@@ -20,14 +20,16 @@ from onnx import external_data_helper, helper, numpy_helper
 from ..errors import make_error
 from ..graph.weight_store import FileRange, WeightStore, is_held, mark_held, worth_holding
 from .skeleton import split_weights
+from .tf_sniff import SAVED_MODEL_FILE, TF_SAVED_SUFFIXES, is_saved_model_folder
 
 MIN_OPSET = 7
-SUPPORTED_SUFFIXES = (".onnx", ".pb")
+SUPPORTED_SUFFIXES = (".onnx", ".pb", *TF_SAVED_SUFFIXES)
 
 
 def check_model_path(path: str | Path, suffixes: Sequence[str] = ()) -> Path:
     """Check the model path exists, is a non-empty file with a known suffix (``suffixes``,
-    by default a model's)."""
+    by default a model's) or, for a model, a TensorFlow SavedModel folder."""
+    accepts_folder = not suffixes
     suffixes = tuple(suffixes) or tuple(SUPPORTED_SUFFIXES)
     if not isinstance(path, (str, Path)) or "\x00" in str(path):
         what = "holds a NUL byte" if isinstance(path, (str, Path)) else "is not a path"
@@ -44,7 +46,14 @@ def check_model_path(path: str | Path, suffixes: Sequence[str] = ()) -> Path:
     except OSError as exc:  # EACCES on a parent folder, ELOOP, ENAMETOOLONG...
         raise make_error("FILE_UNREADABLE", f"Cannot reach '{path}': {exc.strerror}.") from None
     if path.is_dir():
-        raise make_error("FILE_IS_DIRECTORY", f"'{path}' is a directory.")
+        if accepts_folder and is_saved_model_folder(path):
+            if not os.access(path / SAVED_MODEL_FILE, os.R_OK):
+                raise make_error("FILE_UNREADABLE", f"'{path}' cannot be read (permission denied).")
+            return path
+        hint = (
+            f" (a TensorFlow SavedModel folder holds {SAVED_MODEL_FILE})" if accepts_folder else ""
+        )
+        raise make_error("FILE_IS_DIRECTORY", f"'{path}' is a directory{hint}.")
     if not path.is_file():
         raise make_error(
             "FILE_UNREADABLE", f"'{path}' is not a regular file (a device, pipe or socket)."
@@ -235,13 +244,21 @@ def check_opset(model: onnx.ModelProto) -> int:
 def load_model(
     path: str | Path, input_nodes=None, output_nodes=None, shapes=None, store=None
 ) -> onnx.ModelProto:
-    """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow .pb goes via tf2onnx).
+    """Check and load a model file into an ``onnx.ModelProto`` (TensorFlow's .pb, SavedModel
+    folders, .keras/.h5 and .tflite files go via tf2onnx).
 
     ``input_nodes``, ``output_nodes`` and ``shapes`` are only used (and required) for a .pb.
     With a :class:`WeightStore`, an ONNX file's large weights stay in their files (see
     :func:`load_onnx`).
     """
     path = check_model_path(path)
+    if path.is_dir() or path.suffix.lower() in TF_SAVED_SUFFIXES:
+        from ..frontends.tf_saved import load_tf_saved
+
+        model = load_tf_saved(path)
+        check_opset(model)
+        validate_model(model)
+        return model
     if path.suffix.lower() == ".pb":
         check_graphdef(path)
         if (
@@ -344,8 +361,8 @@ def check_graphdef(path: Path) -> None:
     hint = ""
     if _parses_as_onnx(data):
         hint = " It is an ONNX model: rename it to .onnx."
-    if not hint and path.name == "saved_model.pb":
-        hint = " It looks like a SavedModel; freeze it to a GraphDef first."
+    if not hint and path.name == SAVED_MODEL_FILE:
+        hint = f" It looks like a SavedModel: pass its folder ('{path.parent}') instead."
     raise make_error(
         "NOT_A_GRAPHDEF", f"'{path.name}' does not parse as a TensorFlow GraphDef.{hint}"
     )

@@ -32,6 +32,7 @@ import onnx
 
 from ..errors import make_error
 from ..native_stderr import captured_native_stderr
+from .tf_gelu import gelu_op_handlers
 
 # The ONNX opset tf2onnx is asked for: its newest well-tested one that every mapper handles.
 TF_OPSET = 17
@@ -58,7 +59,7 @@ def tf_stack_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("tensorflow", "tf2onnx"))
 
 
-def _import_tf():
+def import_tf_stack():
     """Import TensorFlow and tf2onnx quietly, or raise TF_STACK_MISSING naming the extra."""
     if not tf_stack_available():
         raise make_error(
@@ -77,7 +78,7 @@ def _import_tf():
 
 
 @contextlib.contextmanager
-def _quiet_loggers():
+def quiet_tf_loggers():
     """Silence TensorFlow's and tf2onnx's chatter (deprecation notes, per-pass INFO lines)."""
     loggers = [logging.getLogger(name) for name in ("tensorflow", "tf2onnx")]
     levels = [logger.level for logger in loggers]
@@ -485,8 +486,8 @@ def load_graphdef(
     shapes: Sequence[Sequence[int]] | None,
 ) -> onnx.ModelProto:
     """Convert the frozen GraphDef at ``path`` into ONNX (the user's NHWC input layout kept)."""
-    tf, tf2onnx = _import_tf()
-    with _quiet_loggers(), captured_native_stderr():
+    tf, tf2onnx = import_tf_stack()
+    with quiet_tf_loggers(), captured_native_stderr():
         graph_def = parse_graphdef(path, tf)
         placeholders = candidate_inputs(graph_def)
         outputs = candidate_outputs(graph_def)
@@ -533,6 +534,7 @@ def load_graphdef(
                 output_names=outputs_wanted,
                 opset=TF_OPSET,
                 shape_override={name: list(shape) for name, shape in zip(inputs, shapes)},
+                custom_op_handlers=gelu_op_handlers(),
             )
         except Exception as exc:  # noqa: BLE001 - tf2onnx raises whatever its handlers raise
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -548,6 +550,8 @@ __all__ = [
     "candidate_inputs",
     "candidate_outputs",
     "densify_tensor_lists",
+    "import_tf_stack",
     "load_graphdef",
+    "quiet_tf_loggers",
     "tf_stack_available",
 ]

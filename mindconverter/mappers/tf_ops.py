@@ -1,7 +1,8 @@
 """Operators tf2onnx passes through from TensorFlow under their TF names (no ONNX equivalent).
 
 tf2onnx keeps a TensorFlow op it has no handler for as a node of the same type in the default
-domain, e.g. ``Erfc`` from Keras 3's exact GELU (``0.5 * x * erfc(-x / sqrt(2))``). Where MindSpore
+domain, e.g. ``Erfc`` from Keras 3's exact GELU (``0.5 * x * erfc(-x / sqrt(2))``); TFLite
+builtins it has no handler for keep their ``TFL_`` names (``TFL_GELU``). Where MindSpore
 has the same function these map to it directly; the TF attributes (``T``...) carry nothing else.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Call, DType, Input, NodeContext
+from .base import Call, DType, Input, Lit, NodeContext
 from .registry import mapper
 
 
@@ -26,6 +27,14 @@ def _float_call(ctx: NodeContext, func: str, arity: int):
 def erfc(ctx: NodeContext):
     """TF Erfc -> ops.erfc (complementary error function)."""
     return _float_call(ctx, "ops.erfc", 1)
+
+
+@mapper("TFL_GELU", since=1)
+def tflite_gelu(ctx: NodeContext):
+    """TFLite GELU (tf2onnx keeps it as ``TFL_GELU``) -> ops.gelu; ``approximate=1`` is the
+    tanh form."""
+    kwargs = {"approximate": Lit("tanh")} if ctx.attr("approximate", 0) else {}
+    return Call("ops.gelu", [Input(0)], kwargs)
 
 
 @mapper("Erfinv", since=1)

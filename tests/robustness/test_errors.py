@@ -145,7 +145,7 @@ CASES = {
     else "GraphDef without names": (_graphdef_pb, "TF_STACK_MISSING", 1)
     if importlib.util.find_spec("tensorflow") is None
     else (_graphdef_pb, "TF_NAMES_REQUIRED", 2),
-    "unknown suffix": (_bytes_case(VALID, "model.tflite"), "UNKNOWN_SUFFIX", 1),
+    "unknown suffix": (_bytes_case(VALID, "model.mlmodel"), "UNKNOWN_SUFFIX", 1),
     "no suffix": (_bytes_case(VALID, "model"), "UNKNOWN_SUFFIX", 1),
     "parent is a file": (lambda src: ["--model_file", "/dev/null/x.onnx"], "FILE_NOT_FOUND", 1),
     "a pipe": (
