@@ -60,3 +60,22 @@ def test_conv_with_a_run_time_weight(tmp_path):
     inputs = [("x", (1, 2, 6, 6)), ("W", (4, 2, 3, 3)), ("B", (4,))]
     model, feeds = _weights_as_inputs("Conv", inputs, pads=[1, 0, 1, 2], strides=[2, 1])
     assert_matches(model, tmp_path, feeds)
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3), (2, 3, 4, 5), (1, 3, 2, 2, 2)])
+def test_batch_norm_with_run_time_statistics(tmp_path, x_shape):
+    names = ["x", "scale", "B", "mean", "var"]
+    shapes = [x_shape] + [(x_shape[1],)] * 4
+    model, feeds = _weights_as_inputs("BatchNormalization", list(zip(names, shapes)), epsilon=1e-3)
+    feeds["var"] = np.abs(feeds["var"]) + 0.5
+    assert_matches(model, tmp_path, feeds)
+
+
+def test_training_batch_norm_with_run_time_statistics(tmp_path):
+    names = ["x", "scale", "B", "mean", "var"]
+    shapes = [(3, 2, 4)] + [(2,)] * 4
+    model, feeds = _weights_as_inputs(
+        "BatchNormalization", list(zip(names, shapes)), ("y", "rm", "rv"), opset=15, training_mode=1
+    )
+    feeds["var"] = np.abs(feeds["var"]) + 0.5
+    assert_matches(model, tmp_path, feeds)
