@@ -342,7 +342,8 @@ def max_unpool(ctx: NodeContext):
     """MaxUnpool -> ops.max_unpool1d/2d/3d with the explicit output size.
 
     ONNX indices count over the whole flattened output, MindSpore's within one (N, C) plane: the
-    index is taken modulo the plane size.
+    index is taken modulo the plane size. Indices point into the size the kernel gives; a larger
+    output_shape holds that result in its leading corner, zeros after it (the ONNX reference).
     """
     shape = ctx.require_shape(0)
     rank = len(shape) - 2
@@ -351,31 +352,33 @@ def max_unpool(ctx: NodeContext):
     kernel, strides, _ = spatial_attrs(ctx, rank)
     pads = list(ctx.attr("pads", [0] * (2 * rank)))
     begin, end = pads[:rank], pads[rank:]
-    if ctx.has_input(2):
-        target = ctx.const_ints(2, "output_shape")
-    else:
-        target = list(shape[:2]) + [
-            (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
-        ]
+    inferred = list(shape[:2]) + [
+        (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
+    ]
+    target = ctx.const_ints(2, "output_shape") if ctx.has_input(2) else inferred
     if len(target) != len(shape):
         raise Unsupported(f"output_shape {target} does not match the input rank")
+    if any(t < i for t, i in zip(target[2:], inferred[2:])):
+        raise Unsupported(f"output_shape {target} is smaller than the unpooled size {inferred}")
     padding = begin if begin == end else [0] * rank
     # MindSpore accepts an output size within one stride of its own default size
-    for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, target[2:]):
+    for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, inferred[2:]):
         if abs(size - ((n - 1) * s - 2 * pad + k)) >= s:
             raise Unsupported(
-                f"MaxUnpool output size {target} is too far from the size its kernel gives"
+                f"MaxUnpool output size {inferred} is too far from the size its kernel gives"
             )
-    plane = math.prod(target[2:])
+    plane = math.prod(inferred[2:])
     kwargs = {"stride": Lit(compact(strides))}
     if any(padding):
         kwargs["padding"] = Lit(compact(padding))
-    kwargs["output_size"] = Lit(tuple(int(v) for v in target))
-    return Call(
+    kwargs["output_size"] = Lit(tuple(int(v) for v in inferred))
+    result = Call(
         _UNPOOL_OPS[rank],
         [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))],
         kwargs,
     )
+    extra = [int(t) - int(i) for t, i in zip(target[2:], inferred[2:])]
+    return pad_call(result, [0] * rank, extra) if any(extra) else result
 
 
 @mapper("RoiAlign", since=10)
