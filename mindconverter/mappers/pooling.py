@@ -22,6 +22,7 @@ from .base import (
 )
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
+from .roi_align_ops import roi_align_by_ops
 
 _MAX_CELLS = {1: "nn.MaxPool1d", 2: "nn.MaxPool2d", 3: "nn.MaxPool3d"}
 _AVG_CELLS = {1: "nn.AvgPool1d", 2: "nn.AvgPool2d", 3: "nn.AvgPool3d"}
@@ -383,31 +384,33 @@ def max_unpool(ctx: NodeContext):
 
 @mapper("RoiAlign", since=10)
 def roi_align(ctx: NodeContext):
-    """RoiAlign (avg mode, output_half_pixel coordinates, fixed sampling_ratio) -> ops.ROIAlign.
+    """RoiAlign (avg mode, output_half_pixel coordinates, fixed sampling_ratio) -> ops.ROIAlign;
+    mode 'max' and 'half_pixel' coordinates -> the script's RoiAlignByOps cell.
 
     MindSpore takes the batch index as the first column of each ROI. Its kernel clamps ROI sizes
     to at least one pixel (the legacy 'output_half_pixel' behaviour), so 'half_pixel' (the default
-    from opset 16) has no exact equivalent; neither has mode 'max' nor the adaptive
-    sampling_ratio 0.
+    from opset 16) and 'max' are written with ops; the adaptive sampling_ratio 0 is not supported.
     """
     mode = ctx.attr("mode", "avg")
-    if mode != "avg":
-        raise Unsupported(f"RoiAlign mode '{mode}' (MindSpore's ROIAlign averages)")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("avg", "max"):
+        raise Unsupported(f"RoiAlign mode '{mode}'")
     transform = ctx.attr(
         "coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
     )
-    if transform != "output_half_pixel":
-        raise Unsupported(
-            f"RoiAlign coordinate_transformation_mode '{transform}': MindSpore's ROIAlign clamps "
-            "ROI sizes to one pixel, which only 'output_half_pixel' does"
-        )
+    transform = transform.decode() if isinstance(transform, bytes) else transform
+    if transform not in ("half_pixel", "output_half_pixel"):
+        raise Unsupported(f"RoiAlign coordinate_transformation_mode '{transform}'")
     sampling = int(ctx.attr("sampling_ratio", 0))
     if sampling <= 0:
         raise Unsupported(
-            "RoiAlign with the adaptive sampling_ratio=0 (MindSpore needs a fixed sample count)"
+            "RoiAlign with the adaptive sampling_ratio=0 (a sample count per ROI, known only at "
+            "run time)"
         )
     if ctx.input_rank(0) != 4:
         raise Unsupported("RoiAlign of a non-4-D input")
+    if mode == "max" or transform == "half_pixel":
+        return roi_align_by_ops(ctx, sampling, transform == "half_pixel", mode == "max")
     dtype = ctx.input_dtype(1)
     index_column = Call(
         "ops.expand_dims",

@@ -149,13 +149,33 @@ def test_roi_align(tmp_path, opset, attrs):
 
 
 @pytest.mark.parametrize(
-    "opset, attrs, reason",
+    "opset, attrs",
     [
-        (16, {"sampling_ratio": 2}, "half_pixel"),
-        (10, {"sampling_ratio": 2, "mode": "max"}, "mode 'max'"),
-        (10, {}, "sampling_ratio=0"),
+        (16, {"output_height": 3, "output_width": 2, "sampling_ratio": 2}),
+        (10, {"output_height": 2, "output_width": 3, "sampling_ratio": 2, "mode": "max"}),
+        (
+            16,
+            {
+                "output_height": 2,
+                "output_width": 2,
+                "sampling_ratio": 3,
+                "spatial_scale": 0.5,
+                "mode": "max",
+                "coordinate_transformation_mode": "half_pixel",
+            },
+        ),
     ],
 )
+def test_roi_align_written_with_ops(tmp_path, opset, attrs):
+    """'half_pixel' coordinates and mode 'max' (the script's RoiAlignByOps), with a ROI reaching
+    past the map and one smaller than a pixel."""
+    feeds = _roi_feeds()
+    feeds["rois"][1] = [-3.0, 7.5, 12.0, 11.0]
+    result = assert_matches(_roi_model(opset, **attrs), tmp_path, feeds=feeds)
+    assert "RoiAlignByOps" in result.script_path.read_text()
+
+
+@pytest.mark.parametrize("opset, attrs, reason", [(10, {}, "sampling_ratio=0")])
 def test_roi_align_unsupported(tmp_path, opset, attrs, reason):
     onnx.save(_roi_model(opset, **attrs), str(tmp_path / "roi.onnx"))
     result = convert(tmp_path / "roi.onnx", output=tmp_path / "out")
