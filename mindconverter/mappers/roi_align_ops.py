@@ -54,7 +54,7 @@ _DEFINITION = '''class RoiAlignByOps(nn.Cell):
         return low.astype(ms.int64), high.astype(ms.int64), rest, weight
 
     def construct(self, x, rois, batch_indices):
-        n, c, height, width = x.shape
+        _, c, height, width = x.shape
         rois = rois.astype(ms.float32) * self.spatial_scale - self.offset
         y0, y1, ylo, yhi = self.samples(rois[:, 1], rois[:, 3], self.output_height, height)
         x0, x1, xlo, xhi = self.samples(rois[:, 0], rois[:, 2], self.output_width, width)
