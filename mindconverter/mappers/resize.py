@@ -30,6 +30,7 @@ from .base import (
     normalize_axis,
 )
 from .common import dim_expr, is_static, shape_value
+from .grid_sample_cubic import grid_sample_cubic
 from .registry import mapper
 from .slicing import gather_padded
 
@@ -369,7 +370,9 @@ def upsample(ctx: NodeContext):
 
 @mapper("GridSample", since=16)
 def grid_sample(ctx: NodeContext):
-    """GridSample -> ops.grid_sample (bilinear, zeros/border/reflection padding)."""
+    """GridSample -> ops.grid_sample (bilinear, zeros/border/reflection padding); nearest ->
+    the script's GridSampleNearest cell (ONNX's rounding); bicubic (4-D) -> the script's
+    GridSampleCubic cell, written with ops (Keys' cubic, A = -0.75, 4 x 4 pixels per point)."""
     mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
     padding = ctx.attr("padding_mode", "zeros")
     mode, padding = (v.decode() if isinstance(v, bytes) else v for v in (mode, padding))
@@ -381,8 +384,11 @@ def grid_sample(ctx: NodeContext):
         align = bool(int(ctx.attr("align_corners", 0)))
         kwargs = {"align_corners": align, "padding_mode": padding}
         return Cell("GridSampleNearest", kwargs, [Input(0), Input(1)], role="grid_sample")
+    if mode == "bicubic" and rank == 4:
+        align = bool(int(ctx.attr("align_corners", 0)))
+        return grid_sample_cubic(ctx, align, padding)
     if mode != "bilinear":
-        raise Unsupported(f"GridSample mode {mode!r} (MindSpore's grid_sample has no bicubic mode)")
+        raise Unsupported(f"GridSample mode {mode!r} on a rank-{rank} input")
     rank = ctx.input_rank(0)
     if rank not in (4, 5):
         raise Unsupported(f"GridSample on a rank-{rank} input")
