@@ -10,7 +10,7 @@ pixel for 'reflection'). Sixteen gathers over the flattened image, no weights.
 
 from __future__ import annotations
 
-from .base import Cell, Input, NodeContext
+from .base import Cell, Input, NodeContext, Unsupported
 
 _DEFINITION = '''class GridSampleCubic(nn.Cell):
     """ONNX GridSample mode 'cubic' on x [N, C, H, W] with grid [N, Ho, Wo, 2] (x, y in -1..1);
@@ -94,6 +94,8 @@ _DEFINITION = '''class GridSampleCubic(nn.Cell):
 
 def grid_sample_cubic(ctx: NodeContext, align_corners: bool, padding: str) -> Cell:
     """GridSample mode 'cubic' on a 4-D input -> the script's GridSampleCubic cell."""
+    if padding not in ("zeros", "border", "reflection"):
+        raise Unsupported(f"GridSample padding_mode '{padding}'")
     kwargs = {}
     if align_corners:
         kwargs["align_corners"] = True

@@ -17,6 +17,8 @@ COORDINATE_MODES = (
     "asymmetric",
 )
 
+NEAREST_MODES = ("simple", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
 _DEFINITION = '''class ResizeByScales(nn.Cell):
     """ONNX Resize by scales known only at run time: axes lists the resized axes (scales holds
     one factor per axis listed); mode 'nearest', 'linear' or 'cubic'; coordinates is ONNX's
@@ -134,6 +136,8 @@ def resize_by_run_time_scales(
     mode, coordinates = attrs["mode"], attrs["coordinate_transformation_mode"]
     if mode not in ("nearest", "linear", "cubic"):
         raise Unsupported(f"Resize mode '{mode}' with scales given at run time")
+    if attrs["nearest_mode"] not in NEAREST_MODES:
+        raise Unsupported(f"nearest_mode '{attrs['nearest_mode']}'")
     if coordinates not in COORDINATE_MODES:
         raise Unsupported(f"Resize '{coordinates}' with scales given at run time")
     kwargs: dict = {"axes": tuple(axes)}
