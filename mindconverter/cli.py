@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="[NAME=]D,D,...",
         help="input shape(s), space-separated: one per input in order (e.g. 1,3,224,224), one per input "
-        "with dynamic dimensions (fully static inputs, scalars included, may be left out), or by name "
-        "(input_ids=1,128; 'sr=' is a scalar). Must agree with the model's static dimensions",
+        "with dynamic dimensions (fully static inputs, scalars included, may be left out; a static "
+        "model needs none), or by name (input_ids=1,128; 'sr=' is a scalar; 0 is an empty axis: "
+        "'boxes=0,4'). Must agree with the model's static dimensions",
     )
     parser.add_argument(
         "--input_nodes",

@@ -139,7 +139,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "BAD_SHAPE": ErrorCode(
         2000001,
         "ArgumentError",
-        "A --shape value is not a comma-separated list of positive integers.",
+        "A --shape value is not a comma-separated list of whole numbers (0 is an empty axis).",
         "Write shapes like --shape 1,3,224,224 (one per input, space-separated).",
     ),
     "SHAPE_CONFLICT": ErrorCode(

@@ -230,3 +230,70 @@ def test_a_reader_that_goes_away_does_not_stop_the_conversion(tmp_path):
     assert first.startswith(b"Detected inputs:")
     assert process.returncode == 0 and err == b""
     assert len(list((tmp_path / "out").iterdir())) == 4
+
+
+def _static_beside_shaped_model():
+    return make_model(
+        [
+            helper.make_node("Cast", ["s"], ["sf"], to=onnx.TensorProto.FLOAT),
+            helper.make_node("Mul", ["x", "sf"], ["xs"]),
+            helper.make_node("ReduceSum", ["t"], ["ts"], keepdims=0),
+            helper.make_node("Add", ["xs", "ts"], ["y"]),
+        ],
+        [("x", np.float32, [3, 4]), ("s", np.int64, []), ("t", np.float32, [2])],
+        [("y", np.float32, None)],
+    )
+
+
+@pytest.mark.parametrize("shape", [[], ["3,4"], ["2"], ["x=3,4", "s=", "t=2"], ["3,4", "", "2"]])
+def test_static_inputs_need_no_shape(tmp_path, capsys, shape):
+    """A static model needs no --shape; one given for the shaped input leaves the scalar and the
+    other static input alone; all of them named works too."""
+    onnx.save(_static_beside_shaped_model(), tmp_path / "m.onnx")
+    args = ["--model_file", str(tmp_path / "m.onnx"), "--output", str(tmp_path / "out"), "--quiet"]
+    shape = [s for s in shape if s]  # "" stands for a shape a shell would drop
+    code = main(args + (["--shape", *shape] if shape else []))
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "out" / "m.py").is_file()
+
+
+def test_a_shape_that_fits_no_input_is_refused(tmp_path, capsys):
+    onnx.save(_static_beside_shaped_model(), tmp_path / "m.onnx")
+    code = main(["--model_file", str(tmp_path / "m.onnx"), "--shape", "5,5", "--output", "o"])
+    error = capsys.readouterr().err
+    assert code == 2 and "code 2000003" in error and error.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_zero_size_inputs_convert_and_run(tmp_path):
+    """An empty input (--shape x=0,3) and an empty type carrier (CastLike's like) convert, and
+    the network gives onnxruntime's results at an empty and a non-empty size."""
+    from mindconverter.check.network import run_mindspore
+    from mindconverter.check.verify import run_onnxruntime
+
+    model = make_model(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("CastLike", ["r", "like"], ["y"]),
+        ],
+        [("x", np.float32, ["n", 3]), ("like", np.float16, [0])],
+        [("y", np.float16, None)],
+        opset=19,
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    code = subprocess.run(
+        [sys.executable, "-m", "mindconverter", "--model_file", str(tmp_path / "m.onnx")]
+        + ["--shape", "x=0,3", "like=0", "--output", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert code.returncode == 0, code.stderr
+    like = np.zeros(0, np.float16)
+    for rows in (0, 2):
+        x = np.random.default_rng(rows).standard_normal((rows, 3)).astype(np.float32)
+        want = run_onnxruntime(model, {"x": x, "like": like}, ["y"])
+        got = run_mindspore(out / "m.py", out / "m.ckpt", [x, like])
+        assert got[0].shape == want[0].shape and got[0].dtype == want[0].dtype
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-3)

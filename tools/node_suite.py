@@ -498,8 +498,11 @@ def _schema_input_name(node: onnx.NodeProto, index: int, opset: int) -> str | No
     return formal[index].name
 
 
-def parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[str]:
-    """The graph inputs to freeze into initializers (rules in the module docstring)."""
+def parameter_inputs(
+    model: onnx.ModelProto, inputs: list[np.ndarray], weights: bool = True
+) -> list[str]:
+    """The graph inputs to freeze into initializers (rules in the module docstring); with
+    ``weights=False`` layer weights stay graph inputs (run-time weights, as the suite has them)."""
     graph = model.graph
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
     referenced_below = set()
@@ -525,7 +528,8 @@ def parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[s
         formals = [(node.op_type, _schema_input_name(node, index, opset)) for node, index in uses]
         small = np.ndim(array) <= 1 and np.size(array) <= MAX_FROZEN_ELEMENTS
         if (
-            all(formal in WEIGHT_INPUTS.get(op, ()) for op, formal in formals)
+            weights
+            and all(formal in WEIGHT_INPUTS.get(op, ()) for op, formal in formals)
             or small
             and all(
                 formal in PARAMETER_INPUTS and (formal != "input" or op in _INPUT_IS_PARAMETER)
@@ -544,12 +548,12 @@ def parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[s
     return [value.name for value in graph.input if value.name in frozen]
 
 
-def freeze_parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]):
+def freeze_parameter_inputs(model: onnx.ModelProto, inputs: list[np.ndarray], weights: bool = True):
     """A copy of ``model`` with :func:`parameter_inputs` made initializers.
 
     Returns ``(model, remaining_inputs, frozen_names)``.
     """
-    frozen = parameter_inputs(model, inputs)
+    frozen = parameter_inputs(model, inputs, weights)
     if not frozen:
         return model, list(inputs), []
     result = onnx.ModelProto()

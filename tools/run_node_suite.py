@@ -6,106 +6,45 @@
     python tools/run_node_suite.py --check          # run, write nothing; exit 1 on an undocumented
                                                     # failure, a stale known failure or stale docs
 
-Each test runs in a worker process (``--workers``, default 2) that imports MindSpore once; a test
-that takes longer than ``--timeout`` seconds or kills its worker is recorded as ``timeout`` /
-``crash`` and the worker is replaced. Writes ``docs/node_suite_results.json`` (outcome and reason
-per test) and ``docs/operators.md`` (every operator: opset range, MindSpore API, suite tests passed,
-status, and the reason of each failing test, from ``docs/node_suite_known_failures.json``).
+    python tools/run_node_suite.py --sample 500 --seed 1   # a reproducible random sample (prints only)
+    python tools/run_node_suite.py --op Resize LSTM         # only tests using these operators
+
+Each test runs as a user runs it (``tools/node_suite_cli.py``): ``python -m mindconverter
+--model_file model.onnx --shape NAME=D,D ...`` in a subprocess, every input named and shaped as the
+test data has it; then the generated script and checkpoint load in a fresh MindSpore process (one
+per ``--batch`` cases), run on the test's inputs and are compared with its expected outputs.
+``--workers`` CLI runs and check processes go at once; a case that takes longer than ``--timeout``
+seconds or kills its process is recorded as ``timeout`` / ``crash``. Writes
+``docs/node_suite_results.json`` (outcome and reason per test) and ``docs/operators.md`` (every
+operator: opset range, MindSpore API, suite tests passed, status, and the reason of each failing
+test, from ``docs/node_suite_known_failures.json``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import multiprocessing
-import os
+import random
+import shutil
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from multiprocessing.connection import wait
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools import node_suite as suite  # noqa: E402 - after the sys.path set-up above
+from tools import node_suite_cli as cli  # noqa: E402
 
 RESULTS_FILE = ROOT / "docs" / "node_suite_results.json"
 OPERATORS_FILE = ROOT / "docs" / "operators.md"
-RECYCLE_AFTER = 300  # tests per worker before it is replaced (bounds MindSpore's memory growth)
 
 
 # -- running ---------------------------------------------------------------------------------
-
-
-def _worker(conn, data_dir: str) -> None:
-    os.environ.setdefault("GLOG_v", "3")
-    importlib.import_module("mindspore")  # once, before the first test
-
-    work_root = Path(tempfile.mkdtemp(prefix="node_suite_worker_"))
-    while True:
-        item = conn.recv()
-        if item is None:
-            break
-        test = suite.NodeTest(**item)
-        work = work_root / test.name
-        work.mkdir(exist_ok=True)
-        try:
-            outcome = suite.run_node_test(test, Path(data_dir), work)
-        except Exception as exc:
-            outcome = suite.Outcome(
-                test.name, "conversion_error", f"harness error: {type(exc).__name__}: {exc}"
-            )
-        conn.send(asdict(outcome))
-        _remove_tree(work)
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-
-
-class _Slot:
-    def __init__(self, ctx, data_dir: Path):
-        self.ctx, self.data_dir = ctx, data_dir
-        self.process = None
-        self.conn = None
-        self.test = None
-        self.started = 0.0
-        self.served = 0
-        self.spawn()
-
-    def spawn(self) -> None:
-        parent, child = self.ctx.Pipe()
-        self.process = self.ctx.Process(
-            target=_worker, args=(child, str(self.data_dir)), daemon=True
-        )
-        self.process.start()
-        child.close()
-        self.conn, self.served, self.test = parent, 0, None
-
-    def submit(self, test: suite.NodeTest) -> None:
-        self.test, self.started = test, time.monotonic()
-        self.served += 1
-        self.conn.send(asdict(test))
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.join()
-        self.conn.close()
-
-    def stop(self) -> None:
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
-        self.process.join(timeout=10)
-        if self.process.is_alive():
-            self.kill()
 
 
 def run_tests(
@@ -114,15 +53,14 @@ def run_tests(
     workers: int = 2,
     timeout: float = 120.0,
     progress: bool = True,
+    batch_size: int = 40,
 ) -> dict[str, suite.Outcome]:
-    """Run ``tests`` in ``workers`` processes; returns outcome by test name."""
-    ctx = multiprocessing.get_context("spawn")
-    pending = list(reversed(tests))
-    slots = [_Slot(ctx, data_dir) for _ in range(max(1, min(workers, len(tests))))]
+    """Run ``tests`` through the CLI (``workers`` conversions at a time), then check the converted
+    ones in fresh processes of ``batch_size`` cases each; returns outcome by test name."""
     outcomes: dict[str, suite.Outcome] = {}
     total = len(tests)
 
-    def record(outcome: suite.Outcome) -> None:
+    def record(case: dict, outcome: suite.Outcome) -> None:
         outcomes[outcome.name] = outcome
         if progress:
             mark = "." if outcome.passed else outcome.status[0].upper()
@@ -130,50 +68,42 @@ def run_tests(
                 mark, end="" if len(outcomes) % 100 else f" {len(outcomes)}/{total}\n", flush=True
             )
 
+    def convert(test: suite.NodeTest) -> dict | None:
+        case = {"name": test.name}
+        try:
+            case = cli.prepare_case(test, data_dir, work_root / test.name)
+            failure = cli.convert_case(case, timeout)
+        except Exception as exc:
+            failure = suite.Outcome(test.name, "conversion_error", f"harness error: {exc!r}")
+        if failure is not None:
+            record(case, failure)
+            return None
+        return case
+
+    work_root = Path(tempfile.mkdtemp(prefix="node_suite_cli_"))
     try:
-        for slot in slots:
-            if pending:
-                slot.submit(pending.pop())
-        while any(slot.test for slot in slots):
-            busy = [slot for slot in slots if slot.test]
-            ready = wait([slot.conn for slot in busy], timeout=1.0)
-            for slot in busy:
-                if slot.conn in ready:
-                    try:
-                        record(suite.Outcome(**slot.conn.recv()))
-                    except (EOFError, OSError):
-                        record(
-                            suite.Outcome(
-                                slot.test.name,
-                                "crash",
-                                f"the worker process died (exit code {slot.process.exitcode})",
-                            )
-                        )
-                        slot.kill()
-                        slot.spawn()
-                    slot.test = None
-                elif time.monotonic() - slot.started > timeout:
-                    record(
-                        suite.Outcome(
-                            slot.test.name,
-                            "timeout",
-                            f"no result within {timeout:g} s",
-                            seconds=timeout,
-                        )
-                    )
-                    slot.kill()
-                    slot.spawn()
-                if slot.test is None and pending:
-                    if slot.served >= RECYCLE_AFTER:
-                        slot.stop()
-                        slot.spawn()
-                    slot.submit(pending.pop())
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            converted = [case for case in pool.map(convert, tests) if case is not None]
+        cli.check_cases(converted, work_root, batch_size, max(1, workers), timeout, record)
     finally:
-        for slot in slots:
-            slot.stop()
+        shutil.rmtree(work_root, ignore_errors=True)
     if progress:
         print(flush=True)
     return outcomes
+
+
+def select_tests(
+    tests: list[suite.NodeTest], words=None, ops=None, sample=None, seed=0
+) -> list[suite.NodeTest]:
+    """Tests whose name has one of ``words`` and whose operators include one of ``ops``; then a
+    random ``sample`` of them (reproducible by ``seed``)."""
+    chosen = [t for t in tests if not words or any(w.lower() in t.name.lower() for w in words)]
+    if ops:
+        wanted = {op.lower() for op in ops}
+        chosen = [t for t in chosen if wanted & {op.lower() for op in t.op_types}]
+    if sample is not None and sample < len(chosen):
+        chosen = sorted(random.Random(seed).sample(chosen, sample), key=lambda t: t.name)
+    return chosen
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -342,18 +272,21 @@ def render_operators(
             f"**{len(claimed)} operator types supported**."
         ),
         "",
-        "How a test runs: the test's model is converted with `mindconverter.convert` (the CLI's code path),",
-        "the generated script runs in MindSpore (PyNative) with the generated checkpoint on the suite's",
-        "inputs, and each output must match the suite's reference: same shape and dtype, integers and",
+        "How a test runs: as a user runs it. `python -m mindconverter --model_file model.onnx --shape",
+        "NAME=D,D ...` converts the test's model in a subprocess, every input named and shaped as the",
+        "test data has it; the generated script and checkpoint are loaded (`load_checkpoint` +",
+        "`load_param_into_net`) in a fresh MindSpore process (PyNative), run on the suite's inputs,",
+        "and each output must match the suite's reference: same shape and dtype, integers and",
         (
             f"booleans exactly, floats within rtol={suite.DEFAULT_RTOL:g}, atol={suite.DEFAULT_ATOL:g} "
             "(or the test's own looser tolerance)."
         ),
         "Out of scope: strings, random values, sequence/optional values at the graph's boundary and the",
         "Gradient operator (`tools.node_suite.exclusion_reason`; each group is argued at the end of this",
-        "page). Graph inputs that an exporter would store as",
-        "constants (shapes, axes, pads, layer weights...) are frozen into initializers first",
-        "(`tools.node_suite.freeze_parameter_inputs` documents the rule).",
+        "page). Small graph inputs that an exporter would store as constants (shapes, axes, pads...)",
+        "are frozen into initializers in the model file before the CLI runs",
+        "(`tools.node_suite.freeze_parameter_inputs` documents the rule); layer weights stay graph",
+        "inputs, as the suite gives them (run-time weights).",
         "",
         "Status: *supported* = a mapper exists and every suite test using the operator passes;",
         "*supported, N documented exception(s)* = some tests fail, each for the documented reason listed",
@@ -457,7 +390,21 @@ def main(argv=None) -> int:
     parser.add_argument(
         "-k", nargs="+", metavar="WORD", help="only tests whose name contains a word"
     )
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--op", nargs="+", metavar="OP", help="only tests using one of these ops")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="a random sample of N tests (prints, writes no docs)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    parser.add_argument(
+        "--save", type=Path, metavar="FILE", help="write this run's outcomes to FILE (JSON)"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="CLI runs / check processes at once")
+    parser.add_argument(
+        "--batch", type=int, default=40, help="cases per fresh check process (default 40)"
+    )
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds per test (default 120)"
     )
@@ -493,12 +440,18 @@ def main(argv=None) -> int:
             parser.error(f"{RESULTS_FILE} does not exist; run without --from-results first")
         outcomes = {}
     else:
-        selected = [
-            t for t in tests if not args.k or any(w.lower() in t.name.lower() for w in args.k)
-        ]
-        print(f"running {len(selected)} node tests with {args.workers} worker(s)", flush=True)
-        outcomes = run_tests(selected, data_dir, args.workers, args.timeout)
+        selected = select_tests(tests, args.k, args.op, args.sample, args.seed)
+        print(f"running {len(selected)} node tests through the CLI", flush=True)
+        outcomes = run_tests(selected, data_dir, args.workers, args.timeout, batch_size=args.batch)
     elapsed = time.perf_counter() - started
+    if args.save:
+        saved = {name: asdict(outcome) for name, outcome in sorted(outcomes.items())}
+        args.save.write_text(json.dumps(saved, indent=1) + "\n")
+    if args.sample is not None:
+        for line in summary_lines(selected, outcomes, [], known):
+            print(line)
+        print(f"runtime: {elapsed:.0f} s (a sample: docs not written)")
+        return 0
     outcomes = merge_results(previous, tests, outcomes)
     if args.record_unconverted and not args.check:
         known = record_unconverted(args.known_failures, tests, outcomes, known)

@@ -110,21 +110,10 @@ def _window_past_the_result(cell, begin, lengths, full, gaps, bias):
     return BinOp("+", result, Call("ops.reshape", [bias, Lit(shape)]))
 
 
-@mapper("ConvTranspose")
-def conv_transpose(ctx: NodeContext):
-    """ConvTranspose -> nn.Conv2dTranspose (and 1-D/3-D) with padding and output_padding."""
-    weight = ctx.require_const(1, "the ConvTranspose weight")
-    rank = weight.ndim - 2
-    if rank not in _DECONV_CELLS:
-        raise Unsupported(f"{rank}-D transposed convolution has no MindSpore cell")
-    x_shape = ctx.require_shape(0)
-    kernel, strides, dilations = spatial_attrs(ctx, rank, list(weight.shape[2:]))
-    group = int(ctx.attr("group", 1))
-    in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
-    output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
-    # The full (uncropped) transposed convolution; ONNX's result is a window of it. Spatial
-    # sizes known only at run time (regions of interest...) leave it unknown: explicit pads
-    # then still give the window, counted from the ends.
+def _transposed_window(ctx: NodeContext, x_shape, kernel, strides, dilations, output_padding):
+    """ONNX's window of the full transposed convolution: (begin, end, lengths, full, known);
+    ``end`` counts from the full result's end (output_padding taken off)."""
+    rank = len(kernel)
     known = is_static(list(x_shape[2:]))
     full = [
         (i - 1) * s + (k - 1) * d + 1 if known else None
@@ -150,6 +139,77 @@ def conv_transpose(ctx: NodeContext):
         begin = pads[:rank]
         end = [e - op for e, op in zip(pads[rank:], output_padding)]  # = full - begin - length
         lengths = [f - b - e for f, b, e in zip(full, begin, end)] if known else None
+    return begin, end, lengths, full, known
+
+
+def _functional_conv_transpose(ctx: NodeContext):
+    """ConvTranspose with a weight computed at run time, written with ops: the input spread
+    out by the strides (zeros between its values), padded by the dilated kernel's reach less
+    ONNX's pads, then ops.convNd with the weight's taps flipped and its channel axes swapped
+    (per group)."""
+    w_shape, x_shape = ctx.input_shape(1), ctx.require_shape(0)
+    rank = len(w_shape) - 2
+    if rank not in (1, 2, 3):
+        raise Unsupported(f"{rank}-D transposed convolution")
+    if not is_static(list(w_shape)) or not is_static(list(x_shape[1:])):
+        raise Unsupported("a run-time ConvTranspose weight with sizes known only at run time")
+    kernel, strides, dilations = spatial_attrs(ctx, rank, list(w_shape[2:]))
+    group = int(ctx.attr("group", 1))
+    in_channels, out_per_group = int(w_shape[0]), int(w_shape[1])
+    output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
+    begin, end, _, _, _ = _transposed_window(
+        ctx, x_shape, kernel, strides, dilations, output_padding
+    )
+    taps = Call("ops.flip", [ctx.operand(1), Lit(tuple(range(2, rank + 2)))])
+    per_group = (group, in_channels // group, out_per_group, *kernel)
+    taps = Call("ops.reshape", [taps, Lit(per_group)])
+    taps = Call("ops.transpose", [taps, Lit((0, 2, 1, *range(3, rank + 3)))])
+    taps = Call("ops.reshape", [taps, Lit((group * out_per_group, in_channels // group, *kernel))])
+    x = Input(0)
+    spatial = [int(n) for n in x_shape[2:]]
+    if any(s > 1 for s in strides):  # zeros between the values: (L, 1) padded to (L, s), merged
+        interleaved = [size for n in spatial for size in (n, 1)]
+        x = Call("ops.reshape", [x, Lit((-1, in_channels, *interleaved))])
+        gaps = [size for s in strides for size in (0, s - 1)]
+        x = pad_call(x, [0] * 2 * rank, gaps)
+        merged = tuple(n * s for n, s in zip(spatial, strides))
+        x = Call("ops.reshape", [x, Lit((-1, in_channels, *merged))])
+    reach = [(k - 1) * d for k, d in zip(kernel, dilations)]
+    front = [r - b for r, b in zip(reach, begin)]
+    back = [r - e - (s - 1) for r, e, s in zip(reach, end, strides)]  # the spread's extra zeros
+    if any(f > 0 for f in front) or any(b > 0 for b in back):
+        x = pad_call(x, [max(f, 0) for f in front], [max(b, 0) for b in back])
+    bias = ctx.operand(2) if ctx.has_input(2) else Lit(None)
+    kwargs = {"dilation": Lit(compact(dilations)), "groups": Lit(group)}
+    y = Call(f"ops.conv{rank}d", [x, taps, bias], kwargs)
+    if any(f < 0 for f in front) or any(b < 0 for b in back):
+        window = [slice(-f if f < 0 else None, b if b < 0 else None) for f, b in zip(front, back)]
+        y = Item(y, (slice(None), slice(None), *window))
+    return y
+
+
+@mapper("ConvTranspose")
+def conv_transpose(ctx: NodeContext):
+    """ConvTranspose -> nn.Conv2dTranspose (and 1-D/3-D) with padding and output_padding;
+    a weight computed at run time goes through ops.conv1d/2d/3d on the input spread out by
+    the strides."""
+    if not ctx.is_const(1) and ctx.input_shape(1) is not None:
+        return _functional_conv_transpose(ctx)
+    weight = ctx.require_const(1, "the ConvTranspose weight")
+    rank = weight.ndim - 2
+    if rank not in _DECONV_CELLS:
+        raise Unsupported(f"{rank}-D transposed convolution has no MindSpore cell")
+    x_shape = ctx.require_shape(0)
+    kernel, strides, dilations = spatial_attrs(ctx, rank, list(weight.shape[2:]))
+    group = int(ctx.attr("group", 1))
+    in_channels, out_channels = int(weight.shape[0]), int(weight.shape[1]) * group
+    output_padding = list(ctx.attr("output_padding", [0] * rank)) or [0] * rank
+    # The full (uncropped) transposed convolution; ONNX's result is a window of it. Spatial
+    # sizes known only at run time (regions of interest...) leave it unknown: explicit pads
+    # then still give the window, counted from the ends.
+    begin, end, lengths, full, known = _transposed_window(
+        ctx, x_shape, kernel, strides, dilations, output_padding
+    )
     # A stride longer than the dilated kernel: MindSpore's "valid" result is longer than the full
     # one by the gap (bias-only cells at the end, which output_padding may reach) and its "pad"
     # mode fails, so the window is sliced from the "valid" result.

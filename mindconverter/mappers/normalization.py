@@ -37,6 +37,10 @@ def batch_norm(ctx: NodeContext):
             "BatchNormalization outputs that return running statistics to the graph are not "
             "supported (the cell keeps them as its moving statistics)"
         )
+    if not all(ctx.is_const(index) for index in (1, 2, 3, 4)):
+        if ctx.opset >= 14 and ctx.attr("training_mode", 0):
+            return _batch_norm_with_running_stats(ctx)
+        return _batch_norm_functional(ctx)
     rank = ctx.input_rank(0)
     for index, what in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")):
         ctx.require_const(index, f"the BatchNormalization {what}")
@@ -64,6 +68,23 @@ def batch_norm(ctx: NodeContext):
         raise Unsupported(f"BatchNormalization of rank {rank}")
     weights = {name: ctx.weight(index) for name, index in zip(names, (1, 2, 3, 4))}
     return Cell(cls, kwargs=kwargs, args=[Input(0)], weights=weights, role="bn")
+
+
+def _batch_norm_functional(ctx: NodeContext):
+    """Inference BatchNormalization whose scale, bias or statistics are computed at run time:
+    ``(x - mean) / sqrt(var + eps) * scale + bias``, written out per channel."""
+    rank = ctx.input_rank(0)
+    if rank < 2:
+        raise Unsupported(f"BatchNormalization of rank {rank}")
+    eps = float(ctx.attr("epsilon", 1e-5))
+    channel_shape = (-1,) + (1,) * (rank - 2)
+
+    def per_channel(index):
+        return Call("ops.reshape", [ctx.operand(index), Lit(channel_shape)])
+
+    spread = Call("ops.sqrt", [BinOp("+", per_channel(4), Lit(eps))])
+    normalized = BinOp("/", BinOp("-", Input(0), per_channel(3)), spread)
+    return BinOp("+", BinOp("*", normalized, per_channel(1)), per_channel(2))
 
 
 def _batch_norm_with_running_stats(ctx: NodeContext) -> Outputs:

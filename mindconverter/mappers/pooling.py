@@ -22,6 +22,7 @@ from .base import (
 )
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
+from .roi_align_ops import roi_align_by_ops
 
 _MAX_CELLS = {1: "nn.MaxPool1d", 2: "nn.MaxPool2d", 3: "nn.MaxPool3d"}
 _AVG_CELLS = {1: "nn.AvgPool1d", 2: "nn.AvgPool2d", 3: "nn.AvgPool3d"}
@@ -342,7 +343,8 @@ def max_unpool(ctx: NodeContext):
     """MaxUnpool -> ops.max_unpool1d/2d/3d with the explicit output size.
 
     ONNX indices count over the whole flattened output, MindSpore's within one (N, C) plane: the
-    index is taken modulo the plane size.
+    index is taken modulo the plane size. Indices point into the size the kernel gives; a larger
+    output_shape holds that result in its leading corner, zeros after it (the ONNX reference).
     """
     shape = ctx.require_shape(0)
     rank = len(shape) - 2
@@ -351,60 +353,64 @@ def max_unpool(ctx: NodeContext):
     kernel, strides, _ = spatial_attrs(ctx, rank)
     pads = list(ctx.attr("pads", [0] * (2 * rank)))
     begin, end = pads[:rank], pads[rank:]
-    if ctx.has_input(2):
-        target = ctx.const_ints(2, "output_shape")
-    else:
-        target = list(shape[:2]) + [
-            (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
-        ]
+    inferred = list(shape[:2]) + [
+        (n - 1) * s - b - e + k for n, s, b, e, k in zip(shape[2:], strides, begin, end, kernel)
+    ]
+    target = ctx.const_ints(2, "output_shape") if ctx.has_input(2) else inferred
     if len(target) != len(shape):
         raise Unsupported(f"output_shape {target} does not match the input rank")
+    if any(t < i for t, i in zip(target[2:], inferred[2:])):
+        raise Unsupported(f"output_shape {target} is smaller than the unpooled size {inferred}")
     padding = begin if begin == end else [0] * rank
     # MindSpore accepts an output size within one stride of its own default size
-    for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, target[2:]):
+    for n, s, pad, k, size in zip(shape[2:], strides, padding, kernel, inferred[2:]):
         if abs(size - ((n - 1) * s - 2 * pad + k)) >= s:
             raise Unsupported(
-                f"MaxUnpool output size {target} is too far from the size its kernel gives"
+                f"MaxUnpool output size {inferred} is too far from the size its kernel gives"
             )
-    plane = math.prod(target[2:])
+    plane = math.prod(inferred[2:])
     kwargs = {"stride": Lit(compact(strides))}
     if any(padding):
         kwargs["padding"] = Lit(compact(padding))
-    kwargs["output_size"] = Lit(tuple(int(v) for v in target))
-    return Call(
+    kwargs["output_size"] = Lit(tuple(int(v) for v in inferred))
+    result = Call(
         _UNPOOL_OPS[rank],
         [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))],
         kwargs,
     )
+    extra = [int(t) - int(i) for t, i in zip(target[2:], inferred[2:])]
+    return pad_call(result, [0] * rank, extra) if any(extra) else result
 
 
 @mapper("RoiAlign", since=10)
 def roi_align(ctx: NodeContext):
-    """RoiAlign (avg mode, output_half_pixel coordinates, fixed sampling_ratio) -> ops.ROIAlign.
+    """RoiAlign (avg mode, output_half_pixel coordinates, fixed sampling_ratio) -> ops.ROIAlign;
+    mode 'max' and 'half_pixel' coordinates -> the script's RoiAlignByOps cell.
 
     MindSpore takes the batch index as the first column of each ROI. Its kernel clamps ROI sizes
     to at least one pixel (the legacy 'output_half_pixel' behaviour), so 'half_pixel' (the default
-    from opset 16) has no exact equivalent; neither has mode 'max' nor the adaptive
-    sampling_ratio 0.
+    from opset 16) and 'max' are written with ops; the adaptive sampling_ratio 0 is not supported.
     """
     mode = ctx.attr("mode", "avg")
-    if mode != "avg":
-        raise Unsupported(f"RoiAlign mode '{mode}' (MindSpore's ROIAlign averages)")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("avg", "max"):
+        raise Unsupported(f"RoiAlign mode '{mode}'")
     transform = ctx.attr(
         "coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
     )
-    if transform != "output_half_pixel":
-        raise Unsupported(
-            f"RoiAlign coordinate_transformation_mode '{transform}': MindSpore's ROIAlign clamps "
-            "ROI sizes to one pixel, which only 'output_half_pixel' does"
-        )
+    transform = transform.decode() if isinstance(transform, bytes) else transform
+    if transform not in ("half_pixel", "output_half_pixel"):
+        raise Unsupported(f"RoiAlign coordinate_transformation_mode '{transform}'")
     sampling = int(ctx.attr("sampling_ratio", 0))
     if sampling <= 0:
         raise Unsupported(
-            "RoiAlign with the adaptive sampling_ratio=0 (MindSpore needs a fixed sample count)"
+            "RoiAlign with the adaptive sampling_ratio=0 (a sample count per ROI, known only at "
+            "run time)"
         )
     if ctx.input_rank(0) != 4:
         raise Unsupported("RoiAlign of a non-4-D input")
+    if mode == "max" or transform == "half_pixel":
+        return roi_align_by_ops(ctx, sampling, transform == "half_pixel", mode == "max")
     dtype = ctx.input_dtype(1)
     index_column = Call(
         "ops.expand_dims",

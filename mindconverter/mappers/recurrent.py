@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Call, Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported, Weight
+from .recurrent_inputs import has_run_time_weights, recurrence_of_inputs
 from .registry import mapper
 
 
@@ -163,7 +164,10 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
 @mapper("LSTM", since=7)
 def lstm(ctx: NodeContext):
     """LSTM -> nn.LSTM (gates reordered), or the script's LSTMByStep cell for peepholes and
-    variable sequence lengths; input_forget, clip and custom activations are not supported."""
+    variable sequence lengths (RecurrenceOfInputs for weights given at run time); input_forget,
+    clip and custom activations are not supported."""
+    if has_run_time_weights(ctx, "lstm"):
+        return recurrence_of_inputs(ctx, "lstm")
     directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
     names = _check_common(ctx, _LSTM, directions)
     if names != list(_LSTM.activations) * directions:
@@ -292,6 +296,8 @@ def _lstm_by_step(ctx: NodeContext, directions: int):
 @mapper("GRU", since=7)
 def gru(ctx: NodeContext):
     """GRU with linear_before_reset=1 (PyTorch's form) -> nn.GRU (gates reordered)."""
+    if has_run_time_weights(ctx, "gru"):
+        return recurrence_of_inputs(ctx, "gru")
     directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
     names = _check_common(ctx, _GRU, directions)
     if names != list(_GRU.activations) * directions:
@@ -348,6 +354,8 @@ def _gru_reset_first(ctx: NodeContext, directions: int):
 @mapper("RNN", since=7)
 def rnn(ctx: NodeContext):
     """RNN -> nn.RNN with nonlinearity 'tanh' (default) or 'relu'."""
+    if has_run_time_weights(ctx, "rnn"):
+        return recurrence_of_inputs(ctx, "rnn")
     directions = 2 if ctx.attr("direction", "forward") == "bidirectional" else 1
     names = _check_common(ctx, _RNN, directions)
     if len(set(names)) != 1 or names[0] not in ("tanh", "relu"):

@@ -30,7 +30,9 @@ from .base import (
     normalize_axis,
 )
 from .common import dim_expr, is_static, shape_value
+from .grid_sample_cubic import grid_sample_cubic
 from .registry import mapper
+from .resize_run_time import resize_by_run_time_scales
 from .slicing import gather_padded
 
 
@@ -249,9 +251,23 @@ def _optional_const(ctx: NodeContext, index: int, what: str) -> np.ndarray | Non
     return value if value.size else None
 
 
+def _run_time(ctx: NodeContext, index: int) -> bool:
+    """Whether input ``index`` is given, not a constant, and not empty."""
+    return ctx.has_input(index) and not ctx.is_const(index) and _shape_size(ctx, index) != 0
+
+
+def _shape_size(ctx: NodeContext, index: int) -> int | None:
+    """The number of elements of input ``index`` when its shape is known."""
+    shape = ctx.input_shape(index)
+    if shape is None or not is_static(list(shape)):
+        return None
+    return int(np.prod(shape, dtype=np.int64))
+
+
 @mapper("Resize", since=10)
 def resize(ctx: NodeContext):
-    """Resize -> per-axis ops.gather (nearest) or matmul with constant interpolation weights."""
+    """Resize -> per-axis ops.gather (nearest) or matmul with constant interpolation weights;
+    scales computed at run time -> the script's ResizeByScales cell."""
     shape = ctx.require_shape(0)
     rank = len(shape)
     mode = _text(ctx.attr("mode"), "nearest")
@@ -265,6 +281,8 @@ def resize(ctx: NodeContext):
             "antialias": False,
             "extrapolation_value": 0.0,
         }
+        if _run_time(ctx, 1):
+            return resize_by_run_time_scales(ctx, attrs, list(range(rank)), 1)
         scales = _optional_const(ctx, 1, "the Resize scales")
         roi = sizes = None
     else:
@@ -281,7 +299,12 @@ def resize(ctx: NodeContext):
         }
         if mode != "nearest":
             attrs["nearest_mode"] = "round_prefer_floor"
-        roi = _optional_const(ctx, 1, "the Resize roi")
+        cropping = attrs["coordinate_transformation_mode"] == "tf_crop_and_resize"
+        roi = _optional_const(ctx, 1, "the Resize roi") if cropping else None
+        if _run_time(ctx, 2) and not (ctx.has_input(3) and _shape_size(ctx, 3)):
+            axes = ctx.attr("axes", range(rank)) if ctx.opset >= 18 else range(rank)
+            axes = [normalize_axis(int(a), rank) for a in axes]
+            return resize_by_run_time_scales(ctx, attrs, axes, 2)
         scales = _optional_const(ctx, 2, "the Resize scales")
         sizes = _computed_sizes(ctx) if ctx.has_input(3) and ctx.const(3) is None else None
         sizes = sizes if sizes is not None else _optional_const(ctx, 3, "the Resize sizes")
@@ -338,11 +361,24 @@ def resize(ctx: NodeContext):
 
 @mapper("Upsample", since=7, until=9)
 def upsample(ctx: NodeContext):
-    """Upsample -> per-axis ops.gather / repeat_interleave (nearest) or matmul weights (linear)."""
+    """Upsample -> per-axis ops.gather / repeat_interleave (nearest) or matmul weights (linear);
+    scales computed at run time -> the script's ResizeByScales cell."""
     shape = ctx.require_shape(0)
     mode = _text(ctx.attr("mode"), "nearest")
     if mode == "bilinear":
         mode = "linear"
+    if ctx.opset >= 9 and _run_time(ctx, 1):
+        attrs = {
+            "mode": mode,
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "simple",
+            "cubic_coeff_a": -0.75,
+            "exclude_outside": 0,
+            "antialias": False,
+        }
+        if mode not in ("nearest", "linear"):
+            raise Unsupported(f"Upsample mode '{mode}'")
+        return resize_by_run_time_scales(ctx, attrs, list(range(len(shape))), 1)
     if ctx.opset >= 9:
         scales = [
             float(s) for s in np.asarray(ctx.require_const(1, "the Upsample scales")).reshape(-1)
@@ -369,7 +405,9 @@ def upsample(ctx: NodeContext):
 
 @mapper("GridSample", since=16)
 def grid_sample(ctx: NodeContext):
-    """GridSample -> ops.grid_sample (bilinear, zeros/border/reflection padding)."""
+    """GridSample -> ops.grid_sample (bilinear, zeros/border/reflection padding); nearest ->
+    the script's GridSampleNearest cell (ONNX's rounding); bicubic (4-D) -> the script's
+    GridSampleCubic cell, written with ops (Keys' cubic, A = -0.75, 4 x 4 pixels per point)."""
     mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
     padding = ctx.attr("padding_mode", "zeros")
     mode, padding = (v.decode() if isinstance(v, bytes) else v for v in (mode, padding))
@@ -381,8 +419,11 @@ def grid_sample(ctx: NodeContext):
         align = bool(int(ctx.attr("align_corners", 0)))
         kwargs = {"align_corners": align, "padding_mode": padding}
         return Cell("GridSampleNearest", kwargs, [Input(0), Input(1)], role="grid_sample")
+    if mode == "bicubic" and rank == 4:
+        align = bool(int(ctx.attr("align_corners", 0)))
+        return grid_sample_cubic(ctx, align, padding)
     if mode != "bilinear":
-        raise Unsupported(f"GridSample mode {mode!r} (MindSpore's grid_sample has no bicubic mode)")
+        raise Unsupported(f"GridSample mode {mode!r} on a rank-{rank} input")
     rank = ctx.input_rank(0)
     if rank not in (4, 5):
         raise Unsupported(f"GridSample on a rank-{rank} input")

@@ -97,14 +97,13 @@ def dft(ctx: NodeContext):
 
 @mapper("Col2Im", since=18)
 def col2im(ctx: NodeContext):
-    """Col2Im (2-D images) -> ops.fold with the block shape, dilations, symmetric pads and strides."""
+    """Col2Im (2-D images) -> ops.fold with the block shape, dilations, symmetric pads and
+    strides; other ranks and asymmetric pads -> a matmul with a constant 0/1 placement matrix."""
     image = ctx.const_ints(1, "image_shape")
     block = ctx.const_ints(2, "block_shape")
-    if len(image) != 2:
-        raise Unsupported(f"Col2Im over {len(image)} spatial axes (MindSpore's fold is 2-D only)")
-    pads = list(ctx.attr("pads", [0] * 4))
-    if pads[:2] != pads[2:]:
-        raise Unsupported(f"Col2Im with asymmetric pads {pads}")
+    pads = list(ctx.attr("pads", [0] * 2 * len(image)))
+    if len(image) != 2 or pads[:2] != pads[2:]:
+        return _col2im_by_matmul(ctx, image, block, pads)
     kwargs = {
         "dilation": Lit(tuple(ctx.attr("dilations", [1, 1]))),
         "padding": Lit(tuple(pads[:2])),
@@ -112,6 +111,46 @@ def col2im(ctx: NodeContext):
     }
     size = Call("ms.Tensor", [Lit(tuple(image)), DType("int32")])
     return Call("ops.fold", [Input(0), size, Lit(tuple(block))], kwargs)
+
+
+MAX_PLACEMENT_ELEMENTS = 1 << 24  # the 0/1 matrix of _col2im_by_matmul (64 MB in float32)
+
+
+def _col2im_by_matmul(ctx: NodeContext, image: list[int], block: list[int], pads: list[int]):
+    """Col2Im over any number of spatial axes: each column entry (channel, block offset,
+    position) is summed into its pixel of the padded image by one matmul with a constant 0/1
+    matrix, and the pads are cut off."""
+    rank = len(image)
+    dilations = list(ctx.attr("dilations", [1] * rank)) or [1] * rank
+    strides = list(ctx.attr("strides", [1] * rank)) or [1] * rank
+    shape = ctx.require_shape(0)
+    if len(block) != rank or len(pads) != 2 * rank or len(shape) != 3:
+        raise Unsupported(f"Col2Im of a {shape} input with block {block} and pads {pads}")
+    padded = [n + pads[i] + pads[rank + i] for i, n in enumerate(image)]
+    counts = [
+        (p - (d * (b - 1) + 1)) // s + 1 for p, b, d, s in zip(padded, block, dilations, strides)
+    ]
+    kernel, positions, pixels = math.prod(block), math.prod(counts), math.prod(padded)
+    if not isinstance(shape[1], int) or shape[1] % kernel or shape[2] != positions:
+        raise Unsupported(f"Col2Im input {shape} does not hold {kernel} x {positions} blocks")
+    if kernel * positions * pixels > MAX_PLACEMENT_ELEMENTS:
+        raise Unsupported("Col2Im too large for a placement matrix")
+    offsets = np.stack(np.meshgrid(*[np.arange(b) for b in block], indexing="ij"), -1)
+    starts = np.stack(np.meshgrid(*[np.arange(c) for c in counts], indexing="ij"), -1)
+    where = starts.reshape(1, -1, rank) * np.array(strides) + offsets.reshape(
+        -1, 1, rank
+    ) * np.array(dilations)  # (kernel, positions, rank) pixel coordinates in the padded image
+    flat = np.ravel_multi_index(tuple(where.reshape(-1, rank).T), padded)
+    placement = np.zeros((kernel * positions, pixels), ctx.input_dtype(0) or np.float32)
+    placement[np.arange(kernel * positions), flat] = 1
+    channels = shape[1] // kernel
+    x = Call("ops.reshape", [Input(0), Lit((-1, channels, kernel * positions))])
+    y = Call("ops.matmul", [x, Const(placement)])
+    y = Call("ops.reshape", [y, Lit((-1, channels, *padded))])
+    if not any(pads):
+        return y
+    window = [slice(pads[i] or None, -pads[rank + i] or None) for i in range(rank)]
+    return Item(y, (slice(None), slice(None), *window))
 
 
 @mapper("STFT", since=17)

@@ -20,7 +20,8 @@ MAX_EXAMPLE_ELEMENTS = 1 << 30
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """Parse ``"1,3,224,224"`` into a tuple of positive ints (raises ArgumentError)."""
+    """Parse ``"1,3,224,224"`` into a tuple of non-negative ints (0 is an empty axis; raises
+    ArgumentError)."""
     stripped = text.strip().strip("[]()")
     if not stripped:
         raise make_error("BAD_SHAPE", f"Empty shape '{text}'.")
@@ -29,7 +30,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
         part = part.strip()
         if re.fullmatch(r"-\s*[0-9]+", part):
             raise make_error(
-                "BAD_SHAPE", f"'{text}' has dimension {part}; dimensions must be positive."
+                "BAD_SHAPE", f"'{text}' has dimension {part}; dimensions cannot be negative."
             )
         if not re.fullmatch(r"[+]?[0-9]+", part):
             shown = part if part else "(empty)"
@@ -37,10 +38,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
                 "BAD_SHAPE", f"'{text}' is not a shape: '{shown}' is not a whole number."
             )
         value = int(part)
-        if value <= 0:
-            raise make_error(
-                "BAD_SHAPE", f"'{text}' has dimension {value}; dimensions must be positive."
-            )
         if value > MAX_DIMENSION:
             raise make_error("BAD_SHAPE", f"'{text}' has dimension {value}, which is too large.")
         dims.append(value)
@@ -68,7 +65,8 @@ def _assign_shapes(
     specs: list[TensorSpec], shapes: list[tuple[str | None, tuple[int, ...]]]
 ) -> dict[str, tuple[int, ...]]:
     """Which input each requested shape is for: named ones by name; unnamed ones in order to every
-    remaining input, or (when fewer are given) to the remaining inputs that are not fully static."""
+    remaining input, or (when fewer are given) to the remaining inputs that are not fully static,
+    or else to the inputs they fit in order (a fully static input, a scalar included, needs none)."""
     known = {spec.name for spec in specs}
     named: dict[str, tuple[int, ...]] = {}
     for name, dims in shapes:
@@ -84,19 +82,46 @@ def _assign_shapes(
         named[name] = dims
     positional = [dims for name, dims in shapes if name is None]
     remaining = [spec for spec in specs if spec.name not in named]
-    if positional and len(positional) != len(remaining):
-        needing = [spec for spec in remaining if not spec.is_static]
-        if len(positional) != len(needing):
-            names = ", ".join(spec.name for spec in remaining)
-            dynamic = ", ".join(spec.name for spec in needing) or "none"
-            raise make_error(
-                "SHAPE_COUNT",
-                f"{len(positional)} shape(s) given for {len(remaining)} input(s) ({names}); "
-                f"inputs with dynamic dimensions: {dynamic}. Give one shape per input, one per "
-                "dynamic input, or name them (NAME=D,D,...).",
-            )
-        remaining = needing
-    return named | {spec.name: dims for spec, dims in zip(remaining, positional)}
+    if not positional or len(positional) == len(remaining):
+        return named | {spec.name: dims for spec, dims in zip(remaining, positional)}
+    needing = [spec for spec in remaining if not spec.is_static]
+    if len(positional) == len(needing):
+        return named | {spec.name: dims for spec, dims in zip(needing, positional)}
+    fitted = _fit_in_order(remaining, positional)
+    if fitted is None:
+        names = ", ".join(spec.name for spec in remaining)
+        dynamic = ", ".join(spec.name for spec in needing) or "none"
+        raise make_error(
+            "SHAPE_COUNT",
+            f"{len(positional)} shape(s) given for {len(remaining)} input(s) ({names}); "
+            f"inputs with dynamic dimensions: {dynamic}. Give one shape per input, one per "
+            "dynamic input, or name them (NAME=D,D,...).",
+        )
+    return named | fitted
+
+
+def _fits(spec: TensorSpec, dims: tuple[int, ...]) -> bool:
+    """Whether ``dims`` could be the shape of ``spec`` (its rank and static sizes)."""
+    if spec.shape is None:
+        return True
+    return len(spec.shape) == len(dims) and all(
+        not isinstance(have, int) or have == want for have, want in zip(spec.shape, dims)
+    )
+
+
+def _fit_in_order(
+    specs: list[TensorSpec], positional: list[tuple[int, ...]]
+) -> dict[str, tuple[int, ...]] | None:
+    """Give each shape, in order, to the next input it fits; every input that gets none must be
+    fully static. None when that does not work out."""
+    assigned: dict[str, tuple[int, ...]] = {}
+    pending = list(positional)
+    for spec in specs:
+        if pending and _fits(spec, pending[0]):
+            assigned[spec.name] = pending.pop(0)
+        elif not spec.is_static:
+            return None
+    return None if pending else assigned
 
 
 def resolve_input_shapes(

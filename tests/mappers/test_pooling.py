@@ -5,9 +5,17 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import helper
+from onnx.reference import ReferenceEvaluator
 
 from mindconverter import convert
-from tests.helpers import assert_matches, make_model, single_op_model
+from mindconverter.check.network import run_mindspore
+from tests.helpers import (
+    assert_matches,
+    assert_outputs_match,
+    convert_fully,
+    make_model,
+    single_op_model,
+)
 
 rng = np.random.default_rng(3)
 
@@ -58,9 +66,10 @@ def _pool_indices(x, pool_attrs):
     "shape, pool_attrs, output_shape",
     [
         ((2, 3, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}, None),
-        ((2, 3, 7, 7), {"kernel_shape": [2, 2], "strides": [2, 2]}, [2, 3, 7, 7]),
+        ((2, 3, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}, [2, 3, 6, 6]),
+        ((2, 3, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}, [2, 3, 7, 8]),
         (
-            (1, 2, 8, 8),
+            (1, 2, 7, 7),
             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
             [1, 2, 8, 8],
         ),
@@ -85,7 +94,16 @@ def test_max_unpool(tmp_path, shape, pool_attrs, output_shape):
         inits,
         opset=11,
     )
-    assert_matches(model, tmp_path, feeds={"y": y, "i": indices})
+    if output_shape is None:
+        assert_matches(model, tmp_path, feeds={"y": y, "i": indices})
+        return
+    # A larger output_shape: the ONNX reference (and the node suite's expected outputs) keep the
+    # indices in the size the kernel gives and put that result in the output's leading corner;
+    # onnxruntime reads them as positions in output_shape instead.
+    result = convert_fully(model, tmp_path)
+    got = run_mindspore(result.script_path, result.checkpoint_path, [y, indices])
+    want = ReferenceEvaluator(model).run(None, {"y": y, "i": indices})
+    assert_outputs_match(got, want)
 
 
 def _roi_model(opset, **attrs):
@@ -131,13 +149,33 @@ def test_roi_align(tmp_path, opset, attrs):
 
 
 @pytest.mark.parametrize(
-    "opset, attrs, reason",
+    "opset, attrs",
     [
-        (16, {"sampling_ratio": 2}, "half_pixel"),
-        (10, {"sampling_ratio": 2, "mode": "max"}, "mode 'max'"),
-        (10, {}, "sampling_ratio=0"),
+        (16, {"output_height": 3, "output_width": 2, "sampling_ratio": 2}),
+        (10, {"output_height": 2, "output_width": 3, "sampling_ratio": 2, "mode": "max"}),
+        (
+            16,
+            {
+                "output_height": 2,
+                "output_width": 2,
+                "sampling_ratio": 3,
+                "spatial_scale": 0.5,
+                "mode": "max",
+                "coordinate_transformation_mode": "half_pixel",
+            },
+        ),
     ],
 )
+def test_roi_align_written_with_ops(tmp_path, opset, attrs):
+    """'half_pixel' coordinates and mode 'max' (the script's RoiAlignByOps), with a ROI reaching
+    past the map and one smaller than a pixel."""
+    feeds = _roi_feeds()
+    feeds["rois"][1] = [-3.0, 7.5, 12.0, 11.0]
+    result = assert_matches(_roi_model(opset, **attrs), tmp_path, feeds=feeds)
+    assert "RoiAlignByOps" in result.script_path.read_text()
+
+
+@pytest.mark.parametrize("opset, attrs, reason", [(10, {}, "sampling_ratio=0")])
 def test_roi_align_unsupported(tmp_path, opset, attrs, reason):
     onnx.save(_roi_model(opset, **attrs), str(tmp_path / "roi.onnx"))
     result = convert(tmp_path / "roi.onnx", output=tmp_path / "out")

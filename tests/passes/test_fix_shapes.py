@@ -54,11 +54,40 @@ def test_missing_and_conflicting_shapes(shapes, key):
     assert info.value.key == key
 
 
-@pytest.mark.parametrize("text", ["", "1,,2", "1.5", "-1", "0", "a", str(1 << 41)])
+@pytest.mark.parametrize("text", ["", "1,,2", "1.5", "-1", "2,-3", "a", str(1 << 41)])
 def test_bad_shape_texts(text):
     with pytest.raises(MindConverterError) as info:
         parse_shape(text)
     assert info.value.key == "BAD_SHAPE"
+
+
+def test_zero_is_an_empty_axis():
+    assert parse_shape("0") == (0,)
+    assert parse_shape("2,0,3") == (2, 0, 3)
+    assert parse_shape_request("like=0") == ("like", (0,))
+
+
+def _specs(*declared):
+    from mindconverter.graph.specs import TensorSpec
+
+    return [TensorSpec(name, 1, list(shape)) for name, shape in declared]
+
+
+def test_unnamed_shapes_go_to_the_inputs_they_fit():
+    """Static inputs (scalars included) beside the shaped ones need no --shape."""
+    from mindconverter.passes.fix_shapes import resolve_input_shapes
+
+    specs = _specs(("x", [3, 4]), ("s", []), ("t", [2]))
+    assert resolve_input_shapes(specs, [(None, (3, 4))]) == {"x": (3, 4), "s": (), "t": (2,)}
+    assert resolve_input_shapes(specs, [(None, (2,))])["t"] == (2,)
+    assert resolve_input_shapes(specs, None) == {"x": (3, 4), "s": (), "t": (2,)}
+    mixed = _specs(("s", []), ("x", ["n", 4]), ("y", [2, 2]))
+    assert resolve_input_shapes(mixed, [(None, (5, 4))])["x"] == (5, 4)
+    assert resolve_input_shapes(mixed, [("x", (0, 4))])["x"] == (0, 4)
+    for wrong in ([(None, (7,))], [(None, (3, 4)), (None, (9, 9))]):
+        with pytest.raises(MindConverterError) as info:
+            resolve_input_shapes(specs, wrong)
+        assert info.value.key == "SHAPE_COUNT"
 
 
 def test_shape_requests():

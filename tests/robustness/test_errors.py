@@ -156,7 +156,8 @@ CASES = {
     # --shape
     "shape letters": (_valid_with("--shape", "a,b"), "BAD_SHAPE", 2),
     "shape float": (_valid_with("--shape", "1.5,4"), "BAD_SHAPE", 2),
-    "shape zero dim": (_valid_with("--shape", "1,0"), "BAD_SHAPE", 2),
+    # 0 is a valid (empty) size, but this axis is static 4
+    "shape zero dim": (_valid_with("--shape", "1,0"), "SHAPE_CONFLICT", 2),
     "shape negative dim": (_valid_with("--shape", "1,-4"), "BAD_SHAPE", 2),
     "shape leading negative": (_valid_with("--shape", "-1,4"), "BAD_ARGUMENT", 2),
     "shape empty": (_valid_with("--shape", ""), "BAD_SHAPE", 2),
