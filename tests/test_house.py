@@ -43,3 +43,19 @@ def test_readme_python_version_is_pyprojects():
 
 def test_quick_lane_is_documented():
     assert 'pytest -m "not slow"' in (ROOT / "README.md").read_text()
+
+
+def test_mindspore_lower_bound_is_the_oldest_tested_version_that_passes():
+    table = (ROOT / "docs" / "compatibility.md").read_text()
+    rows = re.findall(r"^\| (\d+\.\d+\.\d+) \| (\w+) \|", table, re.M)
+    passing = sorted(
+        (tuple(int(p) for p in v.split(".")) for v, result in rows if result == "passes")
+    )
+    assert passing, "docs/compatibility.md lists no passing MindSpore version"
+    for extra in ("mindspore", "test"):
+        (bound,) = [
+            d for d in PYPROJECT["project"]["optional-dependencies"][extra] if "mindspore" in d
+        ]
+        lower = tuple(int(p) for p in re.search(r">=\s*([\d.]+)", bound).group(1).split("."))
+        lower += (0,) * (3 - len(lower))  # 2.10 is 2.10.0
+        assert lower == passing[0], f"{bound}: the oldest passing version is {passing[0]}"
