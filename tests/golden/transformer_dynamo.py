@@ -5,7 +5,7 @@
 #     net = MindSporeModel()
 #     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
 import mindspore as ms
-from mindspore import nn, ops, Parameter
+from mindspore import Parameter, nn, ops
 
 
 class BertEmbeddings(nn.Cell):
@@ -19,7 +19,10 @@ class BertEmbeddings(nn.Cell):
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
         self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+            normalized_shape=(32,),
+            begin_norm_axis=2,
+            begin_params_axis=2,
+            epsilon=1e-12,
         )
 
     def construct(self, x, attention_mask, input_ids):
@@ -80,7 +83,10 @@ class BertSelfOutput(nn.Cell):
         super().__init__()
         self.dense = nn.Dense(in_channels=32, out_channels=32)
         self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+            normalized_shape=(32,),
+            begin_norm_axis=2,
+            begin_params_axis=2,
+            epsilon=1e-12,
         )
 
     def construct(self, x, x_1):
@@ -125,7 +131,10 @@ class BertOutput(nn.Cell):
         super().__init__()
         self.dense = nn.Dense(in_channels=64, out_channels=32)
         self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
+            normalized_shape=(32,),
+            begin_norm_axis=2,
+            begin_params_axis=2,
+            epsilon=1e-12,
         )
 
     def construct(self, x, x_1):
@@ -160,7 +169,9 @@ class BertEncoder(nn.Cell):
 
     def construct(self, x, attention_mask, x_1):
         shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
-        x_1 = ops.where(x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32))
+        x_1 = ops.where(
+            x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32)
+        )
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
         x = self.layer[0](x, x_1, shape, shape_1)
         x = self.layer[1](x, x_1, shape, shape_1)
@@ -197,7 +208,9 @@ class BertModel(nn.Cell):
         x_1 = ops.arange(0, x_1, 1)
         x_2 = ops.arange(0, x_2, 1)
         x_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_1, dim=1), dim=2), dim=3)
-        unsqueeze = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3)
+        unsqueeze = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3
+        )
         x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
         unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
         unsqueeze = ops.logical_and(ms.Tensor(True, ms.bool_), unsqueeze)
@@ -208,7 +221,9 @@ class BertModel(nn.Cell):
         x_2 = ops.broadcast_to(x_2, (shape[0], -1, -1, shape[3]))
         x_2 = ops.unsqueeze(x_2, dim=4)
         x_1 = ops.concat((x_1, x_2), axis=-1)
-        out = ops.gather_nd(out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1])))
+        out = ops.gather_nd(
+            out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
+        )
         unsqueeze = ops.logical_and(unsqueeze, out)
         embeddings = self.encoder(embeddings, attention_mask, unsqueeze)
         pooler = self.pooler(embeddings)
@@ -232,7 +247,9 @@ class MindSporeModel(nn.Cell):
 
     def construct(self, input_ids, attention_mask):
         shape = ops.shape(attention_mask)[0]
-        shape_1 = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
+        shape_1 = ops.cast(
+            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
+        )
         shape_2 = ops.shape(attention_mask)[1]
         last_hidden_state, pooler_output = self.bert(
             shape_1, attention_mask, input_ids, shape, shape_2
