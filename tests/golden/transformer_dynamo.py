@@ -213,7 +213,6 @@ class BertModel(nn.Cell):
         )
         x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
         unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
-        unsqueeze = ops.logical_and(ms.Tensor(True, ms.bool_), unsqueeze)
         max_ = ops.maximum(x_1, x_2)
         shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
         x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
