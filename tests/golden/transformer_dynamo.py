@@ -18,12 +18,7 @@ class BertEmbeddings(nn.Cell):
         self.word_embeddings = nn.Embedding(vocab_size=100, embedding_size=32)
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,),
-            begin_norm_axis=2,
-            begin_params_axis=2,
-            epsilon=1e-12,
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
     def construct(self, x, attention_mask, input_ids):
         x = self.position_ids[:, : x[0]]
@@ -69,7 +64,7 @@ class BertSelfAttention(nn.Cell):
         out = out + x_1
         out = ops.softmax(out, axis=-1)
         is_na_n = ops.isnan(out)
-        is_na_n = ops.where(is_na_n, ms.Tensor(0.0, ms.float32), out)
+        is_na_n = ops.where(is_na_n, 0.0, out)
         is_na_n = ops.matmul(is_na_n, x)
         is_na_n = ops.transpose(is_na_n, (0, 2, 1, 3))
         is_na_n = ops.reshape(is_na_n, x_3)
@@ -82,12 +77,7 @@ class BertSelfOutput(nn.Cell):
     def __init__(self):
         super().__init__()
         self.dense = nn.Dense(in_channels=32, out_channels=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,),
-            begin_norm_axis=2,
-            begin_params_axis=2,
-            epsilon=1e-12,
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
     def construct(self, x, x_1):
         x = self.dense(x)
@@ -130,12 +120,7 @@ class BertOutput(nn.Cell):
     def __init__(self):
         super().__init__()
         self.dense = nn.Dense(in_channels=64, out_channels=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,),
-            begin_norm_axis=2,
-            begin_params_axis=2,
-            epsilon=1e-12,
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
     def construct(self, x, x_1):
         x = self.dense(x)
@@ -169,9 +154,7 @@ class BertEncoder(nn.Cell):
 
     def construct(self, x, attention_mask, x_1):
         shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
-        x_1 = ops.where(
-            x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32)
-        )
+        x_1 = ops.where(x_1, 0.0, -3.402823e38)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
         x = self.layer[0](x, x_1, shape, shape_1)
         x = self.layer[1](x, x_1, shape, shape_1)
@@ -187,7 +170,7 @@ class BertPooler(nn.Cell):
         self.dense = nn.Dense(in_channels=32, out_channels=32)
 
     def construct(self, x):
-        x = ops.gather(x, ms.Tensor(0, ms.int64), 1)
+        x = x[:, 0]
         x = self.dense(x)
         x = ops.tanh(x)
         return x
@@ -212,7 +195,7 @@ class BertModel(nn.Cell):
             ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3
         )
         x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
-        unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
+        unsqueeze = unsqueeze >= 0
         max_ = ops.maximum(x_1, x_2)
         shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
         x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
