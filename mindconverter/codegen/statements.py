@@ -37,27 +37,47 @@ class StatementWriter:
             path = module_path(mapped.node)
             # a node of the block itself is named by what it computes, not by the block's name
             hint = path.rsplit(".", 1)[-1] if path and path != self.scope.prefix_path else ""
-            for preferred in ("x", "out"):
-                if preferred not in self.scope.cls.variables.taken:
-                    hint = preferred
-                    break
-            name = self.exprs.new_variable(hint or identifier(mapped.node.op_type, "x"))
+            siblings = (
+                self.scope.layer_reads.get(mapped.node.inputs[0], 0) if mapped.node.inputs else 0
+            )
+            if not hint or hint.isdigit() or siblings < 2:
+                hint = next(
+                    (h for h in ("x", "out") if h not in self.scope.cls.variables.taken), hint
+                )
+            op_hint = "matmul" if mapped.node.op_type == "MatMul" else mapped.node.op_type
+            name = self.exprs.new_variable(hint or identifier(op_hint, "x"))
         self.scope.var_of[out] = name
         return name
 
     def reusable_input(self, mapped: MappedNode) -> str | None:
         """The first input's variable when this node is its last reader (chains read ``x = f(x)``).
 
-        The network's input arguments are never overwritten.
+        The network's input arguments are never overwritten, and a name keeps its meaning: it is
+        reused only along a straight chain (the value has no other reader) by a node that
+        transforms that one value or keeps its shape and dtype (``scores = q @ k`` is a new name).
         """
         for name in mapped.node.inputs:
             if name and name in self.scope.var_of:
-                if name in self.scope.no_reuse:
+                if name in self.scope.no_reuse or self.scope.reads.get(name, 0) > 1:
                     return None
                 if self.scope.remaining_uses.get(name, 0) == 0 and name not in self.scope.protected:
-                    return self.scope.var_of[name]
+                    return self.scope.var_of[name] if self._keeps_meaning(mapped, name) else None
                 return None
         return None
+
+    def _keeps_meaning(self, mapped: MappedNode, source: str) -> bool:
+        graph = self.state.graph
+        computed = {
+            n
+            for n in mapped.node.inputs
+            if n and n in self.scope.var_of and not _is_sizes(graph, n)
+        }
+        if len(computed) == 1 or not mapped.node.outputs:
+            return True
+        result = mapped.node.outputs[0]
+        return graph.dtypes.get(source) == graph.dtypes.get(result) and (
+            graph.symbolic_shapes.get(source) == graph.symbolic_shapes.get(result)
+        )
 
     def consume_inputs(self, mapped: MappedNode) -> None:
         for name in mapped.node.inputs:
@@ -147,6 +167,12 @@ class StatementWriter:
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
+
+
+def _is_sizes(graph, value: str) -> bool:
+    """A tuple of sizes (a ``Dims`` node's result), not tensor data."""
+    producer = graph.producers.get(value)
+    return producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims"
 
 
 def source_output_name(value: str, outputs: list[str]) -> str:

@@ -20,16 +20,16 @@ class BertEmbeddings(nn.Cell):
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, attention_mask, input_ids):
-        x = self.position_ids[:, : x[0]]
+    def construct(self, shape, attention_mask, input_ids):
+        x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.expand, 1, x % 32)
-        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
-        out = ops.broadcast_to(out, (shape[0], shape[1]))
+        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
+        out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
         input_ids = self.word_embeddings(input_ids)
         out = self.token_type_embeddings(out)
         input_ids = input_ids + out
-        x = self.position_embeddings(x)
-        input_ids = input_ids + x
+        position_embeddings = self.position_embeddings(x)
+        input_ids = input_ids + position_embeddings
         input_ids = self.layer_norm(input_ids)
         return input_ids
 
@@ -43,32 +43,32 @@ class BertSelfAttention(nn.Cell):
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, x, x_1, x_2, x_3):
-        out = self.query(x)
-        out = ops.reshape(out, x_2)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        key = self.key(x)
-        key = ops.reshape(key, x_2)
+    def construct(self, hidden_states, attention_mask, shape, shape_1):
+        query = self.query(hidden_states)
+        query = ops.reshape(query, shape)
+        query = ops.transpose(query, (0, 2, 1, 3))
+        key = self.key(hidden_states)
+        key = ops.reshape(key, shape)
         key = ops.transpose(key, (0, 2, 1, 3))
-        x = self.value(x)
-        x = ops.reshape(x, x_2)
-        x = ops.transpose(x, (0, 2, 1, 3))
-        shape = (-1, ops.shape(key)[2], 16)
-        reshape = ops.reshape(key, shape)
-        reshape = ops.transpose(reshape, (0, 2, 1))
-        shape_1 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
-        reshape = ops.reshape(reshape, shape_1)
-        out = out * 0.5
-        reshape = reshape * 0.5
-        out = ops.matmul(out, reshape)
-        out = out + x_1
+        value = self.value(hidden_states)
+        value = ops.reshape(value, shape)
+        value = ops.transpose(value, (0, 2, 1, 3))
+        shape_2 = (-1, ops.shape(key)[2], 16)
+        x = ops.reshape(key, shape_2)
+        x = ops.transpose(x, (0, 2, 1))
+        shape_3 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
+        x = ops.reshape(x, shape_3)
+        query = query * 0.5
+        x = x * 0.5
+        out = ops.matmul(query, x)
+        out = out + attention_mask
         out = ops.softmax(out, axis=-1)
-        is_na_n = ops.isnan(out)
-        is_na_n = ops.where(is_na_n, 0.0, out)
-        is_na_n = ops.matmul(is_na_n, x)
-        is_na_n = ops.transpose(is_na_n, (0, 2, 1, 3))
-        is_na_n = ops.reshape(is_na_n, x_3)
-        return is_na_n
+        isnan = ops.isnan(out)
+        where = ops.where(isnan, 0.0, out)
+        matmul = ops.matmul(where, value)
+        matmul = ops.transpose(matmul, (0, 2, 1, 3))
+        matmul = ops.reshape(matmul, shape_1)
+        return matmul
 
 
 class BertSelfOutput(nn.Cell):
@@ -79,11 +79,11 @@ class BertSelfOutput(nn.Cell):
         self.dense = nn.Dense(in_channels=32, out_channels=32)
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, x_1):
-        x = self.dense(x)
-        x = x + x_1
-        x = self.layer_norm(x)
-        return x
+    def construct(self, hidden_states, residual):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = hidden_states + residual
+        hidden_states = self.layer_norm(hidden_states)
+        return hidden_states
 
 
 class BertAttention(nn.Cell):
@@ -94,10 +94,10 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x_1 = self.self(x, x_1, x_2, x_3)
-        x_1 = self.output(x_1, x)
-        return x_1
+    def construct(self, hidden_states, attention_mask, shape, shape_1):
+        attention_mask = self.self(hidden_states, attention_mask, shape, shape_1)
+        attention_mask = self.output(attention_mask, hidden_states)
+        return attention_mask
 
 
 class BertIntermediate(nn.Cell):
@@ -108,10 +108,10 @@ class BertIntermediate(nn.Cell):
         self.dense = nn.Dense(in_channels=32, out_channels=64)
         self.intermediate_act_fn = nn.GELU(approximate=False)
 
-    def construct(self, x):
-        x = self.dense(x)
-        x = self.intermediate_act_fn(x)
-        return x
+    def construct(self, hidden_states):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.intermediate_act_fn(hidden_states)
+        return hidden_states
 
 
 class BertOutput(nn.Cell):
@@ -122,11 +122,11 @@ class BertOutput(nn.Cell):
         self.dense = nn.Dense(in_channels=64, out_channels=32)
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, x_1):
-        x = self.dense(x)
-        x = x + x_1
-        x = self.layer_norm(x)
-        return x
+    def construct(self, hidden_states, residual):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = hidden_states + residual
+        hidden_states = self.layer_norm(hidden_states)
+        return hidden_states
 
 
 class BertLayer(nn.Cell):
@@ -138,11 +138,11 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x = self.attention(x, x_1, x_2, x_3)
-        intermediate = self.intermediate(x)
-        intermediate = self.output(intermediate, x)
-        return intermediate
+    def construct(self, hidden_states, attention_mask, shape, shape_1):
+        hidden_states = self.attention(hidden_states, attention_mask, shape, shape_1)
+        x = self.intermediate(hidden_states)
+        x = self.output(x, hidden_states)
+        return x
 
 
 class BertEncoder(nn.Cell):
@@ -152,14 +152,14 @@ class BertEncoder(nn.Cell):
         super().__init__()
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
-    def construct(self, x, attention_mask, x_1):
+    def construct(self, hidden_states, attention_mask, attention_mask_1):
         shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
-        x_1 = ops.where(x_1, 0.0, -3.402823e38)
+        attention_mask_1 = ops.where(attention_mask_1, 0.0, -3.402823e38)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
-        x = self.layer[0](x, x_1, shape, shape_1)
-        x = self.layer[1](x, x_1, shape, shape_1)
-        x = self.layer[2](x, x_1, shape, shape_1)
-        return x
+        hidden_states = self.layer[0](hidden_states, attention_mask_1, shape, shape_1)
+        hidden_states = self.layer[1](hidden_states, attention_mask_1, shape, shape_1)
+        hidden_states = self.layer[2](hidden_states, attention_mask_1, shape, shape_1)
+        return hidden_states
 
 
 class BertPooler(nn.Cell):
@@ -169,11 +169,11 @@ class BertPooler(nn.Cell):
         super().__init__()
         self.dense = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, x):
-        x = x[:, 0]
-        x = self.dense(x)
-        x = ops.tanh(x)
-        return x
+    def construct(self, hidden_states):
+        hidden_states = hidden_states[:, 0]
+        hidden_states = self.dense(hidden_states)
+        hidden_states = ops.tanh(hidden_states)
+        return hidden_states
 
 
 class BertModel(nn.Cell):
@@ -185,31 +185,35 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, x, attention_mask, input_ids, x_1, x_2):
-        embeddings = self.embeddings(x, attention_mask, input_ids)
+    def construct(self, shape, attention_mask, input_ids, shape_1, shape_2):
+        x = self.embeddings(shape, attention_mask, input_ids)
         out = ops.cast(attention_mask, ms.bool_)
-        x_1 = ops.arange(0, x_1, 1)
-        x_2 = ops.arange(0, x_2, 1)
-        x_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_1, dim=1), dim=2), dim=3)
+        range_ = ops.arange(0, shape_1, 1)
+        range_1 = ops.arange(0, shape_2, 1)
+        range_ = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
+        )
         unsqueeze = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=3
         )
-        x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
+        unsqueeze_1 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
+        )
         unsqueeze = unsqueeze >= 0
-        max_ = ops.maximum(x_1, x_2)
-        shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
-        x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
-        x_1 = ops.unsqueeze(x_1, dim=4)
-        x_2 = ops.broadcast_to(x_2, (shape[0], -1, -1, shape[3]))
-        x_2 = ops.unsqueeze(x_2, dim=4)
-        x_1 = ops.concat((x_1, x_2), axis=-1)
-        out = ops.gather_nd(
-            out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
+        max_ = ops.maximum(range_, unsqueeze_1)
+        shape_3 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
+        expand = ops.broadcast_to(range_, (shape_3[0], -1, -1, shape_3[3]))
+        expand = ops.unsqueeze(expand, dim=4)
+        expand_1 = ops.broadcast_to(unsqueeze_1, (shape_3[0], -1, -1, shape_3[3]))
+        expand_1 = ops.unsqueeze(expand_1, dim=4)
+        concat = ops.concat((expand, expand_1), axis=-1)
+        gather_nd = ops.gather_nd(
+            out, concat % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
         )
-        unsqueeze = ops.logical_and(unsqueeze, out)
-        embeddings = self.encoder(embeddings, attention_mask, unsqueeze)
-        pooler = self.pooler(embeddings)
-        return embeddings, pooler
+        and_ = ops.logical_and(unsqueeze, gather_nd)
+        x = self.encoder(x, attention_mask, and_)
+        pooler = self.pooler(x)
+        return x, pooler
 
 
 class MindSporeModel(nn.Cell):

@@ -1,0 +1,75 @@
+"""Names for a block's inputs from what the block does with them (``hidden_states``,
+``attention_mask``, ``residual``, ``shape``), as a person would name the arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph
+from ..graph.internal_domain import DOMAIN
+from ..mappers.base import Cell
+
+_NORMALIZING = {"Softmax", "LogSoftmax"}
+
+
+def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]:
+    """A name hint per block input, in order (the caller makes them unique)."""
+    readers: dict[str, list] = {}
+    for mapped in block_nodes:
+        for name in mapped.node.inputs:
+            if name:
+                readers.setdefault(name, []).append(mapped.node)
+    hints: list[str] = []
+    for name in inputs:
+        hint = _role(graph, name, readers.get(name, []))
+        if hint == "hidden_states" and hint in hints:
+            only_added = all(node.op_type == "Add" for node in readers.get(name, []))
+            hint = "residual" if only_added else hint
+        hints.append(hint)
+    return hints
+
+
+def _role(graph: Graph, name: str, readers: list) -> str:
+    if name in graph.inputs:
+        return name
+    producer = graph.producers.get(name)
+    if producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims":
+        return "shape"
+    dtype = graph.dtypes.get(name)
+    rank = len(graph.symbolic_shapes.get(name, ()) or ())
+    if dtype is None:
+        return "x"
+    if dtype == np.bool_ or any(_masks_scores(graph, node, name) for node in readers):
+        return "attention_mask"
+    if dtype.kind in "iu" and any(node.op_type == "Gather" for node in readers):
+        return "position_ids" if rank >= 1 else "index"
+    if dtype.kind == "f" and rank == 3:
+        return "hidden_states"
+    return "x"
+
+
+def _masks_scores(graph: Graph, node, name: str) -> bool:
+    """``scores + mask`` read by a softmax: ``name`` is the mask (the other operand)."""
+    if node.op_type != "Add" or len(node.inputs) != 2 or not node.outputs:
+        return False
+    readers = graph.consumer_nodes.get(node.outputs[0], [])
+    if not any(reader.op_type in _NORMALIZING for reader in readers):
+        return False
+    other = node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+    # the mask is the operand broadcast over heads or queries (fewer elements than the scores)
+    mask_shape = graph.symbolic_shapes.get(name)
+    scores_shape = graph.symbolic_shapes.get(other)
+    if mask_shape is None or scores_shape is None or len(mask_shape) != len(scores_shape):
+        return False
+    return any(m == 1 and s != 1 for m, s in zip(mask_shape, scores_shape))
+
+
+def layer_reads(items: list) -> dict[str, int]:
+    """How many of the block's own layers read each value (``query``, ``key`` and ``value`` read
+    ``hidden_states``: their results are named after them)."""
+    counts: dict[str, int] = {}
+    for item in items:
+        if isinstance(getattr(item, "result", None), Cell) and item.node.inputs:
+            first = item.node.inputs[0]
+            counts[first] = counts.get(first, 0) + 1
+    return counts
