@@ -210,13 +210,22 @@ def _size_only(fn: _Function, param: str) -> bool:
 
 
 def _renamed_meanings(fn: _Function) -> int:
-    """Assignments to an existing variable whose value does not read it (``x = f(y)`` after ``x``)."""
+    """Assignments to an existing variable whose value does not read it (``x = f(y)`` after
+    ``x``); reading it through temporaries (``e = exp(x); x = e / e.sum()``) is a chain."""
     defined = set(fn.params)
+    reads_of: dict[str, set[str]] = {}  # variable -> names its latest value was computed from
     count = 0
     for stmt in fn.func.body:
         if not isinstance(stmt, ast.Assign):
             continue
-        reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        direct = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        reads = set(direct)
+        for name in direct:
+            reads |= reads_of.get(name, set())
+        for target in stmt.targets:
+            for name in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(name, ast.Name):
+                    reads_of[name.id] = reads
         for target in stmt.targets:
             names = target.elts if isinstance(target, ast.Tuple) else [target]
             for name in names:

@@ -77,6 +77,7 @@ class BlockScope:
     remaining_uses_all: set[str] = field(default_factory=set)  # values read at all (or returned)
     reads: dict[str, int] = field(default_factory=dict)  # how many times the block reads a value
     layer_reads: dict[str, int] = field(default_factory=dict)  # ...as the input of its own layers
+    notes: list[str] = field(default_factory=list)  # comments for the next statement written
     temps: dict[int, tuple[Temp, str]] = field(default_factory=dict)
     prefix: str = ""  # attribute path of the block, with a trailing dot
     prefix_path: str = ""  # source module path of the block

@@ -100,7 +100,11 @@ class StatementWriter:
         return ", ".join(names)
 
     def statement(self, mapped: MappedNode) -> None:
-        """Append the construct() line(s) for one node."""
+        """Append the construct() line(s) for one node (comments of unused results are dropped)."""
+        self._statement(mapped)
+        self.scope.notes.clear()
+
+    def _statement(self, mapped: MappedNode) -> None:
         result = mapped.result
         if isinstance(result, Outputs):
             texts = [None if e is None else self.exprs.expr(e, mapped) for e in result.exprs]
@@ -111,14 +115,14 @@ class StatementWriter:
                 out = mapped.node.outputs[index]
                 if out and out in self.scope.remaining_uses_all:
                     var = self.output_variable(mapped, index, None)
-                    self.scope.cls.body.append(f"{var} = {text}")
+                    self.exprs.statement_line(f"{var} = {text}")
             return
         if isinstance(result, Unpack):
             text = self.exprs.expr(result.expr, mapped)
             self.consume_inputs(mapped)
             targets = self.targets(mapped, result.count)
             if targets.replace("_", "").replace(",", "").strip():
-                self.scope.cls.body.append(f"{targets} = {text}")
+                self.exprs.statement_line(f"{targets} = {text}")
             return
         if isinstance(result, Input) and mapped.node.inputs[result.index] in self.scope.var_of:
             # a pure alias (Identity, no-op): later readers use the input's variable directly
@@ -135,7 +139,7 @@ class StatementWriter:
         self.consume_inputs(mapped)
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
-            self.scope.cls.body.append(f"{targets} = {text}")
+            self.exprs.statement_line(f"{targets} = {text}")
 
     def placeholder(self, mapped: MappedNode) -> None:
         """An unconverted node: a clearly marked placeholder cell that keeps the file importable."""
@@ -163,7 +167,7 @@ class StatementWriter:
         targets = self.targets(mapped, count) if count else "_"
         targets = targets if targets.replace("_", "").replace(",", "").strip() else "_"
         call = f"self.{attr}({', '.join(args)})"
-        self.scope.cls.body.append(f"{targets} = {call}")
+        self.exprs.statement_line(f"{targets} = {call}")
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
