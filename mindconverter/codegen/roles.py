@@ -41,6 +41,8 @@ def _role(graph: Graph, name: str, readers: list) -> str:
         return "x"
     if dtype == np.bool_ or any(_masks_scores(graph, node, name) for node in readers):
         return "attention_mask"
+    if dtype.kind == "f" and any(_masks_scores(graph, node, name, True) for node in readers):
+        return "attention_bias"  # added to the scores whole (T5's position bias)
     if dtype.kind in "iu" and any(node.op_type == "Gather" for node in readers):
         return "position_ids" if rank >= 1 else "index"
     if dtype.kind == "f" and rank == 3:
@@ -48,8 +50,9 @@ def _role(graph: Graph, name: str, readers: list) -> str:
     return "x"
 
 
-def _masks_scores(graph: Graph, node, name: str) -> bool:
-    """``scores + mask`` read by a softmax: ``name`` is the mask (the other operand)."""
+def _masks_scores(graph: Graph, node, name: str, whole: bool = False) -> bool:
+    """``scores + mask`` read by a softmax: ``name`` is the mask (the other operand), broadcast
+    over heads or queries (or, with ``whole``, of the scores' own shape)."""
     if node.op_type != "Add" or len(node.inputs) != 2 or not node.outputs:
         return False
     readers = graph.consumer_nodes.get(node.outputs[0], [])
@@ -61,6 +64,8 @@ def _masks_scores(graph: Graph, node, name: str) -> bool:
     scores_shape = graph.symbolic_shapes.get(other)
     if mask_shape is None or scores_shape is None or len(mask_shape) != len(scores_shape):
         return False
+    if whole:
+        return mask_shape == scores_shape and graph.producers.get(other) is not None
     return any(m == 1 and s != 1 for m, s in zip(mask_shape, scores_shape))
 
 
