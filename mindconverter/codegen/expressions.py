@@ -280,7 +280,8 @@ class ExpressionWriter:
 
     def statement_line(self, line: str) -> None:
         """Append a ``construct`` line, below the comments its expressions carry."""
-        self.scope.cls.body.extend(f"# {note}" for note in self.scope.notes)
+        body = self.scope.cls.body
+        body.extend(f"# {note}" for note in self.scope.notes if f"# {note}" not in body)
         self.scope.notes.clear()
         self.scope.cls.body.append(line)
 

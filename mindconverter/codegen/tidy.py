@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph
-from ..mappers.base import BinOp, Call, Cell, Const, Input, Item, Lit, MappedNode
+from ..mappers.base import BinOp, Call, Cell, Const, Input, Item, Lit, MappedNode, Noted
 
 # dtypes a Python number stands for beside a tensor of the same dtype (MindSpore keeps the
 # tensor's dtype); float64 is left out, as literals are written at float32 precision
@@ -22,11 +22,28 @@ _NUMBER_DTYPES = {"float16", "float32", "int32", "int64"}
 _ARITHMETIC = {"+", "-", "*", "/", "**", "<", ">", "<=", ">=", "==", "!="}
 
 
+_BFLOAT16_NOTE = "no bfloat16 kernel in MindSpore for this operator: computed in float32"
+
+
 def tidy_expressions(graph: Graph, mapped: list[MappedNode]) -> None:
     """Rewrite the mapped nodes' results in place."""
     for item in mapped:
         if item.converted and item.result is not None:
             item.result = _tidy(graph, item, item.result)
+            if _widens_bfloat16(graph, item) and isinstance(item.result, Call):
+                item.result = Noted(item.result, _BFLOAT16_NOTE)
+
+
+def _widens_bfloat16(graph: Graph, item: MappedNode) -> bool:
+    """A cast to float32 the bfloat16 pass put before an operator MindSpore cannot compute in
+    bfloat16 (passes/bfloat16_compute.py names them ``.../to_float32``)."""
+    node = item.node
+    return (
+        node.op_type == "Cast"
+        and node.name.endswith("/to_float32")
+        and bool(node.inputs)
+        and getattr(graph.dtypes.get(node.inputs[0]), "name", "") == "bfloat16"
+    )
 
 
 def _tidy(graph: Graph, item: MappedNode, expr: Any) -> Any:

@@ -1,8 +1,12 @@
 """Workarounds carry a one-line comment above the statement that computes them."""
 
+import ml_dtypes
 import numpy as np
-from onnx import helper
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
+from mindconverter import convert
+from mindconverter.check.network import run_mindspore
 from tests.helpers import assert_matches, make_model
 
 F32 = np.float32
@@ -37,3 +41,27 @@ def test_explicit_softmax_says_why(tmp_path):
     }
     code = assert_matches(model, tmp_path, feeds).script_path.read_text()
     assert "# explicit softmax: MindSpore's CPU kernel zeroes" in code, code
+
+
+def test_bfloat16_computed_in_float32_says_why(tmp_path):
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype(bf16)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "m.onnx")
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    x = rng.standard_normal((2, 4)).astype(bf16)
+    (y,) = run_mindspore(result.script_path, result.checkpoint_path, [x])
+    h = (x.astype(np.float32) @ w.astype(np.float32)).astype(bf16)
+    want = np.maximum(h.astype(np.float32), 0)
+    np.testing.assert_allclose(y.astype(np.float32), want, rtol=2**-8)
+    code = result.script_path.read_text()
+    assert code.count("# no bfloat16 kernel in MindSpore for this operator") == 1, code
