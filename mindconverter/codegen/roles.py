@@ -19,9 +19,16 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
         for name in mapped.node.inputs:
             if name:
                 readers.setdefault(name, []).append(mapped.node)
+    position = {id(m.node): i for i, m in enumerate(block_nodes)}
+    caches = sorted(
+        (name for name in inputs if _is_cache(graph, name, readers.get(name, []))),
+        key=lambda name: min(position[id(node)] for node in readers[name]),
+    )
     hints: list[str] = []
     for name in inputs:
         hint = _role(graph, name, readers.get(name, []))
+        if name in caches and name not in graph.inputs:
+            hint = ("past_key", "past_value")[caches.index(name) % 2]
         if hint == "hidden_states" and hint in hints:
             only_added = all(node.op_type == "Add" for node in readers.get(name, []))
             hint = "residual" if only_added else hint
@@ -47,6 +54,9 @@ def _role(graph: Graph, name: str, readers: list) -> str:
         return "position_ids" if rank >= 1 else "index"
     if dtype.kind == "f" and rank == 3:
         return "hidden_states"
+    rotary = _rotary_role(graph, name, readers)
+    if rotary:
+        return rotary
     return "x"
 
 
@@ -78,3 +88,30 @@ def layer_reads(items: list) -> dict[str, int]:
             first = item.node.inputs[0]
             counts[first] = counts.get(first, 0) + 1
     return counts
+
+
+def _is_cache(graph: Graph, name: str, readers: list) -> bool:
+    """A key or value cache: a float tensor only ever extended along the sequence (``Concat``)."""
+    dtype = graph.dtypes.get(name)
+    return (
+        dtype is not None
+        and dtype.kind == "f"
+        and bool(readers)
+        and all(node.op_type == "Concat" for node in readers)
+        and len(graph.symbolic_shapes.get(name, ()) or ()) == 4
+    )
+
+
+def _rotary_role(graph: Graph, name: str, readers: list) -> str:
+    """``cos`` or ``sin`` of rotary position embeddings: multiplied with the query and key
+    (``cos``) or with their rotated halves, a ``Concat`` (``sin``)."""
+    if len(readers) < 2 or not all(node.op_type == "Mul" for node in readers):
+        return ""
+    rotated = []
+    for node in readers:
+        other = node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+        producer = graph.producers.get(other)
+        rotated.append(producer is not None and producer.op_type == "Concat")
+    if all(rotated):
+        return "sin"
+    return "cos" if not any(rotated) else ""
