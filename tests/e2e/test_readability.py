@@ -2,8 +2,8 @@
 
 Every transformer available is converted, checked against onnxruntime, and measured with
 ``tools/readability.py``; the properties fixed so far must hold: ruff's default rules, import
-order and formatting pass, no ``x_<n>`` parameters on the committed fixtures, no variable changes
-meaning, and none of the no-ops the tidy passes remove is left.
+order and formatting pass, no ``x_<n>`` parameters, no variable changes meaning, and none of
+the no-ops the tidy passes remove is left.
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ def test_transformer_reads_cleanly(tmp_path, model_file, shapes):
     assert found["ruff_check"] and found["ruff_imports"] and found["ruff_format"], report
     assert found["renamed_meanings"] == 0, report
     assert not any(found["noop_kinds"].get(kind) for kind in REMOVED_NOOPS), report
-    if model_file.parent == FIXTURES:
-        assert found["x_params"] == 0, report
+    assert found["x_params"] == 0, report
 
 
 def _assert_runs_like_onnxruntime(model_file: Path, shapes: list[str], result) -> None:
