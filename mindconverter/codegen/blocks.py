@@ -7,6 +7,7 @@ from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
 from .expressions import ExpressionWriter, with_exporter_note
 from .naming import identifier
+from .roles import input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
 from .statements import StatementWriter, source_output_name
 
@@ -53,11 +54,12 @@ class BlockWriter:
         scope = BlockScope(prefix=prefix, prefix_path=block.path, is_root=is_root)
         self.state.scope = scope
         args = []
-        for name in inputs:
-            hint = name if (is_root or name in graph.inputs) else "x"
+        hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes())
+        for name, hint in zip(inputs, hints):
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.remaining_uses = readers
+        scope.reads, scope.layer_reads = dict(readers), layer_reads(block.items)
         scope.remaining_uses_all = set(readers) | set(outputs)
         scope.protected = set(outputs)
         scope.no_reuse = set(inputs) if is_root else set()

@@ -26,6 +26,7 @@ from ..mappers.base import (
     MappedNode,
     Method,
     Neg,
+    Noted,
     Param,
     Temp,
     Ternary,
@@ -34,7 +35,7 @@ from ..mappers.base import (
 )
 from .container_dtypes import widened, widened_weight
 from .literals import literal
-from .naming import identifier
+from .naming import comment_text, identifier
 from .rendered import CheckpointEntry
 from .scope import BlockScope, RenderState
 
@@ -241,6 +242,11 @@ class ExpressionWriter:
             return self.const(value.array, value.source, mapped)
         if isinstance(value, Temp):
             return self.temp(value, mapped)
+        if isinstance(value, Noted):
+            note = comment_text(value.note)
+            if note not in self.scope.notes:
+                self.scope.notes.append(note)
+            return self.expr(value.expr, mapped, parent_prec)
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.expr(v, mapped) for v in value)
             if isinstance(value, list):
@@ -274,9 +280,16 @@ class ExpressionWriter:
             name = self.new_variable(temp.hint or "t")
             if temp.comment:
                 self.scope.cls.body.append(f"# {temp.comment}")
-            self.scope.cls.body.append(f"{name} = {text}")
+            self.statement_line(f"{name} = {text}")
             self.scope.temps[key] = (temp, name)  # holding the object keeps its id unique
         return self.scope.temps[key][1]
+
+    def statement_line(self, line: str) -> None:
+        """Append a ``construct`` line, below the comments its expressions carry."""
+        body = self.scope.cls.body
+        body.extend(f"# {note}" for note in self.scope.notes if f"# {note}" not in body)
+        self.scope.notes.clear()
+        self.scope.cls.body.append(line)
 
     def note_literal(self, value: Any) -> None:
         if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):

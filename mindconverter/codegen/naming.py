@@ -160,7 +160,12 @@ def identifier(text: str, fallback: str = "value", attribute: bool = False) -> s
     names cannot clash, so source names like ``self.self`` (BERT) are kept.
     """
     text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
+    text = re.sub(r"NaN|Inf", lambda m: m.group().lower(), text)  # IsNaN -> isnan, not is_na_n
+    # word breaks keep acronyms whole: HTTPServer -> http_server, fooBar -> foo_bar,
+    # layer1Conv -> layer1_conv, GPT2MLP -> gpt2mlp
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
+    text = re.sub(r"([a-z])([A-Z])", r"\1_\2", text)
+    text = re.sub(r"([0-9])([A-Z][a-z])", r"\1_\2", text)
     text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
     text = re.sub(r"_+", "_", text)
     if not text:
@@ -179,7 +184,11 @@ def identifier(text: str, fallback: str = "value", attribute: bool = False) -> s
 
 
 def class_name(text: str, fallback: str = "Block") -> str:
-    """A CamelCase class name made from ``text``."""
+    """A CamelCase class name made from ``text``; a source class name (``GPT2MLP``) is kept."""
+    if re.fullmatch(rf"[A-Z][A-Za-z0-9]{{0,{MAX_IDENTIFIER - 1}}}", str(text)) and not (
+        text in RESERVED or hasattr(builtins, text)
+    ):
+        return str(text)
     parts = identifier(text, fallback.lower()).split("_")
     name = "".join(part[:1].upper() + part[1:] for part in parts if part)
     name = name or fallback
@@ -221,10 +230,11 @@ class Namer:
     def claim(self, hint: str, fallback: str = "value", attribute: bool = False) -> str:
         """A fresh identifier based on ``hint``: ``relu``, then ``relu_1``, ``relu_2``..."""
         base = identifier(hint, fallback, attribute=attribute)
+        stem = base.rstrip("_") or base  # range_ -> range_1, not range__1
         name, counter = base, 0
         while name in self.taken:
             counter += 1
-            name = f"{base}_{counter}"
+            name = f"{stem}_{counter}"
         self.taken.add(name)
         return name
 

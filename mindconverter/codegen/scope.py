@@ -75,6 +75,9 @@ class BlockScope:
     var_of: dict[str, str] = field(default_factory=dict)  # graph value -> variable
     remaining_uses: dict[str, int] = field(default_factory=dict)  # reads still to come
     remaining_uses_all: set[str] = field(default_factory=set)  # values read at all (or returned)
+    reads: dict[str, int] = field(default_factory=dict)  # how many times the block reads a value
+    layer_reads: dict[str, int] = field(default_factory=dict)  # ...as the input of its own layers
+    notes: list[str] = field(default_factory=list)  # comments for the next statement written
     temps: dict[int, tuple[Temp, str]] = field(default_factory=dict)
     prefix: str = ""  # attribute path of the block, with a trailing dot
     prefix_path: str = ""  # source module path of the block

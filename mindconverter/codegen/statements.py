@@ -39,27 +39,47 @@ class StatementWriter:
             path = module_path(mapped.node)
             # a node of the block itself is named by what it computes, not by the block's name
             hint = path.rsplit(".", 1)[-1] if path and path != self.scope.prefix_path else ""
-            for preferred in ("x", "out"):
-                if preferred not in self.scope.cls.variables.taken:
-                    hint = preferred
-                    break
-            name = self.exprs.new_variable(hint or identifier(mapped.node.op_type, "x"))
+            siblings = (
+                self.scope.layer_reads.get(mapped.node.inputs[0], 0) if mapped.node.inputs else 0
+            )
+            if not hint or hint.isdigit() or siblings < 2:
+                hint = next(
+                    (h for h in ("x", "out") if h not in self.scope.cls.variables.taken), hint
+                )
+            op_hint = "matmul" if mapped.node.op_type == "MatMul" else mapped.node.op_type
+            name = self.exprs.new_variable(hint or identifier(op_hint, "x"))
         self.scope.var_of[out] = name
         return name
 
     def reusable_input(self, mapped: MappedNode) -> str | None:
         """The first input's variable when this node is its last reader (chains read ``x = f(x)``).
 
-        The network's input arguments are never overwritten.
+        The network's input arguments are never overwritten, and a name keeps its meaning: it is
+        reused only along a straight chain (the value has no other reader) by a node that
+        transforms that one value or keeps its shape and dtype (``scores = q @ k`` is a new name).
         """
         for name in mapped.node.inputs:
             if name and name in self.scope.var_of:
-                if name in self.scope.no_reuse:
+                if name in self.scope.no_reuse or self.scope.reads.get(name, 0) > 1:
                     return None
                 if self.scope.remaining_uses.get(name, 0) == 0 and name not in self.scope.protected:
-                    return self.scope.var_of[name]
+                    return self.scope.var_of[name] if self._keeps_meaning(mapped, name) else None
                 return None
         return None
+
+    def _keeps_meaning(self, mapped: MappedNode, source: str) -> bool:
+        graph = self.state.graph
+        computed = {
+            n
+            for n in mapped.node.inputs
+            if n and n in self.scope.var_of and not _is_sizes(graph, n)
+        }
+        if len(computed) == 1 or not mapped.node.outputs:
+            return True
+        result = mapped.node.outputs[0]
+        return graph.dtypes.get(source) == graph.dtypes.get(result) and (
+            graph.symbolic_shapes.get(source) == graph.symbolic_shapes.get(result)
+        )
 
     def consume_inputs(self, mapped: MappedNode) -> None:
         for name in mapped.node.inputs:
@@ -82,7 +102,11 @@ class StatementWriter:
         return ", ".join(names)
 
     def statement(self, mapped: MappedNode) -> None:
-        """Append the construct() line(s) for one node."""
+        """Append the construct() line(s) for one node (comments of unused results are dropped)."""
+        self._statement(mapped)
+        self.scope.notes.clear()
+
+    def _statement(self, mapped: MappedNode) -> None:
         result = mapped.result
         if isinstance(result, Outputs):
             texts = [None if e is None else self.exprs.expr(e, mapped) for e in result.exprs]
@@ -93,14 +117,14 @@ class StatementWriter:
                 out = mapped.node.outputs[index]
                 if out and out in self.scope.remaining_uses_all:
                     var = self.output_variable(mapped, index, None)
-                    self.scope.cls.body.append(f"{var} = {text}")
+                    self.exprs.statement_line(f"{var} = {text}")
             return
         if isinstance(result, Unpack):
             text = self.exprs.expr(result.expr, mapped)
             self.consume_inputs(mapped)
             targets = self.targets(mapped, result.count)
             if targets.replace("_", "").replace(",", "").strip():
-                self.scope.cls.body.append(f"{targets} = {text}")
+                self.exprs.statement_line(f"{targets} = {text}")
             return
         if isinstance(result, Input) and mapped.node.inputs[result.index] in self.scope.var_of:
             # a pure alias (Identity, no-op): later readers use the input's variable directly
@@ -117,7 +141,7 @@ class StatementWriter:
         self.consume_inputs(mapped)
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
-            self.scope.cls.body.append(f"{targets} = {text}")
+            self.exprs.statement_line(f"{targets} = {text}")
 
     def placeholder(self, mapped: MappedNode) -> None:
         """An unconverted node: a clearly marked placeholder cell that keeps the file importable."""
@@ -145,10 +169,16 @@ class StatementWriter:
         targets = self.targets(mapped, count) if count else "_"
         targets = targets if targets.replace("_", "").replace(",", "").strip() else "_"
         call = f"self.{attr}({', '.join(args)})"
-        self.scope.cls.body.append(f"{targets} = {call}")
+        self.exprs.statement_line(f"{targets} = {call}")
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
+
+
+def _is_sizes(graph, value: str) -> bool:
+    """A tuple of sizes (a ``Dims`` node's result), not tensor data."""
+    producer = graph.producers.get(value)
+    return producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims"
 
 
 def source_output_name(value: str, outputs: list[str]) -> str:

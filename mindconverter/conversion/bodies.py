@@ -76,7 +76,7 @@ def _classes_of(code: str, name: str) -> tuple[str, frozenset[str]]:
     """The script's own classes renamed under ``name`` (``MindSporeModel`` becomes ``name``),
     with the body's cell first; and the names the script imports."""
     uses = {"ms"} if "import mindspore as ms" in code else set()
-    if re.search(r"^from mindspore import nn, ops", code, re.M):
+    if re.search(r"^from mindspore import .*\bops\b", code, re.M):
         uses.add("ops")
     if re.search(r"^from mindspore import .*\bParameter\b", code, re.M):
         uses.add("Parameter")

@@ -17,6 +17,7 @@ from .base import (
     Input,
     Lit,
     NodeContext,
+    Noted,
     Temp,
     Unsupported,
     normalize_axis,
@@ -197,13 +198,15 @@ def _softmax(ctx: NodeContext, func: str):
             ),
             "shifted",
         )
+        note = "explicit softmax: MindSpore's CPU kernel zeroes the rows after a fully masked row"
         if func == "ops.softmax":
             exp = Temp(Call("ops.exp", [shifted]), "exp")
-            return BinOp("/", exp, Call("ops.sum", [exp], {"dim": Lit(axis), "keepdim": Lit(True)}))
+            total = Call("ops.sum", [exp], {"dim": Lit(axis), "keepdim": Lit(True)})
+            return Noted(BinOp("/", exp, total), note)
         total = Call(
             "ops.sum", [Call("ops.exp", [shifted])], {"dim": Lit(axis), "keepdim": Lit(True)}
         )
-        return BinOp("-", shifted, Call("ops.log", [total]))
+        return Noted(BinOp("-", shifted, Call("ops.log", [total])), note)
     return Call(func, [Input(0)], {"axis": Lit(axis)})
 
 
@@ -344,7 +347,12 @@ def _hardmax_axis(ctx: NodeContext, axis: int):
     on, off = Const(np.array(1, made)), Const(np.array(0, made))
 
     def finish(expr):
-        return expr if made == dtype else Call("ops.cast", [expr, DType(dtype.name)])
+        if made == dtype:
+            return expr
+        note = (
+            f"MindSpore's one_hot makes float16/float32 only: made in float32, cast to {dtype.name}"
+        )
+        return Noted(Call("ops.cast", [expr, DType(dtype.name)]), note)
 
     return shape, axis, on, off, finish
 

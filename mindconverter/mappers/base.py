@@ -18,6 +18,7 @@ Expressions:
 - :class:`Const`: a constant tensor; small ones become literals, large ones non-trainable
   parameters.
 - :class:`Temp`: a sub-expression evaluated once into a local variable and shared.
+- :class:`Noted`: an expression with a comment line the renderer writes above its statement.
 A mapper returns one expression (single output), :class:`Unpack` (an expression producing a
 tuple, unpacked over the node's outputs) or :class:`Outputs` (one expression per output).
 """
@@ -102,6 +103,15 @@ class Temp(Expr):
     expr: Any
     hint: str = ""
     comment: str = ""
+
+
+@dataclass
+class Noted(Expr):
+    """``expr`` with a one-line comment (``note``) written above the statement computing it:
+    why the script deliberately differs from the obvious call (a MindSpore workaround)."""
+
+    expr: Any
+    note: str
 
 
 @dataclass

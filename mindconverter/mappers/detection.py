@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, DType, Input, Item, Lit, NodeContext, Temp, Unsupported
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    DType,
+    Input,
+    Item,
+    Lit,
+    NodeContext,
+    Noted,
+    Temp,
+    Unsupported,
+)
 from .registry import mapper
 
 MAX_NMS_PAIRS = 128  # (batch, class) pairs; each becomes one NMS call in construct()
@@ -99,7 +111,8 @@ def _limit(ctx: NodeContext, num_boxes: int):
         clamped = Call(
             "ops.clamp", [Call("ops.reshape", [Input(2), Lit(())]), Lit(0), Lit(num_boxes)]
         )
-        return Call("ops.cast", [clamped, DType("int32")])
+        note = "the box limit is brought down to the box count (the kernel allocates per limit)"
+        return Noted(Call("ops.cast", [clamped, DType("int32")]), note)
     if np.size(value) and int(np.asarray(value).reshape(-1)[0]) > 0:
         return _tensor(min(int(np.asarray(value).reshape(-1)[0]), num_boxes), "int32")
     return None

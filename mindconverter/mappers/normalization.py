@@ -14,6 +14,7 @@ from .base import (
     Input,
     Lit,
     NodeContext,
+    Noted,
     Outputs,
     Temp,
     Unsupported,
@@ -247,7 +248,8 @@ def layer_norm(ctx: NodeContext):
         )
     # ops.layer_norm has no CPU kernel: normalize with functional ops instead
     y = BinOp("*", _normalized(ctx, tuple(range(axis, len(shape))), eps), ctx.operand(1))
-    return BinOp("+", y, ctx.operand(2)) if ctx.has_input(2) else y
+    y = BinOp("+", y, ctx.operand(2)) if ctx.has_input(2) else y
+    return Noted(y, "layer norm written out: ops.layer_norm has no CPU kernel")
 
 
 def _layer_norm_with_statistics(ctx: NodeContext, axes: tuple[int, ...], eps: float):

@@ -27,6 +27,7 @@ from . import (
     recover_hierarchy,
     report_pinned_dims,
     select_io,
+    tidy,
     to_float32,
     unroll_loops,
 )
@@ -93,6 +94,7 @@ PIPELINE: tuple[Step, ...] = (
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
     Pass("collapse shape arithmetic on dynamic dimensions", lift_shape_arithmetic.run),
+    Pass("remove no-ops and compute repeated nodes once", tidy.run),
     Pass("check the graph", check_graph.run),
     Pass("map operators", map_operators.run),
     Pass("recover the module hierarchy", recover_hierarchy.run),

@@ -97,7 +97,7 @@ def test_script_is_ruff_clean_and_formatted(tmp_path, name):
     result = convert(FIXTURES / f"{name}.onnx", shape=["1,3,32,32"], output=tmp_path)
     for command in (
         ["check", "--isolated"],
-        ["format", "--check", "--isolated", "--line-length", "100"],
+        ["format", "--check", "--isolated"],
     ):
         run = subprocess.run(
             [sys.executable, "-m", "ruff", *command, str(result.script_path)],

@@ -5,7 +5,7 @@
 #     net = MindSporeModel()
 #     ms.load_param_into_net(net, ms.load_checkpoint("<this script's stem>.ckpt"))
 import mindspore as ms
-from mindspore import nn, ops, Parameter
+from mindspore import Parameter, nn, ops
 
 
 class WhisperAttention(nn.Cell):
@@ -18,20 +18,20 @@ class WhisperAttention(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=16)
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
-    def construct(self, x):
-        out = self.q_proj(x)
-        out = out * 0.3535534
-        out = ops.reshape(out, (-1, 8, 2, 8))
-        out = ops.transpose(out, (0, 2, 1, 3))
-        k_proj = self.k_proj(x)
+    def construct(self, hidden_states):
+        q_proj = self.q_proj(hidden_states)
+        q_proj = q_proj * 0.3535534
+        q_proj = ops.reshape(q_proj, (-1, 8, 2, 8))
+        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        k_proj = self.k_proj(hidden_states)
         k_proj = ops.reshape(k_proj, (-1, 8, 2, 8))
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        x = self.v_proj(x)
-        x = ops.reshape(x, (-1, 8, 2, 8))
-        x = ops.transpose(x, (0, 2, 1, 3))
-        scores = ops.matmul(out, k_proj.swapaxes(-1, -2))
+        v_proj = self.v_proj(hidden_states)
+        v_proj = ops.reshape(v_proj, (-1, 8, 2, 8))
+        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
+        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
-        context = ops.matmul(probs, x)
+        context = ops.matmul(probs, v_proj)
         context = ops.reshape(context, (-1, 2, 8, 8))
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, 8, 16))
@@ -44,27 +44,23 @@ class WhisperEncoderLayer(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.self_attn_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.self_attn_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.self_attn = WhisperAttention()
-        self.final_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.final_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.fc1 = nn.Dense(in_channels=16, out_channels=32)
         self.activation_fn = nn.GELU(approximate=False)
         self.fc2 = nn.Dense(in_channels=32, out_channels=16)
 
-    def construct(self, x):
-        out = self.self_attn_layer_norm(x)
-        out = self.self_attn(out)
-        x = x + out
-        final_layer_norm = self.final_layer_norm(x)
+    def construct(self, hidden_states):
+        x = self.self_attn_layer_norm(hidden_states)
+        x = self.self_attn(x)
+        out = hidden_states + x
+        final_layer_norm = self.final_layer_norm(out)
         final_layer_norm = self.fc1(final_layer_norm)
         final_layer_norm = self.activation_fn(final_layer_norm)
         final_layer_norm = self.fc2(final_layer_norm)
-        x = x + final_layer_norm
-        return x
+        add = out + final_layer_norm
+        return add
 
 
 class WhisperEncoder(nn.Cell):
@@ -73,7 +69,12 @@ class WhisperEncoder(nn.Cell):
     def __init__(self):
         super().__init__()
         self.conv1 = nn.Conv1d(
-            in_channels=8, out_channels=16, kernel_size=3, pad_mode="pad", padding=1, has_bias=True
+            in_channels=8,
+            out_channels=16,
+            kernel_size=3,
+            pad_mode="pad",
+            padding=1,
+            has_bias=True,
         )
         self.model = nn.GELU(approximate=False)
         self.conv2 = nn.Conv1d(
@@ -88,9 +89,7 @@ class WhisperEncoder(nn.Cell):
         self.model_1 = nn.GELU(approximate=False)
         self.embedding = Parameter(ops.zeros((8, 16), ms.float32))
         self.layers = nn.SequentialCell([WhisperEncoderLayer(), WhisperEncoderLayer()])
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
 
     def construct(self, input_features):
         input_features = self.conv1(input_features)

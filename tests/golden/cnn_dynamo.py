@@ -105,7 +105,9 @@ class MindSporeModel(nn.Cell):
             has_bias=True,
         )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
-        self.layer1 = nn.SequentialCell([BasicBlock(in_channels=8), BasicBlock(in_channels=8)])
+        self.layer1 = nn.SequentialCell(
+            [BasicBlock(in_channels=8), BasicBlock(in_channels=8)]
+        )
         self.layer2 = nn.SequentialCell(
             [BasicBlock2(in_channels=8, out_channels=16), BasicBlock(in_channels=16)]
         )

@@ -7,7 +7,7 @@
 import math
 
 import mindspore as ms
-from mindspore import nn, ops, Parameter
+from mindspore import Parameter, nn, ops
 
 
 class SelfAttnBlock(nn.Cell):
@@ -20,45 +20,44 @@ class SelfAttnBlock(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=8, has_bias=False)
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
-    def construct(self, x, x_1, x_2, x_3, x_4, x_5):
-        out = self.q_proj(x)
-        shape = (ops.shape(x)[0], ops.shape(x)[1], 4, 4)
-        out = ops.reshape(out, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        k_proj = self.k_proj(x)
-        shape_1 = (ops.shape(x)[0], ops.shape(x)[1], 2, 4)
-        shape_2 = (ops.shape(x)[0], ops.shape(x)[1], 2, 4)
+    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
+        q_proj = self.q_proj(hidden_states)
+        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 4, 4)
+        q_proj = ops.reshape(q_proj, shape)
+        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        k_proj = self.k_proj(hidden_states)
+        shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 2, 4)
         k_proj = ops.reshape(k_proj, shape_1)
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        v_proj = self.v_proj(x)
-        v_proj = ops.reshape(v_proj, shape_2)
+        v_proj = self.v_proj(hidden_states)
+        v_proj = ops.reshape(v_proj, shape_1)
         v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        mul = out * x_1
-        slice_ = out[:, :, :, 2:]
+        out = q_proj * cos
+        slice_ = q_proj[:, :, :, 2:]
         slice_ = -slice_
-        out = out[:, :, :, :2]
-        slice_ = ops.concat((slice_, out), axis=-1)
-        slice_ = slice_ * x_2
-        mul = mul + slice_
-        mul_1 = k_proj * x_1
-        slice__1 = k_proj[:, :, :, 2:]
-        slice__1 = -slice__1
-        k_proj = k_proj[:, :, :, :2]
-        slice__1 = ops.concat((slice__1, k_proj), axis=-1)
-        slice__1 = slice__1 * x_2
-        mul_1 = mul_1 + slice__1
-        x_3 = ops.concat((x_3, mul_1), axis=2)
-        x_4 = ops.concat((x_4, v_proj), axis=2)
-        k = ops.repeat_interleave(x_3, 2, axis=1)
-        scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
-        probs = ops.softmax(scores + x_5, axis=-1)
-        v = ops.repeat_interleave(x_4, 2, axis=1)
+        slice_1 = q_proj[:, :, :, :2]
+        concat = ops.concat((slice_, slice_1), axis=-1)
+        concat = concat * sin
+        out = out + concat
+        mul = k_proj * cos
+        slice_2 = k_proj[:, :, :, 2:]
+        slice_2 = -slice_2
+        slice_3 = k_proj[:, :, :, :2]
+        concat_1 = ops.concat((slice_2, slice_3), axis=-1)
+        concat_1 = concat_1 * sin
+        mul = mul + concat_1
+        concat_2 = ops.concat((past_key, mul), axis=2)
+        concat_3 = ops.concat((past_value, v_proj), axis=2)
+        k = ops.repeat_interleave(concat_2, 2, axis=1)
+        scores = ops.matmul(out, k.swapaxes(-1, -2)) / math.sqrt(4)
+        probs = ops.softmax(scores + x, axis=-1)
+        v = ops.repeat_interleave(concat_3, 2, axis=1)
         context = ops.matmul(probs, v)
         context = ops.transpose(context, (0, 2, 1, 3))
-        shape_3 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        context = ops.reshape(context, shape_3)
+        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
+        context = ops.reshape(context, shape_2)
         context = self.o_proj(context)
-        return x_3, x_4, context
+        return concat_2, concat_3, context
 
 
 class LayersBlock(nn.Cell):
@@ -73,35 +72,37 @@ class LayersBlock(nn.Cell):
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.down_proj = nn.Dense(in_channels=32, out_channels=16, has_bias=False)
 
-    def construct(self, x, x_1, x_2, x_3, x_4, x_5):
-        out = x**2
+    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
+        out = hidden_states**2
         out = ops.mean(out, axis=2, keep_dims=True)
         out = out + 1e-06
         out = ops.sqrt(out)
         out = 1.0 / out
-        input_layernorm = x * out
+        input_layernorm = hidden_states * out
         input_layernorm = self.input_layernorm_weight * input_layernorm
         self_attn, self_attn_1, self_attn_2 = self.self_attn(
-            input_layernorm, x_1, x_2, x_3, x_4, x_5
+            input_layernorm, cos, sin, past_key, past_value, x
         )
-        x = x + self_attn_2
-        post_attention_layernorm = x**2
-        post_attention_layernorm = ops.mean(post_attention_layernorm, axis=2, keep_dims=True)
+        add = hidden_states + self_attn_2
+        post_attention_layernorm = add**2
+        post_attention_layernorm = ops.mean(
+            post_attention_layernorm, axis=2, keep_dims=True
+        )
         post_attention_layernorm = post_attention_layernorm + 1e-06
         post_attention_layernorm = ops.sqrt(post_attention_layernorm)
         post_attention_layernorm = 1.0 / post_attention_layernorm
-        post_attention_layernorm_1 = x * post_attention_layernorm
+        post_attention_layernorm_1 = add * post_attention_layernorm
         post_attention_layernorm_1 = (
             self.post_attention_layernorm_weight * post_attention_layernorm_1
         )
         gate_proj = self.gate_proj(post_attention_layernorm_1)
         sigmoid = ops.sigmoid(gate_proj)
-        gate_proj = gate_proj * sigmoid
-        post_attention_layernorm_1 = self.up_proj(post_attention_layernorm_1)
-        gate_proj = gate_proj * post_attention_layernorm_1
-        gate_proj = self.down_proj(gate_proj)
-        x = x + gate_proj
-        return self_attn, self_attn_1, x
+        mul = gate_proj * sigmoid
+        up_proj = self.up_proj(post_attention_layernorm_1)
+        mul = mul * up_proj
+        mul = self.down_proj(mul)
+        add_1 = add + mul
+        return self_attn, self_attn_1, add_1
 
 
 class MindSporeModel(nn.Cell):
@@ -132,42 +133,44 @@ class MindSporeModel(nn.Cell):
         x = ops.cast(x, ms.float32)
         x = ops.unsqueeze(x, dim=1)
         x = x * ms.Tensor([[1.0, 0.01]], ms.float32)
-        x = ops.concat((x, x), axis=-1)
-        out = ops.cos(x)
-        out = ops.unsqueeze(ops.unsqueeze(out, dim=0), dim=1)
-        x = ops.sin(x)
-        x = ops.unsqueeze(ops.unsqueeze(x, dim=0), dim=1)
-        shape = ops.arange(0, shape, 1)
-        shape = ops.unsqueeze(shape, dim=1)
-        shape = shape + shape_1
-        shape_2 = ops.arange(0, shape_2, 1)
-        shape_2 = ops.unsqueeze(shape_2, dim=0)
-        shape_2 = shape_2 <= shape
-        shape_2 = ops.where(
-            shape_2, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32)
-        )
-        shape_2 = ops.unsqueeze(ops.unsqueeze(shape_2, dim=0), dim=1)
+        out = ops.concat((x, x), axis=-1)
+        cos = ops.cos(out)
+        cos = ops.unsqueeze(ops.unsqueeze(cos, dim=0), dim=1)
+        sin = ops.sin(out)
+        sin = ops.unsqueeze(ops.unsqueeze(sin, dim=0), dim=1)
+        range_ = ops.arange(0, shape, 1)
+        range_ = ops.unsqueeze(range_, dim=1)
+        range_ = range_ + shape_1
+        range_1 = ops.arange(0, shape_2, 1)
+        range_1 = ops.unsqueeze(range_1, dim=0)
+        less_or_equal = range_1 <= range_
+        less_or_equal = ops.where(less_or_equal, 0.0, -3.402823e38)
+        less_or_equal = ops.unsqueeze(ops.unsqueeze(less_or_equal, dim=0), dim=1)
         embed_tokens = self.embed_tokens(input_ids)
-        gather = ops.gather(past_keys, ms.Tensor(0, ms.int64), 0)
-        gather_1 = ops.gather(past_values, ms.Tensor(0, ms.int64), 0)
-        gather_2 = ops.gather(past_keys, ms.Tensor(1, ms.int64), 0)
-        gather_3 = ops.gather(past_values, ms.Tensor(1, ms.int64), 0)
-        layers, layers_1, layers_2 = self.layers[0](embed_tokens, out, x, gather, gather_1, shape_2)
-        layers_3, layers_4, layers_5 = self.layers[1](layers_2, out, x, gather_2, gather_3, shape_2)
+        gather = past_keys[0]
+        gather_1 = past_values[0]
+        gather_2 = past_keys[1]
+        gather_3 = past_values[1]
+        layers, layers_1, layers_2 = self.layers[0](
+            embed_tokens, cos, sin, gather, gather_1, less_or_equal
+        )
+        layers_3, layers_4, layers_5 = self.layers[1](
+            layers_2, cos, sin, gather_2, gather_3, less_or_equal
+        )
         norm = layers_5**2
         norm = ops.mean(norm, axis=2, keep_dims=True)
         norm = norm + 1e-06
         norm = ops.sqrt(norm)
         norm = 1.0 / norm
-        layers_5 = layers_5 * norm
-        layers_5 = self.norm_weight * layers_5
-        logits = self.lm_head(layers_5)
-        layers = ops.unsqueeze(layers, dim=0)
-        layers_3 = ops.unsqueeze(layers_3, dim=0)
-        present_keys = ops.concat((layers, layers_3), axis=0)
-        layers_1 = ops.unsqueeze(layers_1, dim=0)
-        layers_4 = ops.unsqueeze(layers_4, dim=0)
-        present_values = ops.concat((layers_1, layers_4), axis=0)
+        norm_1 = layers_5 * norm
+        norm_1 = self.norm_weight * norm_1
+        logits = self.lm_head(norm_1)
+        unsqueeze = ops.unsqueeze(layers, dim=0)
+        unsqueeze_1 = ops.unsqueeze(layers_3, dim=0)
+        present_keys = ops.concat((unsqueeze, unsqueeze_1), axis=0)
+        unsqueeze_2 = ops.unsqueeze(layers_1, dim=0)
+        unsqueeze_3 = ops.unsqueeze(layers_4, dim=0)
+        present_values = ops.concat((unsqueeze_2, unsqueeze_3), axis=0)
         return logits, present_keys, present_values
 
 

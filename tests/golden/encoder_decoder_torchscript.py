@@ -20,30 +20,32 @@ class SelfAttnBlock(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=16)
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
-    def construct(self, x, x_1):
-        out = self.q_proj(x)
-        shape = (ops.shape(x)[0], ops.shape(x)[1], -1, 8)
-        shape_1 = (ops.shape(x)[0], ops.shape(x)[1], -1, 8)
-        shape_2 = (ops.shape(x)[0], ops.shape(x)[1], -1, 8)
-        out = ops.reshape(out, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        k_proj = self.k_proj(x)
-        v_proj = self.v_proj(x)
-        k_proj = ops.reshape(k_proj, shape_1)
-        v_proj = ops.reshape(v_proj, shape_2)
+    def construct(self, hidden_states, attention_mask):
+        q_proj = self.q_proj(hidden_states)
+        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
+        q_proj = ops.reshape(q_proj, shape)
+        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        k_proj = self.k_proj(hidden_states)
+        v_proj = self.v_proj(hidden_states)
+        k_proj = ops.reshape(k_proj, shape)
+        v_proj = ops.reshape(v_proj, shape)
         v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        x_1 = ops.where(x_1, ms.Tensor([0.0], ms.float32), ms.Tensor([-math.inf], ms.float32))
+        attention_mask = ops.where(
+            attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
+        )
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
-        masked_rows = ops.amax(x_1, -1, keepdims=True) == -math.inf
-        scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(ops.where(masked_rows, 0.0, scores + x_1), axis=-1)
+        masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
+        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        probs = ops.softmax(
+            ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
+        )
         context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
-        shape_3 = (ops.shape(out)[0], -1, ops.shape(out)[2], 8)
-        context = ops.reshape(context, shape_3)
+        shape_1 = (ops.shape(q_proj)[0], -1, ops.shape(q_proj)[2], 8)
+        context = ops.reshape(context, shape_1)
         context = ops.transpose(context, (0, 2, 1, 3))
-        shape_4 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        context = ops.reshape(context, shape_4)
+        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
+        context = ops.reshape(context, shape_2)
         context = self.out_proj(context)
         return context
 
@@ -54,26 +56,22 @@ class LayersBlock(nn.Cell):
     def __init__(self):
         super().__init__()
         self.self_attn = SelfAttnBlock()
-        self.self_attn_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.self_attn_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.fc1 = nn.Dense(in_channels=16, out_channels=32)
         self.activation_fn = nn.GELU(approximate=False)
         self.fc2 = nn.Dense(in_channels=32, out_channels=16)
-        self.final_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.final_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
 
-    def construct(self, x, x_1):
-        self_attn = self.self_attn(x, x_1)
-        x = x + self_attn
-        x = self.self_attn_layer_norm(x)
-        out = self.fc1(x)
-        out = self.activation_fn(out)
-        out = self.fc2(out)
-        x = x + out
-        x = self.final_layer_norm(x)
-        return x
+    def construct(self, hidden_states, attention_mask):
+        x = self.self_attn(hidden_states, attention_mask)
+        out = hidden_states + x
+        out = self.self_attn_layer_norm(out)
+        fc1 = self.fc1(out)
+        fc1 = self.activation_fn(fc1)
+        fc1 = self.fc2(fc1)
+        add = out + fc1
+        add = self.final_layer_norm(add)
+        return add
 
 
 class LayersBlock2(nn.Cell):
@@ -83,9 +81,9 @@ class LayersBlock2(nn.Cell):
         super().__init__()
         self.model_encoder_layers_0 = LayersBlock()
 
-    def construct(self, x, x_1):
-        x = self.model_encoder_layers_0(x, x_1)
-        return x
+    def construct(self, hidden_states, attention_mask):
+        hidden_states = self.model_encoder_layers_0(hidden_states, attention_mask)
+        return hidden_states
 
 
 class EncoderBlock(nn.Cell):
@@ -95,47 +93,55 @@ class EncoderBlock(nn.Cell):
         super().__init__()
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
-        self.layernorm_embedding = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.layers = LayersBlock2()
 
-    def construct(self, input_ids, x):
+    def construct(self, input_ids, attention_mask):
         input_ids = self.shared(input_ids)
-        input_ids = input_ids * 1.0
-        out = ops.gather(input_ids, ms.Tensor(15, ms.int64), 2)
-        shape = ops.shape(out)[1]
-        shape = ops.arange(0, shape, 1)
-        shape_1 = (ops.shape(out)[0], 1)
-        shape = ops.broadcast_to(shape, (shape_1[0], -1))
-        shape = shape + ms.Tensor(2, ms.int64)
-        shape = self.embed_positions(shape)
-        add = input_ids + shape
+        x = input_ids[:, :, 15]
+        shape = ops.shape(x)[1]
+        out = ops.arange(0, shape, 1)
+        shape_1 = (ops.shape(x)[0], 1)
+        out = ops.broadcast_to(out, (shape_1[0], -1))
+        out = out + 2
+        out = self.embed_positions(out)
+        add = input_ids + out
         add = self.layernorm_embedding(add)
         shape_2 = ops.scalar_to_tensor(ops.shape(input_ids)[1], ms.int64)
-        shape_3 = ops.scalar_to_tensor(ops.shape(x)[1], ms.int64)
+        shape_3 = ops.scalar_to_tensor(ops.shape(attention_mask)[1], ms.int64)
         shape_4 = ops.scalar_to_tensor(ops.shape(input_ids)[0], ms.int64)
-        shape_4 = ops.arange(0, shape_4, 1)
-        shape_2 = ops.arange(0, shape_2, 1)
-        shape_3 = ops.arange(0, shape_3, 1)
-        shape_4 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape_4, dim=1), dim=2), dim=3)
-        shape_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape_2, dim=0), dim=1), dim=3)
-        shape_3 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape_3, dim=0), dim=1), dim=2)
-        shape_2 = shape_2 >= ms.Tensor(0, ms.int64)
-        shape_2 = ops.logical_and(ms.Tensor(True, ms.bool_), shape_2)
-        shape_5 = ops.cast(ops.tuple_to_array((ops.shape(x)[1],)), ms.int64)
-        flatten = ops.reshape(x, (-1, 1))
-        shape_4 = shape_4 * shape_5
-        add_1 = shape_3 + shape_4
-        flatten = ops.gather(flatten, add_1 % ops.shape(flatten)[0], 0)
+        range_ = ops.arange(0, shape_4, 1)
+        range_1 = ops.arange(0, shape_2, 1)
+        range_2 = ops.arange(0, shape_3, 1)
+        range_ = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
+        )
+        range_1 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=3
+        )
+        range_2 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_2, dim=0), dim=1), dim=2
+        )
+        range_1 = range_1 >= 0
+        shape_5 = ops.cast(
+            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
+        )
+        flatten = ops.reshape(attention_mask, (-1, 1))
+        range_ = range_ * shape_5
+        add_1 = range_2 + range_
+        gather = ops.gather(flatten, add_1 % ops.shape(flatten)[0], 0)
         shape_6 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
-        flatten = ops.reshape(flatten, (-1,))
-        flatten = ops.reshape(flatten, shape_6)
-        shape_2 = ops.logical_and(shape_2, flatten)
-        shape_7 = (ops.shape(x)[0], 1, ops.shape(x)[1], ops.shape(x)[1])
-        shape_2 = ops.broadcast_to(shape_2, (shape_7[0], -1, shape_7[2], shape_7[3]))
-        add = self.layers(add, shape_2)
-        return shape_3, add
+        gather = ops.reshape(gather, shape_6)
+        and_ = ops.logical_and(range_1, gather)
+        shape_7 = (
+            ops.shape(attention_mask)[0],
+            1,
+            ops.shape(attention_mask)[1],
+            ops.shape(attention_mask)[1],
+        )
+        and_ = ops.broadcast_to(and_, (shape_7[0], -1, shape_7[2], shape_7[3]))
+        add = self.layers(add, and_)
+        return range_2, add
 
 
 class EncoderAttnBlock(nn.Cell):
@@ -148,30 +154,33 @@ class EncoderAttnBlock(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=16)
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
-    def construct(self, x, x_1, x_2):
-        out = self.q_proj(x)
-        shape = (ops.shape(x)[0], ops.shape(x)[1], -1, 8)
-        out = ops.reshape(out, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        k_proj = self.k_proj(x_1)
-        v_proj = self.v_proj(x_1)
-        shape_1 = (ops.shape(x_1)[0], ops.shape(x_1)[1], -1, 8)
-        shape_2 = (ops.shape(x_1)[0], ops.shape(x_1)[1], -1, 8)
+    def construct(self, hidden_states, hidden_states_1, attention_mask):
+        x = self.q_proj(hidden_states)
+        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
+        x = ops.reshape(x, shape)
+        x = ops.transpose(x, (0, 2, 1, 3))
+        k_proj = self.k_proj(hidden_states_1)
+        v_proj = self.v_proj(hidden_states_1)
+        shape_1 = (ops.shape(hidden_states_1)[0], ops.shape(hidden_states_1)[1], -1, 8)
         k_proj = ops.reshape(k_proj, shape_1)
-        v_proj = ops.reshape(v_proj, shape_2)
+        v_proj = ops.reshape(v_proj, shape_1)
         v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        x_2 = ops.where(x_2, ms.Tensor([0.0], ms.float32), ms.Tensor([-math.inf], ms.float32))
+        attention_mask = ops.where(
+            attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
+        )
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
-        masked_rows = ops.amax(x_2, -1, keepdims=True) == -math.inf
-        scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(ops.where(masked_rows, 0.0, scores + x_2), axis=-1)
+        masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
+        scores = ops.matmul(x, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        probs = ops.softmax(
+            ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
+        )
         context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
-        shape_3 = (ops.shape(out)[0], -1, ops.shape(out)[2], 8)
-        context = ops.reshape(context, shape_3)
+        shape_2 = (ops.shape(x)[0], -1, ops.shape(x)[2], 8)
+        context = ops.reshape(context, shape_2)
         context = ops.transpose(context, (0, 2, 1, 3))
-        shape_4 = (ops.shape(x)[0], ops.shape(x)[1], -1)
-        context = ops.reshape(context, shape_4)
+        shape_3 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
+        context = ops.reshape(context, shape_3)
         context = self.out_proj(context)
         return context
 
@@ -182,33 +191,31 @@ class LayersBlock3(nn.Cell):
     def __init__(self):
         super().__init__()
         self.self_attn = SelfAttnBlock()
-        self.self_attn_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.self_attn_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.encoder_attn = EncoderAttnBlock()
         self.encoder_attn_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
+            normalized_shape=(16,), epsilon=1e-05
         )
         self.fc1 = nn.Dense(in_channels=16, out_channels=32)
         self.activation_fn = nn.GELU(approximate=False)
         self.fc2 = nn.Dense(in_channels=32, out_channels=16)
-        self.final_layer_norm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.final_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
 
-    def construct(self, x, x_1, x_2, x_3):
-        self_attn = self.self_attn(x, x_2)
-        x = x + self_attn
-        x = self.self_attn_layer_norm(x)
-        x_1 = self.encoder_attn(x, x_1, x_3)
-        x = x + x_1
-        x = self.encoder_attn_layer_norm(x)
-        out = self.fc1(x)
-        out = self.activation_fn(out)
-        out = self.fc2(out)
-        x = x + out
-        x = self.final_layer_norm(x)
-        return x
+    def construct(
+        self, hidden_states, hidden_states_1, attention_mask, attention_mask_1
+    ):
+        x = self.self_attn(hidden_states, attention_mask)
+        out = hidden_states + x
+        out = self.self_attn_layer_norm(out)
+        hidden_states_1 = self.encoder_attn(out, hidden_states_1, attention_mask_1)
+        add = out + hidden_states_1
+        add = self.encoder_attn_layer_norm(add)
+        fc1 = self.fc1(add)
+        fc1 = self.activation_fn(fc1)
+        fc1 = self.fc2(fc1)
+        add_1 = add + fc1
+        add_1 = self.final_layer_norm(add_1)
+        return add_1
 
 
 class LayersBlock4(nn.Cell):
@@ -218,9 +225,13 @@ class LayersBlock4(nn.Cell):
         super().__init__()
         self.model_decoder_layers_0 = LayersBlock3()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x = self.model_decoder_layers_0(x, x_1, x_2, x_3)
-        return x
+    def construct(
+        self, hidden_states, hidden_states_1, attention_mask, attention_mask_1
+    ):
+        hidden_states = self.model_decoder_layers_0(
+            hidden_states, hidden_states_1, attention_mask, attention_mask_1
+        )
+        return hidden_states
 
 
 class DecoderBlock(nn.Cell):
@@ -230,66 +241,76 @@ class DecoderBlock(nn.Cell):
         super().__init__()
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
-        self.layernorm_embedding = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-05
-        )
+        self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.layers = LayersBlock4()
 
-    def construct(self, x, decoder_input_ids, x_1, x_2):
+    def construct(self, hidden_states, decoder_input_ids, attention_mask, x):
         decoder_input_ids = self.shared(decoder_input_ids)
-        decoder_input_ids = decoder_input_ids * 1.0
         shape = ops.scalar_to_tensor(ops.shape(decoder_input_ids)[0], ms.int64)
         shape_1 = ops.scalar_to_tensor(ops.shape(decoder_input_ids)[1], ms.int64)
         out = ops.arange(0, shape_1, 1)
         shape_2 = (ops.shape(decoder_input_ids)[0], ops.shape(decoder_input_ids)[1])
-        shape_2 = ops.fill(ms.float32, shape_2, 1.0)
-        shape_2 = ops.cast(shape_2, ms.bool_)
-        shape = ops.arange(0, shape, 1)
-        shape_1 = ops.arange(0, shape_1, 1)
-        shape = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape, dim=1), dim=2), dim=3)
+        constant_of_shape = ops.fill(ms.float32, shape_2, 1.0)
+        constant_of_shape = ops.cast(constant_of_shape, ms.bool_)
+        range_ = ops.arange(0, shape, 1)
+        range_1 = ops.arange(0, shape_1, 1)
+        range_ = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
+        )
         unsqueeze = ops.unsqueeze(out, dim=0)
-        out = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(out, dim=0), dim=1), dim=3)
-        shape_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape_1, dim=0), dim=1), dim=2)
-        less_or_equal = shape_1 <= out
-        less_or_equal = ops.logical_and(ms.Tensor(True, ms.bool_), less_or_equal)
-        shape_3 = ops.cast(ops.tuple_to_array((ops.shape(shape_2)[1],)), ms.int64)
-        shape_2 = ops.reshape(shape_2, (-1, 1))
-        shape = shape * shape_3
-        shape_1 = shape_1 + shape
-        shape_2 = ops.gather(shape_2, shape_1 % ops.shape(shape_2)[0], 0)
-        shape_4 = (ops.shape(shape_1)[0], 1, 1, ops.shape(shape_1)[3])
-        shape_2 = ops.reshape(shape_2, (-1,))
-        shape_2 = ops.reshape(shape_2, shape_4)
-        less_or_equal = ops.logical_and(less_or_equal, shape_2)
+        unsqueeze_1 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(out, dim=0), dim=1), dim=3
+        )
+        range_1 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
+        )
+        less_or_equal = range_1 <= unsqueeze_1
+        shape_3 = ops.cast(
+            ops.tuple_to_array((ops.shape(constant_of_shape)[1],)), ms.int64
+        )
+        flatten = ops.reshape(constant_of_shape, (-1, 1))
+        range_ = range_ * shape_3
+        add = range_1 + range_
+        gather = ops.gather(flatten, add % ops.shape(flatten)[0], 0)
+        shape_4 = (ops.shape(add)[0], 1, 1, ops.shape(add)[3])
+        gather = ops.reshape(gather, shape_4)
+        and_ = ops.logical_and(less_or_equal, gather)
         shape_5 = (
             ops.shape(decoder_input_ids)[0],
             1,
             ops.shape(decoder_input_ids)[1],
             ops.shape(decoder_input_ids)[1],
         )
-        less_or_equal = ops.broadcast_to(less_or_equal, (shape_5[0], -1, shape_5[2], shape_5[3]))
-        shape_6 = ops.scalar_to_tensor(ops.shape(x)[0], ms.int64)
-        shape_6 = ops.arange(0, shape_6, 1)
-        shape_6 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(shape_6, dim=1), dim=2), dim=3)
-        out = out >= ms.Tensor(0, ms.int64)
-        out = ops.logical_and(ms.Tensor(True, ms.bool_), out)
-        shape_7 = ops.cast(ops.tuple_to_array((ops.shape(x_1)[1],)), ms.int64)
-        flatten = ops.reshape(x_1, (-1, 1))
-        shape_6 = shape_6 * shape_7
-        x_2 = x_2 + shape_6
-        flatten = ops.gather(flatten, x_2 % ops.shape(flatten)[0], 0)
-        shape_8 = (ops.shape(x_2)[0], 1, 1, ops.shape(x_2)[3])
-        flatten = ops.reshape(flatten, (-1,))
-        flatten = ops.reshape(flatten, shape_8)
-        out = ops.logical_and(out, flatten)
-        shape_9 = (ops.shape(x_1)[0], 1, ops.shape(decoder_input_ids)[1], ops.shape(x_1)[1])
-        out = ops.broadcast_to(out, (shape_9[0], -1, shape_9[2], shape_9[3]))
-        unsqueeze = unsqueeze + ms.Tensor(2, ms.int64)
+        and_ = ops.broadcast_to(and_, (shape_5[0], -1, shape_5[2], shape_5[3]))
+        shape_6 = ops.scalar_to_tensor(ops.shape(hidden_states)[0], ms.int64)
+        range_2 = ops.arange(0, shape_6, 1)
+        range_2 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_2, dim=1), dim=2), dim=3
+        )
+        greater_or_equal = unsqueeze_1 >= 0
+        shape_7 = ops.cast(
+            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
+        )
+        flatten_1 = ops.reshape(attention_mask, (-1, 1))
+        range_2 = range_2 * shape_7
+        add_1 = x + range_2
+        gather_1 = ops.gather(flatten_1, add_1 % ops.shape(flatten_1)[0], 0)
+        shape_8 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
+        gather_1 = ops.reshape(gather_1, shape_8)
+        and_1 = ops.logical_and(greater_or_equal, gather_1)
+        shape_9 = (
+            ops.shape(attention_mask)[0],
+            1,
+            ops.shape(decoder_input_ids)[1],
+            ops.shape(attention_mask)[1],
+        )
+        and_1 = ops.broadcast_to(and_1, (shape_9[0], -1, shape_9[2], shape_9[3]))
+        unsqueeze = unsqueeze + 2
         unsqueeze = self.embed_positions(unsqueeze)
-        decoder_input_ids = decoder_input_ids + unsqueeze
-        decoder_input_ids = self.layernorm_embedding(decoder_input_ids)
-        decoder_input_ids = self.layers(decoder_input_ids, x, less_or_equal, out)
-        return decoder_input_ids
+        add_2 = decoder_input_ids + unsqueeze
+        add_2 = self.layernorm_embedding(add_2)
+        add_2 = self.layers(add_2, hidden_states, and_, and_1)
+        return add_2
 
 
 class ModelBlock(nn.Cell):
@@ -321,7 +342,9 @@ class MindSporeModel(nn.Cell):
     def __init__(self):
         super().__init__()
         self.model = ModelBlock()
-        self.model.decoder.shared.embedding_table = self.model.encoder.shared.embedding_table
+        self.model.decoder.shared.embedding_table = (
+            self.model.encoder.shared.embedding_table
+        )
 
     def construct(self, input_ids, attention_mask, decoder_input_ids):
         output = self.model(attention_mask, input_ids, decoder_input_ids)

@@ -16,7 +16,11 @@ class InvertedResidual(nn.Cell):
         self.block = nn.SequentialCell(
             [
                 nn.Conv2d(
-                    in_channels=16, out_channels=16, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=16,
+                    out_channels=16,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
                 nn.Identity(),
                 nn.ReLU6(),
@@ -32,15 +36,19 @@ class InvertedResidual(nn.Cell):
                 nn.Identity(),
                 nn.ReLU6(),
                 nn.Conv2d(
-                    in_channels=16, out_channels=16, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=16,
+                    out_channels=16,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
             ]
         )
 
     def construct(self, x):
         block = self.block(x)
-        x = x + block
-        return x
+        out = x + block
+        return out
 
 
 class InvertedResidual2(nn.Cell):
@@ -51,7 +59,11 @@ class InvertedResidual2(nn.Cell):
         self.block = nn.SequentialCell(
             [
                 nn.Conv2d(
-                    in_channels=16, out_channels=64, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=16,
+                    out_channels=64,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
                 nn.Identity(),
                 nn.ReLU6(),
@@ -68,7 +80,11 @@ class InvertedResidual2(nn.Cell):
                 nn.Identity(),
                 nn.ReLU6(),
                 nn.Conv2d(
-                    in_channels=64, out_channels=24, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=64,
+                    out_channels=24,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
             ]
         )
@@ -84,10 +100,18 @@ class SqueezeExcite(nn.Cell):
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Conv2d(
-            in_channels=72, out_channels=18, kernel_size=1, pad_mode="valid", has_bias=True
+            in_channels=72,
+            out_channels=18,
+            kernel_size=1,
+            pad_mode="valid",
+            has_bias=True,
         )
         self.fc2 = nn.Conv2d(
-            in_channels=18, out_channels=72, kernel_size=1, pad_mode="valid", has_bias=True
+            in_channels=18,
+            out_channels=72,
+            kernel_size=1,
+            pad_mode="valid",
+            has_bias=True,
         )
 
     def construct(self, x):
@@ -96,8 +120,8 @@ class SqueezeExcite(nn.Cell):
         out = ops.relu(out)
         out = self.fc2(out)
         out = ops.hardsigmoid(out)
-        x = x * out
-        return x
+        mul = x * out
+        return mul
 
 
 class InvertedResidual3(nn.Cell):
@@ -108,7 +132,11 @@ class InvertedResidual3(nn.Cell):
         self.block = nn.SequentialCell(
             [
                 nn.Conv2d(
-                    in_channels=24, out_channels=72, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=24,
+                    out_channels=72,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
                 nn.Identity(),
                 nn.HSwish(),
@@ -125,15 +153,19 @@ class InvertedResidual3(nn.Cell):
                 nn.HSwish(),
                 SqueezeExcite(),
                 nn.Conv2d(
-                    in_channels=72, out_channels=24, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=72,
+                    out_channels=24,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
             ]
         )
 
     def construct(self, x):
         block = self.block(x)
-        x = x + block
-        return x
+        out = x + block
+        return out
 
 
 class InvertedResidual4(nn.Cell):
@@ -144,7 +176,11 @@ class InvertedResidual4(nn.Cell):
         self.block = nn.SequentialCell(
             [
                 nn.Conv2d(
-                    in_channels=24, out_channels=72, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=24,
+                    out_channels=72,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
                 nn.Identity(),
                 nn.HSwish(),
@@ -162,7 +198,11 @@ class InvertedResidual4(nn.Cell):
                 nn.HSwish(),
                 SqueezeExcite(),
                 nn.Conv2d(
-                    in_channels=72, out_channels=32, kernel_size=1, pad_mode="valid", has_bias=True
+                    in_channels=72,
+                    out_channels=32,
+                    kernel_size=1,
+                    pad_mode="valid",
+                    has_bias=True,
                 ),
             ]
         )

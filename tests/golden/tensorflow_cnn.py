@@ -19,7 +19,12 @@ class MindSporeModel(nn.Cell):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(
-            in_channels=3, out_channels=4, kernel_size=3, pad_mode="pad", padding=1, has_bias=True
+            in_channels=3,
+            out_channels=4,
+            kernel_size=3,
+            pad_mode="pad",
+            padding=1,
+            has_bias=True,
         )
         self.maxpool = nn.MaxPool2d(kernel_size=2, stride=2)
         self.fc = nn.Dense(in_channels=64, out_channels=5, has_bias=False)

@@ -7,7 +7,7 @@
 import math
 
 import mindspore as ms
-from mindspore import nn, ops, Parameter
+from mindspore import Parameter, nn, ops
 
 
 class BertEmbeddings(nn.Cell):
@@ -20,20 +20,18 @@ class BertEmbeddings(nn.Cell):
         self.word_embeddings = nn.Embedding(vocab_size=100, embedding_size=32)
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, attention_mask, input_ids):
-        x = self.position_ids[:, : x[0]]
+    def construct(self, shape, attention_mask, input_ids):
+        x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.expand, 1, x % 32)
-        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
-        out = ops.broadcast_to(out, (shape[0], shape[1]))
+        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
+        out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
         input_ids = self.word_embeddings(input_ids)
         out = self.token_type_embeddings(out)
         input_ids = input_ids + out
-        x = self.position_embeddings(x)
-        input_ids = input_ids + x
+        position_embeddings = self.position_embeddings(x)
+        input_ids = input_ids + position_embeddings
         input_ids = self.layer_norm(input_ids)
         return input_ids
 
@@ -47,21 +45,21 @@ class BertSelfAttention(nn.Cell):
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, x, x_1, x_2, x_3):
-        out = self.query(x)
-        out = ops.reshape(out, x_2)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        key = self.key(x)
-        key = ops.reshape(key, x_2)
+    def construct(self, hidden_states, x, shape, shape_1):
+        query = self.query(hidden_states)
+        query = ops.reshape(query, shape)
+        query = ops.transpose(query, (0, 2, 1, 3))
+        key = self.key(hidden_states)
+        key = ops.reshape(key, shape)
         key = ops.transpose(key, (0, 2, 1, 3))
-        x = self.value(x)
-        x = ops.reshape(x, x_2)
-        x = ops.transpose(x, (0, 2, 1, 3))
-        scores = ops.matmul(out, key.swapaxes(-1, -2)) / math.sqrt(16)
-        probs = ops.softmax(scores + x_1, axis=-1)
-        context = ops.matmul(probs, x)
+        value = self.value(hidden_states)
+        value = ops.reshape(value, shape)
+        value = ops.transpose(value, (0, 2, 1, 3))
+        scores = ops.matmul(query, key.swapaxes(-1, -2)) / math.sqrt(16)
+        probs = ops.softmax(scores + x, axis=-1)
+        context = ops.matmul(probs, value)
         context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, x_3)
+        context = ops.reshape(context, shape_1)
         return context
 
 
@@ -71,15 +69,13 @@ class BertSelfOutput(nn.Cell):
     def __init__(self):
         super().__init__()
         self.dense = nn.Dense(in_channels=32, out_channels=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, x_1):
-        x = self.dense(x)
-        x = x + x_1
-        x = self.layer_norm(x)
-        return x
+    def construct(self, hidden_states, residual):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = hidden_states + residual
+        hidden_states = self.layer_norm(hidden_states)
+        return hidden_states
 
 
 class BertAttention(nn.Cell):
@@ -90,10 +86,10 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x_1 = self.self(x, x_1, x_2, x_3)
-        x_1 = self.output(x_1, x)
-        return x_1
+    def construct(self, hidden_states, x, shape, shape_1):
+        x = self.self(hidden_states, x, shape, shape_1)
+        x = self.output(x, hidden_states)
+        return x
 
 
 class BertIntermediate(nn.Cell):
@@ -104,10 +100,10 @@ class BertIntermediate(nn.Cell):
         self.dense = nn.Dense(in_channels=32, out_channels=64)
         self.intermediate_act_fn = nn.GELU(approximate=False)
 
-    def construct(self, x):
-        x = self.dense(x)
-        x = self.intermediate_act_fn(x)
-        return x
+    def construct(self, hidden_states):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.intermediate_act_fn(hidden_states)
+        return hidden_states
 
 
 class BertOutput(nn.Cell):
@@ -116,15 +112,13 @@ class BertOutput(nn.Cell):
     def __init__(self):
         super().__init__()
         self.dense = nn.Dense(in_channels=64, out_channels=32)
-        self.layer_norm = nn.LayerNorm(
-            normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, x, x_1):
-        x = self.dense(x)
-        x = x + x_1
-        x = self.layer_norm(x)
-        return x
+    def construct(self, hidden_states, residual):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = hidden_states + residual
+        hidden_states = self.layer_norm(hidden_states)
+        return hidden_states
 
 
 class BertLayer(nn.Cell):
@@ -136,10 +130,10 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x = self.attention(x, x_1, x_2, x_3)
-        intermediate = self.intermediate(x)
-        intermediate = self.output(intermediate, x)
+    def construct(self, hidden_states, x, shape, shape_1):
+        hidden_states = self.attention(hidden_states, x, shape, shape_1)
+        intermediate = self.intermediate(hidden_states)
+        intermediate = self.output(intermediate, hidden_states)
         return intermediate
 
 
@@ -150,14 +144,14 @@ class BertEncoder(nn.Cell):
         super().__init__()
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
-    def construct(self, x, attention_mask, x_1):
+    def construct(self, hidden_states, attention_mask, attention_mask_1):
         shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
-        x_1 = ops.where(x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32))
+        attention_mask_1 = ops.where(attention_mask_1, 0.0, -3.402823e38)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
-        x = self.layer[0](x, x_1, shape, shape_1)
-        x = self.layer[1](x, x_1, shape, shape_1)
-        x = self.layer[2](x, x_1, shape, shape_1)
-        return x
+        hidden_states = self.layer[0](hidden_states, attention_mask_1, shape, shape_1)
+        hidden_states = self.layer[1](hidden_states, attention_mask_1, shape, shape_1)
+        hidden_states = self.layer[2](hidden_states, attention_mask_1, shape, shape_1)
+        return hidden_states
 
 
 class BertPooler(nn.Cell):
@@ -167,11 +161,11 @@ class BertPooler(nn.Cell):
         super().__init__()
         self.dense = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, x):
-        x = ops.gather(x, ms.Tensor(0, ms.int64), 1)
-        x = self.dense(x)
-        x = ops.tanh(x)
-        return x
+    def construct(self, hidden_states):
+        hidden_states = hidden_states[:, 0]
+        hidden_states = self.dense(hidden_states)
+        hidden_states = ops.tanh(hidden_states)
+        return hidden_states
 
 
 class BertModel(nn.Cell):
@@ -183,28 +177,35 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, x, attention_mask, input_ids, x_1, x_2):
-        embeddings = self.embeddings(x, attention_mask, input_ids)
+    def construct(self, shape, attention_mask, input_ids, shape_1, shape_2):
+        x = self.embeddings(shape, attention_mask, input_ids)
         out = ops.cast(attention_mask, ms.bool_)
-        x_1 = ops.arange(0, x_1, 1)
-        x_2 = ops.arange(0, x_2, 1)
-        x_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_1, dim=1), dim=2), dim=3)
-        unsqueeze = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3)
-        x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
-        unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
-        unsqueeze = ops.logical_and(ms.Tensor(True, ms.bool_), unsqueeze)
-        max_ = ops.maximum(x_1, x_2)
-        shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
-        x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
-        x_1 = ops.unsqueeze(x_1, dim=4)
-        x_2 = ops.broadcast_to(x_2, (shape[0], -1, -1, shape[3]))
-        x_2 = ops.unsqueeze(x_2, dim=4)
-        x_1 = ops.concat((x_1, x_2), axis=-1)
-        out = ops.gather_nd(out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1])))
-        unsqueeze = ops.logical_and(unsqueeze, out)
-        embeddings = self.encoder(embeddings, attention_mask, unsqueeze)
-        pooler = self.pooler(embeddings)
-        return embeddings, pooler
+        range_ = ops.arange(0, shape_1, 1)
+        range_1 = ops.arange(0, shape_2, 1)
+        range_ = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
+        )
+        unsqueeze = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=3
+        )
+        unsqueeze_1 = ops.unsqueeze(
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
+        )
+        unsqueeze = unsqueeze >= 0
+        max_ = ops.maximum(range_, unsqueeze_1)
+        shape_3 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
+        expand = ops.broadcast_to(range_, (shape_3[0], -1, -1, shape_3[3]))
+        expand = ops.unsqueeze(expand, dim=4)
+        expand_1 = ops.broadcast_to(unsqueeze_1, (shape_3[0], -1, -1, shape_3[3]))
+        expand_1 = ops.unsqueeze(expand_1, dim=4)
+        concat = ops.concat((expand, expand_1), axis=-1)
+        gather_nd = ops.gather_nd(
+            out, concat % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
+        )
+        and_ = ops.logical_and(unsqueeze, gather_nd)
+        x = self.encoder(x, attention_mask, and_)
+        pooler = self.pooler(x)
+        return x, pooler
 
 
 class MindSporeModel(nn.Cell):
@@ -224,7 +225,9 @@ class MindSporeModel(nn.Cell):
 
     def construct(self, input_ids, attention_mask):
         shape = ops.shape(attention_mask)[0]
-        shape_1 = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
+        shape_1 = ops.cast(
+            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
+        )
         shape_2 = ops.shape(attention_mask)[1]
         last_hidden_state, pooler_output = self.bert(
             shape_1, attention_mask, input_ids, shape, shape_2

@@ -20,7 +20,9 @@ class UnconvertedOperator(nn.Cell):
         self.output_shapes = output_shapes
 
     def construct(self, *inputs):
-        raise NotImplementedError("An operator was not converted; see the conversion report.")
+        raise NotImplementedError(
+            "An operator was not converted; see the conversion report."
+        )
 
 
 class MindSporeModel(nn.Cell):

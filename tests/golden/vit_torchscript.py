@@ -7,7 +7,7 @@
 import math
 
 import mindspore as ms
-from mindspore import nn, ops, Parameter
+from mindspore import Parameter, nn, ops
 
 
 class PatchEmbeddingsBlock(nn.Cell):
@@ -16,15 +16,20 @@ class PatchEmbeddingsBlock(nn.Cell):
     def __init__(self):
         super().__init__()
         self.projection = nn.Conv2d(
-            in_channels=3, out_channels=16, kernel_size=8, stride=8, pad_mode="valid", has_bias=True
+            in_channels=3,
+            out_channels=16,
+            kernel_size=8,
+            stride=8,
+            pad_mode="valid",
+            has_bias=True,
         )
 
     def construct(self, pixel_values):
         pixel_values = self.projection(pixel_values)
         shape = (ops.shape(pixel_values)[0], 16, -1)
-        pixel_values = ops.reshape(pixel_values, shape)
-        pixel_values = ops.transpose(pixel_values, (0, 2, 1))
-        return pixel_values
+        x = ops.reshape(pixel_values, shape)
+        x = ops.transpose(x, (0, 2, 1))
+        return x
 
 
 class EmbeddingsBlock(nn.Cell):
@@ -39,10 +44,10 @@ class EmbeddingsBlock(nn.Cell):
     def construct(self, pixel_values):
         x = self.patch_embeddings(pixel_values)
         shape = (ops.shape(pixel_values)[0], 1, 1)
-        shape = ops.broadcast_to(self.cls_token, (shape[0], -1, -1))
-        shape = ops.concat((shape, x), axis=1)
-        shape = shape + self.position_embeddings
-        return shape
+        out = ops.broadcast_to(self.cls_token, (shape[0], -1, -1))
+        concat = ops.concat((out, x), axis=1)
+        concat = concat + self.position_embeddings
+        return concat
 
 
 class AttentionBlock(nn.Cell):
@@ -55,29 +60,27 @@ class AttentionBlock(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=16)
         self.o_proj = nn.Dense(in_channels=16, out_channels=16)
 
-    def construct(self, x):
-        out = self.q_proj(x)
-        shape = (ops.shape(x)[0], 5, -1, 8)
-        shape_1 = (ops.shape(x)[0], 5, -1, 8)
-        shape_2 = (ops.shape(x)[0], 5, -1, 8)
-        out = ops.reshape(out, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
-        k_proj = self.k_proj(x)
-        k_proj = ops.reshape(k_proj, shape_1)
-        v_proj = self.v_proj(x)
-        v_proj = ops.reshape(v_proj, shape_2)
+    def construct(self, hidden_states):
+        q_proj = self.q_proj(hidden_states)
+        shape = (ops.shape(hidden_states)[0], 5, -1, 8)
+        q_proj = ops.reshape(q_proj, shape)
+        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        k_proj = self.k_proj(hidden_states)
+        k_proj = ops.reshape(k_proj, shape)
+        v_proj = self.v_proj(hidden_states)
+        v_proj = ops.reshape(v_proj, shape)
         v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
         k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        scores = ops.matmul(out, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v_proj)
-        shape_3 = (ops.shape(context)[0], -1, 5, 8)
-        context = ops.reshape(context, shape_3)
-        context = ops.transpose(context, (0, 2, 1, 3))
-        shape_4 = (ops.shape(x)[0], 5, -1)
-        context = ops.reshape(context, shape_4)
-        context = self.o_proj(context)
-        return context
+        shape_1 = (ops.shape(context)[0], -1, 5, 8)
+        x = ops.reshape(context, shape_1)
+        x = ops.transpose(x, (0, 2, 1, 3))
+        shape_2 = (ops.shape(hidden_states)[0], 5, -1)
+        x = ops.reshape(x, shape_2)
+        x = self.o_proj(x)
+        return x
 
 
 class MlpBlock(nn.Cell):
@@ -89,11 +92,11 @@ class MlpBlock(nn.Cell):
         self.activation_fn = nn.GELU(approximate=False)
         self.fc2 = nn.Dense(in_channels=32, out_channels=16)
 
-    def construct(self, x):
-        x = self.fc1(x)
-        x = self.activation_fn(x)
-        x = self.fc2(x)
-        return x
+    def construct(self, hidden_states):
+        hidden_states = self.fc1(hidden_states)
+        hidden_states = self.activation_fn(hidden_states)
+        hidden_states = self.fc2(hidden_states)
+        return hidden_states
 
 
 class LayersBlock(nn.Cell):
@@ -101,23 +104,19 @@ class LayersBlock(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.layernorm_before = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layernorm_before = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
         self.attention = AttentionBlock()
-        self.layernorm_after = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layernorm_after = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
         self.mlp = MlpBlock()
 
-    def construct(self, x):
-        out = self.layernorm_before(x)
-        out = self.attention(out)
+    def construct(self, hidden_states):
+        x = self.layernorm_before(hidden_states)
+        x = self.attention(x)
+        x = x + hidden_states
+        out = self.layernorm_after(x)
+        out = self.mlp(out)
         out = out + x
-        layernorm_after = self.layernorm_after(out)
-        layernorm_after = self.mlp(layernorm_after)
-        layernorm_after = layernorm_after + out
-        return layernorm_after
+        return out
 
 
 class ModelBlock(nn.Cell):
@@ -127,9 +126,7 @@ class ModelBlock(nn.Cell):
         super().__init__()
         self.embeddings = EmbeddingsBlock()
         self.layers = nn.SequentialCell([LayersBlock(), LayersBlock()])
-        self.layernorm = nn.LayerNorm(
-            normalized_shape=(16,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
-        )
+        self.layernorm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
 
     def construct(self, pixel_values):
         pixel_values = self.embeddings(pixel_values)

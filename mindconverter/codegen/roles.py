@@ -1,0 +1,117 @@
+"""Names for a block's inputs from what the block does with them (``hidden_states``,
+``attention_mask``, ``residual``, ``shape``), as a person would name the arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph
+from ..graph.internal_domain import DOMAIN
+from ..mappers.base import Cell
+
+_NORMALIZING = {"Softmax", "LogSoftmax"}
+
+
+def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]:
+    """A name hint per block input, in order (the caller makes them unique)."""
+    readers: dict[str, list] = {}
+    for mapped in block_nodes:
+        for name in mapped.node.inputs:
+            if name:
+                readers.setdefault(name, []).append(mapped.node)
+    position = {id(m.node): i for i, m in enumerate(block_nodes)}
+    caches = sorted(
+        (name for name in inputs if _is_cache(graph, name, readers.get(name, []))),
+        key=lambda name: min(position[id(node)] for node in readers[name]),
+    )
+    hints: list[str] = []
+    for name in inputs:
+        hint = _role(graph, name, readers.get(name, []))
+        if name in caches and name not in graph.inputs:
+            hint = ("past_key", "past_value")[caches.index(name) % 2]
+        if hint == "hidden_states" and hint in hints:
+            only_added = all(node.op_type == "Add" for node in readers.get(name, []))
+            hint = "residual" if only_added else hint
+        hints.append(hint)
+    return hints
+
+
+def _role(graph: Graph, name: str, readers: list) -> str:
+    if name in graph.inputs:
+        return name
+    producer = graph.producers.get(name)
+    if producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims":
+        return "shape"
+    dtype = graph.dtypes.get(name)
+    rank = len(graph.symbolic_shapes.get(name, ()) or ())
+    if dtype is None:
+        return "x"
+    if dtype == np.bool_ or any(_masks_scores(graph, node, name) for node in readers):
+        return "attention_mask"
+    if dtype.kind == "f" and any(_masks_scores(graph, node, name, True) for node in readers):
+        return "attention_bias"  # added to the scores whole (T5's position bias)
+    if dtype.kind in "iu" and any(node.op_type == "Gather" for node in readers):
+        return "position_ids" if rank >= 1 else "index"
+    if dtype.kind == "f" and rank == 3:
+        return "hidden_states"
+    rotary = _rotary_role(graph, name, readers)
+    if rotary:
+        return rotary
+    return "x"
+
+
+def _masks_scores(graph: Graph, node, name: str, whole: bool = False) -> bool:
+    """``scores + mask`` read by a softmax: ``name`` is the mask (the other operand), broadcast
+    over heads or queries (or, with ``whole``, of the scores' own shape)."""
+    if node.op_type != "Add" or len(node.inputs) != 2 or not node.outputs:
+        return False
+    readers = graph.consumer_nodes.get(node.outputs[0], [])
+    if not any(reader.op_type in _NORMALIZING for reader in readers):
+        return False
+    other = node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+    # the mask is the operand broadcast over heads or queries (fewer elements than the scores)
+    mask_shape = graph.symbolic_shapes.get(name)
+    scores_shape = graph.symbolic_shapes.get(other)
+    if mask_shape is None or scores_shape is None or len(mask_shape) != len(scores_shape):
+        return False
+    if whole:
+        return mask_shape == scores_shape and graph.producers.get(other) is not None
+    return any(m == 1 and s != 1 for m, s in zip(mask_shape, scores_shape))
+
+
+def layer_reads(items: list) -> dict[str, int]:
+    """How many of the block's own layers read each value (``query``, ``key`` and ``value`` read
+    ``hidden_states``: their results are named after them)."""
+    counts: dict[str, int] = {}
+    for item in items:
+        if isinstance(getattr(item, "result", None), Cell) and item.node.inputs:
+            first = item.node.inputs[0]
+            counts[first] = counts.get(first, 0) + 1
+    return counts
+
+
+def _is_cache(graph: Graph, name: str, readers: list) -> bool:
+    """A key or value cache: a float tensor only ever extended along the sequence (``Concat``)."""
+    dtype = graph.dtypes.get(name)
+    return (
+        dtype is not None
+        and dtype.kind == "f"
+        and bool(readers)
+        and all(node.op_type == "Concat" for node in readers)
+        and len(graph.symbolic_shapes.get(name, ()) or ()) == 4
+    )
+
+
+def _rotary_role(graph: Graph, name: str, readers: list) -> str:
+    """``cos`` or ``sin`` of rotary position embeddings: multiplied with the query and key
+    (``cos``) or with their rotated halves, a ``Concat`` (``sin``)."""
+    if len(readers) < 2 or not all(node.op_type == "Mul" for node in readers):
+        return ""
+    rotated = []
+    for node in readers:
+        other = node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+        producer = graph.producers.get(other)
+        rotated.append(producer is not None and producer.op_type == "Concat")
+    if all(rotated):
+        return "sin"
+    return "cos" if not any(rotated) else ""

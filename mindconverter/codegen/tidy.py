@@ -1,0 +1,146 @@
+"""Mapped expressions in the form a person would write, just before they are rendered.
+
+Each rewrite keeps the numbers: a scalar constant beside a tensor becomes a Python number
+(``x * 0.5``, ``ops.where(mask, x, 0.0)``), a ``Gather`` of one constant index becomes
+indexing (``x[:, 0]``), and a ``nn.LayerNorm`` over the last axis drops the axes that tie it to
+one input rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph
+from ..mappers.base import BinOp, Call, Cell, Const, Input, Item, Lit, MappedNode, Noted
+
+# dtypes a Python number stands for beside a tensor of the same dtype (MindSpore keeps the
+# tensor's dtype); float64 is left out, as literals are written at float32 precision
+_NUMBER_DTYPES = {"float16", "float32", "int32", "int64"}
+_ARITHMETIC = {"+", "-", "*", "/", "**", "<", ">", "<=", ">=", "==", "!="}
+
+
+_BFLOAT16_NOTE = "no bfloat16 kernel in MindSpore for this operator: computed in float32"
+
+
+def tidy_expressions(graph: Graph, mapped: list[MappedNode]) -> None:
+    """Rewrite the mapped nodes' results in place."""
+    for item in mapped:
+        if item.converted and item.result is not None:
+            item.result = _tidy(graph, item, item.result)
+            if _widens_bfloat16(graph, item) and isinstance(item.result, Call):
+                item.result = Noted(item.result, _BFLOAT16_NOTE)
+
+
+def _widens_bfloat16(graph: Graph, item: MappedNode) -> bool:
+    """A cast to float32 the bfloat16 pass put before an operator MindSpore cannot compute in
+    bfloat16 (passes/bfloat16_compute.py names them ``.../to_float32``)."""
+    node = item.node
+    return (
+        node.op_type == "Cast"
+        and node.name.endswith("/to_float32")
+        and bool(node.inputs)
+        and getattr(graph.dtypes.get(node.inputs[0]), "name", "") == "bfloat16"
+    )
+
+
+def _tidy(graph: Graph, item: MappedNode, expr: Any) -> Any:
+    if isinstance(expr, BinOp) and expr.op in _ARITHMETIC:
+        left, right = _tidy(graph, item, expr.left), _tidy(graph, item, expr.right)
+        left_number, right_number = _number(graph, item, left), _number(graph, item, right)
+        if right_number is not None and left_number is None and _rank_kept(graph, item, right):
+            right = Lit(right_number)
+        elif left_number is not None and right_number is None and _rank_kept(graph, item, left):
+            left = Lit(left_number)
+        return replace(expr, left=left, right=right)
+    if isinstance(expr, Call):
+        args = [_tidy(graph, item, arg) for arg in expr.args]
+        if expr.func == "ops.where" and len(args) == 3:
+            return replace(expr, args=[args[0], *_where_branches(graph, item, args[1:])])
+        if expr.func == "ops.gather" and len(args) == 3:
+            return _constant_gather(graph, item, expr, args)
+        return replace(expr, args=args)
+    if isinstance(expr, Cell) and expr.cls == "nn.LayerNorm":
+        return _last_axis_layer_norm(expr)
+    return expr
+
+
+def _constant(graph: Graph, item: MappedNode, expr: Any) -> np.ndarray | None:
+    if isinstance(expr, Const):
+        return np.asarray(expr.array)
+    if isinstance(expr, Input) and expr.index < len(item.node.inputs):
+        return graph.constant(item.node.inputs[expr.index])
+    return None
+
+
+def _number(graph: Graph, item: MappedNode, expr: Any) -> int | float | None:
+    """The Python number a one-element constant operand stands for, if it may be written so."""
+    value = _constant(graph, item, expr)
+    if value is None or value.size != 1 or value.dtype.name not in _NUMBER_DTYPES:
+        return None
+    number = value.reshape(()).item()
+    if isinstance(number, float) and not np.isfinite(number):
+        return None  # math.inf would need an import: keep the tensor
+    return number
+
+
+def _rank_kept(graph: Graph, item: MappedNode, constant: Any) -> bool:
+    """Whether the result's rank stays without the constant operand's own dimensions."""
+    value = _constant(graph, item, constant)
+    if value is None or value.ndim == 0:
+        return True
+    out = graph.symbolic_shapes.get(item.node.outputs[0]) if item.node.outputs else None
+    others = [
+        graph.symbolic_shapes.get(name)
+        for name in item.node.inputs
+        if name and graph.constant(name) is None
+    ]
+    ranks = [len(shape) for shape in others if shape is not None]
+    if out is None or not others or len(ranks) != len(others):
+        return False
+    return max(ranks) == len(out)
+
+
+def _where_branches(graph: Graph, item: MappedNode, branches: list) -> list:
+    """Scalar branches as numbers: beside a tensor branch, or both when float32 (what MindSpore
+    makes of two Python floats)."""
+    numbers = [_number(graph, item, branch) for branch in branches]
+    values = [_constant(graph, item, branch) for branch in branches]
+    both = all(n is not None for n in numbers)
+    if both and not all(
+        v is not None and v.dtype == np.float32 and isinstance(n, float)
+        for v, n in zip(values, numbers)
+    ):
+        return branches
+    return [
+        Lit(number) if number is not None and _rank_kept(graph, item, branch) else branch
+        for branch, number in zip(branches, numbers)
+    ]
+
+
+def _constant_gather(graph: Graph, item: MappedNode, call: Call, args: list) -> Any:
+    """``ops.gather(x, <one index>, axis)`` as ``x[:, index]``."""
+    index, axis = _constant(graph, item, args[1]), args[2]
+    axis = axis.value if isinstance(axis, Lit) else axis
+    if (
+        index is None
+        or index.ndim != 0
+        or index.dtype.kind not in "iu"
+        or not isinstance(axis, int)
+        or isinstance(axis, bool)
+    ):
+        return replace(call, args=args)
+    return Item(args[0], (slice(None),) * axis + (int(index),) if axis else int(index))
+
+
+def _last_axis_layer_norm(cell: Cell) -> Cell:
+    """``nn.LayerNorm((dim,), epsilon=...)`` for a norm over the last axis, at any input rank."""
+    shape = cell.kwargs.get("normalized_shape")
+    if not isinstance(shape, tuple) or len(shape) != 1:
+        return cell
+    kwargs = {
+        k: v for k, v in cell.kwargs.items() if k not in ("begin_norm_axis", "begin_params_axis")
+    }
+    return replace(cell, kwargs=kwargs)

@@ -1,0 +1,299 @@
+"""Pass: remove computations that do nothing, and compute shared ones once.
+
+Exporters leave steps that change no number: a cast to the dtype a value already has, ``* 1``,
+``+ 0``, ``logical_and`` with an all-true mask (``arange(n) >= 0`` is one), ``squeeze`` undoing
+``unsqueeze``, a transpose undoing a transpose, a reshape of a reshape, and the same node
+written several times in one module. Each rewrite here keeps every value the same; readers of a
+removed node read its input instead, and nodes nothing reads any more are dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..graph import Graph
+from ..graph.internal_domain import DOMAIN
+from ..graph.pruning import remove_dead_nodes
+from .context import PassContext
+
+# Operators whose result is not a function of their inputs and attributes alone.
+_NOT_PURE = {
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+    "Dropout",
+}
+
+_IDENTITY_OPERAND = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0}  # x op c == x when c is this
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Remove no-ops and merge duplicate nodes until nothing changes."""
+    changed_any = False
+    for _ in range(20):  # each round removes at least one node: bounded by the graph
+        changed = _remove_noops(graph) | _merge_duplicates(graph)
+        if not changed:
+            break
+        changed_any = True
+        remove_dead_nodes(graph.model)
+        graph.edited()
+    return changed_any
+
+
+def _protected(graph: Graph) -> set[str]:
+    """Values that must keep their name: the network's results and what subgraphs read."""
+    names = set(graph.outputs)
+    for node in graph.model.graph.node:
+        for attr in node.attribute:
+            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for body in bodies:
+                names |= {name for inner in _all_nodes(body) for name in inner.input}
+    return names
+
+
+def _all_nodes(body: onnx.GraphProto):
+    for node in body.node:
+        yield node
+        for attr in node.attribute:
+            for inner in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from _all_nodes(inner)
+
+
+def _rename_readers(graph: Graph, old: str, new: str) -> None:
+    for node in graph.consumer_nodes.get(old, ()):
+        for index, name in enumerate(node.input):
+            if name == old:
+                node.input[index] = new
+
+
+def _remove_noops(graph: Graph) -> bool:
+    """Point the readers of every no-op's result at its input (or a simpler node)."""
+    protected = _protected(graph)
+    all_true = _all_true_values(graph)
+    changed = False
+    for node in list(graph.model.graph.node):
+        if len(node.output) != 1:
+            continue
+        source = _same_as(graph, node, all_true)
+        if source is not None and node.output[0] not in protected:
+            _rename_readers(graph, node.output[0], source)
+            graph.edited()
+            changed = True
+        elif _fold_pair(graph, node):
+            graph.edited()
+            changed = True
+    return changed
+
+
+def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | None:
+    """The input ``node``'s result equals (same values, shape and dtype), if any."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    out = node.output[0]
+    inputs = list(node.input)
+    if node.op_type == "Cast" and inputs:
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        dtype = graph.dtypes.get(inputs[0])
+        if to is not None and dtype is not None and _tensor_dtype(dtype) == to:
+            return inputs[0]
+        return None
+    if node.op_type in _IDENTITY_OPERAND and len(inputs) == 2:
+        neutral = _IDENTITY_OPERAND[node.op_type]
+        sides = ((0, 1), (1, 0)) if node.op_type in ("Mul", "Add") else ((0, 1),)
+        for keep, drop in sides:
+            value = graph.constant(inputs[drop])
+            if value is not None and value.size and np.all(value == neutral):
+                if _broadcasts_into(graph, inputs[drop], inputs[keep]):
+                    return inputs[keep]
+        return None
+    if node.op_type == "And" and len(inputs) == 2:
+        for keep, drop in ((0, 1), (1, 0)):
+            if inputs[drop] in all_true and _broadcasts_into(graph, inputs[drop], inputs[keep]):
+                return inputs[keep]
+        return None
+    if node.op_type == "Squeeze" and inputs:
+        inner = graph.producers.get(inputs[0])
+        if inner is not None and inner.op_type == "Unsqueeze" and inner.domain in ("", "ai.onnx"):
+            axes, inner_axes = _axes(graph, node), _axes(graph, inner)
+            if axes is not None and axes == inner_axes and _same_type(graph, inner.input[0], out):
+                return inner.input[0]
+    if node.op_type == "Transpose" and inputs:
+        perm = _perm(node)
+        if perm is not None and perm == list(range(len(perm))):
+            return inputs[0]
+        inner = graph.producers.get(inputs[0])
+        if inner is not None and inner.op_type == "Transpose" and inner.domain in ("", "ai.onnx"):
+            perm = _composed_perm(node, inner)
+            if perm is not None and perm == list(range(len(perm))):
+                return inner.input[0]
+    return None
+
+
+def _fold_pair(graph: Graph, node: onnx.NodeProto) -> bool:
+    """Read past an inner node that the outer one makes pointless: a transpose of a transpose
+    becomes one transpose, a reshape of a reshape one reshape."""
+    if node.domain not in ("", "ai.onnx") or not node.input:
+        return False
+    inner = graph.producers.get(node.input[0])
+    if inner is None or inner.op_type != node.op_type or inner.domain not in ("", "ai.onnx"):
+        return False
+    if node.op_type == "Transpose":
+        perm = _composed_perm(node, inner)
+        if perm is None:
+            return False
+        node.input[0] = inner.input[0]
+        del node.attribute[:]
+        node.attribute.append(helper.make_attribute("perm", perm))
+        return True
+    if node.op_type == "Reshape" and len(node.input) == 2 and _copies_no_dim(graph, node):
+        node.input[0] = inner.input[0]
+        return True
+    return False
+
+
+def _copies_no_dim(graph: Graph, node: onnx.NodeProto) -> bool:
+    """Whether a Reshape's target has no 0 entry (which would copy a size from its input)."""
+    shape = graph.constant(node.input[1])
+    if shape is None:
+        symbolic = graph.symbolic_values.get(node.input[1])
+        if not isinstance(symbolic, (list, tuple)):
+            return False
+        return all(not (isinstance(d, (int, np.integer)) and int(d) == 0) for d in symbolic)
+    return bool(np.all(shape != 0))
+
+
+def _composed_perm(node: onnx.NodeProto, inner: onnx.NodeProto) -> list[int] | None:
+    outer, first = _perm(node), _perm(inner)
+    if outer is None or first is None or len(outer) != len(first):
+        return None
+    return [first[axis] for axis in outer]
+
+
+def _perm(node: onnx.NodeProto) -> list[int] | None:
+    for attr in node.attribute:
+        if attr.name == "perm":
+            return list(attr.ints)
+    return None  # reversal by default: rank unknown here
+
+
+def _axes(graph: Graph, node: onnx.NodeProto) -> tuple[int, ...] | None:
+    """Sorted axes of Squeeze/Unsqueeze (attribute before opset 13, input after)."""
+    for attr in node.attribute:
+        if attr.name == "axes":
+            axes = list(attr.ints)
+            break
+    else:
+        value = graph.constant(node.input[1]) if len(node.input) > 1 else None
+        if value is None:
+            return None
+        axes = [int(a) for a in np.ravel(value)]
+    rank_value = node.output[0] if node.op_type == "Unsqueeze" else node.input[0]
+    rank = len(graph.symbolic_shapes.get(rank_value, ())) or None
+    if rank is None and any(a < 0 for a in axes):
+        return None
+    return tuple(sorted(a % rank if rank else a for a in axes))
+
+
+def _same_type(graph: Graph, source: str, result: str) -> bool:
+    """Whether ``source`` has the dtype and (symbolic) shape of ``result``."""
+    dtype, shape = graph.dtypes.get(source), graph.symbolic_shapes.get(source)
+    return (
+        dtype is not None
+        and shape is not None
+        and dtype == graph.dtypes.get(result)
+        and shape == graph.symbolic_shapes.get(result)
+    )
+
+
+def _broadcasts_into(graph: Graph, operand: str, kept: str) -> bool:
+    """Whether broadcasting ``operand`` against ``kept`` leaves ``kept``'s shape as it is."""
+    small, big = graph.symbolic_shapes.get(operand), graph.symbolic_shapes.get(kept)
+    if small is None or big is None or len(small) > len(big):
+        return False
+    aligned = big[len(big) - len(small) :]
+    return all(dim == 1 or dim == other for dim, other in zip(small, aligned))
+
+
+def _tensor_dtype(dtype: np.dtype) -> int | None:
+    try:
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _all_true_values(graph: Graph) -> set[str]:
+    """Boolean values known to be all true: constants, and ``v >= 0`` for a ``v`` that counts
+    up from a non-negative start (``arange``, and unsqueezes, reshapes or expands of it)."""
+    found = {
+        name
+        for name in graph.initializers
+        if graph.dtypes.get(name) == np.bool_ and np.all(graph.constant(name))
+    }
+    non_negative: set[str] = set()
+    for node in graph.nodes:
+        if node.domain not in ("", "ai.onnx") or not node.outputs:
+            continue
+        ins = node.inputs
+        if node.op_type == "Range" and len(ins) == 3:
+            start, delta = graph.constant(ins[0]), graph.constant(ins[2])
+            if start is not None and delta is not None and start >= 0 and delta > 0:
+                non_negative.add(node.outputs[0])
+        elif node.op_type in ("Unsqueeze", "Reshape", "Expand", "Squeeze") and ins:
+            if ins[0] in non_negative:
+                non_negative.add(node.outputs[0])
+        elif node.op_type == "GreaterOrEqual" and len(ins) == 2 and ins[0] in non_negative:
+            bound = graph.constant(ins[1])
+            if bound is not None and np.all(bound <= 0):
+                found.add(node.outputs[0])
+    return found
+
+
+def _merge_duplicates(graph: Graph) -> bool:
+    """Compute once what one module computes several times: nodes of one module scope with the
+    same operator, attributes and inputs share the first one's results."""
+    protected = _protected(graph)
+    seen: dict[tuple, onnx.NodeProto] = {}
+    changed = False
+    for node in graph.model.graph.node:
+        if node.op_type in _NOT_PURE or any(
+            attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+            for attr in node.attribute
+        ):
+            continue
+        if node.domain not in ("", "ai.onnx", DOMAIN):
+            continue
+        key = (
+            node.domain,
+            node.op_type,
+            tuple(node.input),
+            tuple(attr.SerializeToString(deterministic=True) for attr in node.attribute),
+            _scope(node),
+            # internal nodes (``Dims``) keep their value in a table by output name
+            tuple(repr(graph.symbolic_values.get(out)) for out in node.output)
+            if node.domain == DOMAIN
+            else (),
+        )
+        first = seen.setdefault(key, node)
+        if first is node or any(out in protected for out in node.output):
+            continue
+        if len(first.output) != len(node.output):
+            continue
+        for old, new in zip(node.output, first.output):
+            if old and new:
+                _rename_readers(graph, old, new)
+        graph.edited()
+        changed = True
+    return changed
+
+
+def _scope(node: onnx.NodeProto) -> str:
+    """The module the node belongs to (dynamo metadata or the TorchScript node name's path)."""
+    for entry in node.metadata_props:
+        if entry.key == "pkg.torch.onnx.name_scopes":
+            return entry.value
+    return node.name.rsplit("/", 1)[0] if node.name.startswith("/") else ""

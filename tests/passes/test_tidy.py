@@ -1,0 +1,171 @@
+"""The tidy pass: each no-op disappears from the script and the numbers stay onnxruntime's."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from tests.helpers import assert_matches, make_model
+
+F32 = np.float32
+
+
+def _construct(result) -> str:
+    code = result.script_path.read_text()
+    return code[code.index("    def construct(") :]
+
+
+def _chain(nodes, inputs, out_shape, initializers=None, out_dtype=F32):
+    return make_model(nodes, inputs, [("y", out_dtype, out_shape)], initializers)
+
+
+def test_cast_to_the_same_dtype_is_removed(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Cast", ["x"], ["c"], to=TensorProto.FLOAT),
+            helper.make_node("Relu", ["c"], ["y"]),
+        ],
+        [("x", F32, [2, 3])],
+        [2, 3],
+    )
+    assert "ops.cast" not in _construct(assert_matches(model, tmp_path))
+
+
+@pytest.mark.parametrize("op, value", [("Mul", 1.0), ("Div", 1.0), ("Add", 0.0), ("Sub", 0.0)])
+def test_neutral_operand_is_removed(tmp_path, op, value):
+    model = _chain(
+        [helper.make_node(op, ["x", "c"], ["t"]), helper.make_node("Tanh", ["t"], ["y"])],
+        [("x", F32, [2, 3])],
+        [2, 3],
+        {"c": np.full((1, 3), value, F32)},
+    )
+    body = _construct(assert_matches(model, tmp_path))
+    assert not any(sign in body for sign in (" * ", " / ", " + ", " - ")), body
+
+
+def test_neutral_operand_that_broadcasts_is_kept(tmp_path):
+    model = _chain(
+        [helper.make_node("Add", ["x", "c"], ["y"])],
+        [("x", F32, [3])],
+        [2, 3],
+        {"c": np.zeros((2, 3), F32)},
+    )
+    assert_matches(model, tmp_path)  # the addition makes the shape: it must stay
+
+
+def test_and_with_all_true_is_removed(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Greater", ["a", "b"], ["gt"]),
+            helper.make_node("And", ["yes", "gt"], ["mask"]),
+            helper.make_node("Where", ["mask", "a", "b"], ["y"]),
+        ],
+        [("a", F32, [2, 4]), ("b", F32, [2, 4])],
+        [2, 4],
+        {"yes": np.array(True)},
+    )
+    assert "logical_and" not in _construct(assert_matches(model, tmp_path))
+
+
+def test_and_with_arange_at_least_zero_is_removed(tmp_path):
+    """``arange(n) >= 0`` is all true: and-ing a mask of the same shape with it does nothing."""
+    model = _chain(
+        [
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Gather", ["shape", "last"], ["n"], axis=0),
+            helper.make_node("Range", ["zero", "n", "one"], ["positions"]),
+            helper.make_node("GreaterOrEqual", ["positions", "zero"], ["valid"]),
+            helper.make_node("Greater", ["x", "zero_f"], ["positive"]),
+            helper.make_node("And", ["valid", "positive"], ["mask"]),
+            helper.make_node("Cast", ["mask"], ["y"], to=TensorProto.FLOAT),
+        ],
+        [("x", F32, ["batch", "n"])],
+        ["batch", "n"],
+        {
+            "last": np.array(1, np.int64),
+            "zero": np.array(0, np.int64),
+            "one": np.array(1, np.int64),
+            "zero_f": np.array(0, F32),
+        },
+    )
+    result = assert_matches(model, tmp_path, shape=["2,5"])
+    body = _construct(result)
+    assert "logical_and" not in body and "arange" not in body, body
+
+
+def test_squeeze_undoing_unsqueeze_is_removed(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Unsqueeze", ["x", "axes"], ["u"]),
+            helper.make_node("Squeeze", ["u", "axes"], ["s"]),
+            helper.make_node("Relu", ["s"], ["y"]),
+        ],
+        [("x", F32, [2, 3])],
+        [2, 3],
+        {"axes": np.array([1], np.int64)},
+    )
+    body = _construct(assert_matches(model, tmp_path))
+    assert "squeeze" not in body and "expand_dims" not in body, body
+
+
+def test_transposes_that_cancel_are_removed(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+            helper.make_node("Transpose", ["t"], ["u"], perm=[0, 2, 1]),
+            helper.make_node("Relu", ["u"], ["y"]),
+        ],
+        [("x", F32, [2, 3, 4])],
+        [2, 3, 4],
+    )
+    assert "transpose" not in _construct(assert_matches(model, tmp_path))
+
+
+def test_transpose_of_a_transpose_becomes_one(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1, 3]),
+            helper.make_node("Transpose", ["t"], ["y"], perm=[0, 1, 3, 2]),
+        ],
+        [("x", F32, [2, 3, 4, 5])],
+        [2, 4, 5, 3],
+    )
+    assert _construct(assert_matches(model, tmp_path)).count("transpose") == 1
+
+
+def test_reshape_of_a_reshape_becomes_one(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Reshape", ["x", "flat"], ["r"]),
+            helper.make_node("Reshape", ["r", "grid"], ["y"]),
+        ],
+        [("x", F32, [2, 3, 4])],
+        [4, 6],
+        {"flat": np.array([-1], np.int64), "grid": np.array([4, 6], np.int64)},
+    )
+    assert _construct(assert_matches(model, tmp_path)).count("reshape") == 1
+
+
+def test_reshape_copying_a_size_keeps_the_inner_reshape(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Reshape", ["x", "flat"], ["r"]),
+            helper.make_node("Reshape", ["r", "copy"], ["y"]),
+        ],
+        [("x", F32, [2, 3, 4])],
+        [6, 4],
+        {"flat": np.array([6, 4], np.int64), "copy": np.array([0, -1], np.int64)},
+    )
+    assert_matches(model, tmp_path)  # 0 copies the inner result's size (6), not x's (2)
+
+
+def test_repeated_node_is_computed_once(tmp_path):
+    model = _chain(
+        [
+            helper.make_node("Sigmoid", ["x"], ["a"]),
+            helper.make_node("Sigmoid", ["x"], ["b"]),
+            helper.make_node("Mul", ["a", "b"], ["y"]),
+        ],
+        [("x", F32, [2, 3])],
+        [2, 3],
+    )
+    assert _construct(assert_matches(model, tmp_path)).count("sigmoid") == 1
