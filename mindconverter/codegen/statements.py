@@ -31,6 +31,7 @@ class StatementWriter:
             name = self.exprs.new_variable(named)
         elif mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
+            self.scope.sizes.add(out)
         elif reuse is not None:
             name = reuse
         else:
@@ -52,8 +53,8 @@ class StatementWriter:
         """
         for name in mapped.node.inputs:
             if name and name in self.scope.var_of:
-                if name in self.scope.no_reuse:
-                    return None
+                if name in self.scope.no_reuse or name in self.scope.sizes:
+                    return None  # a tensor never takes the name of a size
                 if self.scope.remaining_uses.get(name, 0) == 0 and name not in self.scope.protected:
                     return self.scope.var_of[name]
                 return None

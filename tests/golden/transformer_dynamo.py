@@ -22,11 +22,12 @@ class BertEmbeddings(nn.Cell):
             normalized_shape=(32,), begin_norm_axis=2, begin_params_axis=2, epsilon=1e-12
         )
 
-    def construct(self, x, attention_mask, input_ids):
-        x = self.position_ids[:, : x[0]]
+    def construct(self, attention_mask, input_ids):
+        shape = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
+        x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.expand, 1, x % 32)
-        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
-        out = ops.broadcast_to(out, (shape[0], shape[1]))
+        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
+        out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
         input_ids = self.word_embeddings(input_ids)
         out = self.token_type_embeddings(out)
         input_ids = input_ids + out
@@ -45,21 +46,22 @@ class BertSelfAttention(nn.Cell):
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, x, x_1, x_2, x_3):
+    def construct(self, x, x_1):
         out = self.query(x)
-        out = ops.reshape(out, x_2)
+        shape = (ops.shape(out)[0], ops.shape(out)[1], -1, 16)
+        out = ops.reshape(out, shape)
         out = ops.transpose(out, (0, 2, 1, 3))
         key = self.key(x)
-        key = ops.reshape(key, x_2)
+        key = ops.reshape(key, shape)
         key = ops.transpose(key, (0, 2, 1, 3))
         x = self.value(x)
-        x = ops.reshape(x, x_2)
+        x = ops.reshape(x, shape)
         x = ops.transpose(x, (0, 2, 1, 3))
-        shape = (-1, ops.shape(key)[2], 16)
-        reshape = ops.reshape(key, shape)
+        shape_1 = (-1, ops.shape(key)[2], 16)
+        reshape = ops.reshape(key, shape_1)
         reshape = ops.transpose(reshape, (0, 2, 1))
-        shape_1 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
-        reshape = ops.reshape(reshape, shape_1)
+        shape_2 = (ops.shape(key)[0], 2, 16, ops.shape(key)[2])
+        reshape = ops.reshape(reshape, shape_2)
         out = out * 0.5
         reshape = reshape * 0.5
         out = ops.matmul(out, reshape)
@@ -69,7 +71,8 @@ class BertSelfAttention(nn.Cell):
         is_na_n = ops.where(is_na_n, ms.Tensor(0.0, ms.float32), out)
         is_na_n = ops.matmul(is_na_n, x)
         is_na_n = ops.transpose(is_na_n, (0, 2, 1, 3))
-        is_na_n = ops.reshape(is_na_n, x_3)
+        shape_3 = (ops.shape(is_na_n)[0], ops.shape(is_na_n)[1], -1)
+        is_na_n = ops.reshape(is_na_n, shape_3)
         return is_na_n
 
 
@@ -98,8 +101,8 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x_1 = self.self(x, x_1, x_2, x_3)
+    def construct(self, x, x_1):
+        x_1 = self.self(x, x_1)
         x_1 = self.output(x_1, x)
         return x_1
 
@@ -144,8 +147,8 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, x, x_1, x_2, x_3):
-        x = self.attention(x, x_1, x_2, x_3)
+    def construct(self, x, x_1):
+        x = self.attention(x, x_1)
         intermediate = self.intermediate(x)
         intermediate = self.output(intermediate, x)
         return intermediate
@@ -158,13 +161,10 @@ class BertEncoder(nn.Cell):
         super().__init__()
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
-    def construct(self, x, attention_mask, x_1):
-        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
+    def construct(self, x, x_1):
         x_1 = ops.where(x_1, ms.Tensor(0.0, ms.float32), ms.Tensor(-3.402823e38, ms.float32))
-        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
-        x = self.layer[0](x, x_1, shape, shape_1)
-        x = self.layer[1](x, x_1, shape, shape_1)
-        x = self.layer[2](x, x_1, shape, shape_1)
+        for layer in self.layer:
+            x = layer(x, x_1)
         return x
 
 
@@ -191,28 +191,32 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, x, attention_mask, input_ids, x_1, x_2):
-        embeddings = self.embeddings(x, attention_mask, input_ids)
+    def construct(self, attention_mask, input_ids):
+        x = self.embeddings(attention_mask, input_ids)
         out = ops.cast(attention_mask, ms.bool_)
-        x_1 = ops.arange(0, x_1, 1)
-        x_2 = ops.arange(0, x_2, 1)
-        x_1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_1, dim=1), dim=2), dim=3)
-        unsqueeze = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=3)
-        x_2 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(x_2, dim=0), dim=1), dim=2)
+        shape = ops.shape(attention_mask)[0]
+        range_ = ops.arange(0, shape, 1)
+        shape_1 = ops.shape(attention_mask)[1]
+        range__1 = ops.arange(0, shape_1, 1)
+        range_ = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3)
+        unsqueeze = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(range__1, dim=0), dim=1), dim=3)
+        range__1 = ops.unsqueeze(ops.unsqueeze(ops.unsqueeze(range__1, dim=0), dim=1), dim=2)
         unsqueeze = unsqueeze >= ms.Tensor(0, ms.int64)
         unsqueeze = ops.logical_and(ms.Tensor(True, ms.bool_), unsqueeze)
-        max_ = ops.maximum(x_1, x_2)
-        shape = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
-        x_1 = ops.broadcast_to(x_1, (shape[0], -1, -1, shape[3]))
-        x_1 = ops.unsqueeze(x_1, dim=4)
-        x_2 = ops.broadcast_to(x_2, (shape[0], -1, -1, shape[3]))
-        x_2 = ops.unsqueeze(x_2, dim=4)
-        x_1 = ops.concat((x_1, x_2), axis=-1)
-        out = ops.gather_nd(out, x_1 % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1])))
+        max_ = ops.maximum(range_, range__1)
+        shape_2 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
+        range_ = ops.broadcast_to(range_, (shape_2[0], -1, -1, shape_2[3]))
+        range_ = ops.unsqueeze(range_, dim=4)
+        range__1 = ops.broadcast_to(range__1, (shape_2[0], -1, -1, shape_2[3]))
+        range__1 = ops.unsqueeze(range__1, dim=4)
+        range_ = ops.concat((range_, range__1), axis=-1)
+        out = ops.gather_nd(
+            out, range_ % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
+        )
         unsqueeze = ops.logical_and(unsqueeze, out)
-        embeddings = self.encoder(embeddings, attention_mask, unsqueeze)
-        pooler = self.pooler(embeddings)
-        return embeddings, pooler
+        x = self.encoder(x, unsqueeze)
+        pooler = self.pooler(x)
+        return x, pooler
 
 
 class MindSporeModel(nn.Cell):
@@ -231,12 +235,7 @@ class MindSporeModel(nn.Cell):
         self.bert = BertModel()
 
     def construct(self, input_ids, attention_mask):
-        shape = ops.shape(attention_mask)[0]
-        shape_1 = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
-        shape_2 = ops.shape(attention_mask)[1]
-        last_hidden_state, pooler_output = self.bert(
-            shape_1, attention_mask, input_ids, shape, shape_2
-        )
+        last_hidden_state, pooler_output = self.bert(attention_mask, input_ids)
         return last_hidden_state, pooler_output
 
 
