@@ -4,7 +4,8 @@
 
 For each model of the manifest (``{"models": [{"file", "shapes"}, ...]}``, files beside it) it
 prints whether the script is flat (no recovered class), whether its repeated layers sit in
-containers of one class each (and run in a ``for`` loop), how many block arguments are sizes
+containers of one class each (a container mixing classes made from one source class, such as
+``BasicBlock`` and ``BasicBlock2``, does not) (and run in a ``for`` loop), how many block arguments are sizes
 (shape tuples computed outside the block), and with ``--verify`` whether MindSpore matches
 onnxruntime at the conversion shape and a second one.
 """
@@ -88,7 +89,10 @@ def measure(entry: dict, folder: Path, verify: bool, graph_mode: bool) -> dict:
     lists = container_classes(code)
     row["flat"] = not re.search(r"^class (?!MindSporeModel)\w+\(nn\.Cell\):", code, re.MULTILINE)
     row["lists"] = len(lists)
-    row["mixed_lists"] = sum(len(set(names)) > 1 for names in lists)
+    # classes recovered from one source class, split by their code (BasicBlock, BasicBlock2)
+    row["mixed_lists"] = sum(
+        len(set(names)) > len({re.sub(r"\d+$", "", name) for name in names}) for names in lists
+    )
     row["loops"] = len(re.findall(r"^\s+for \w+ in self\.\w+:", code, flags=re.MULTILINE))
     row["size_args"] = size_arguments(model_file, shapes)
     return row

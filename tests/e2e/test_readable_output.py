@@ -144,3 +144,39 @@ def test_transformer_layers_share_one_class_in_a_cell_list(tmp_path, name, layer
         "bert.embeddings.word_embeddings.embedding_table",
         "bert.pooler.dense.weight",
     } <= names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, shapes, loop",
+    [
+        ("tiny_gpt_dynamo", ["2,8"], "for layer in self.h:"),
+        ("tiny_gpt_torchscript", ["2,8"], "for layer in self.h:"),
+        ("tiny_bert_dynamo", ["2,8", "2,8"], "for layer in self.layer:"),
+    ],
+)
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_transformer_keeps_its_module_tree_and_loops_over_layers(
+    tmp_path, name, shapes, loop, graph_mode
+):
+    # verify=True compares with onnxruntime at the conversion shape and a second one (the
+    # dimensions stay dynamic); GRAPH_MODE compiles the for loop over the CellList
+    result = convert(
+        FIXTURES / f"{name}.onnx",
+        shape=shapes,
+        output=tmp_path,
+        verify=True,
+        graph_mode=graph_mode,
+        mindir=graph_mode,
+    )
+    assert result.verification["ok"]
+    assert len(result.verification["shapes"]) == 2, result.verification
+    code = result.script_path.read_text()
+    assert loop in code
+    assert not re.search(r"self\.h_0_|self\.layer\[\d\]|self\.h\[\d\]", code)
+    # blocks take tensors only: no construct() takes more than hidden states, mask and ids
+    assert (
+        max(len(args.split(",")) for args in re.findall(r"def construct\(self, (.*)\)", code)) <= 3
+    )
+    if graph_mode:
+        assert (tmp_path / f"{name}.mindir").stat().st_size > 1000
