@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..graph.module_tree import Block, module_path
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
@@ -53,8 +55,13 @@ class BlockWriter:
         scope = BlockScope(prefix=prefix, prefix_path=block.path, is_root=is_root)
         self.state.scope = scope
         args = []
-        for name in inputs:
-            hint = name if (is_root or name in graph.inputs) else "x"
+        # a layer's own network input (past_key_1) is named without its layer's index, so that
+        # every layer reads the same and shares one class (unless that would merge two names)
+        bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in inputs]
+        for name, base in zip(inputs, bases):
+            hint = name if is_root else "x"
+            if not is_root and name in graph.inputs:
+                hint = base if bases.count(base) == 1 else name
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.remaining_uses = readers
