@@ -180,3 +180,25 @@ def test_transformer_keeps_its_module_tree_and_loops_over_layers(
     )
     if graph_mode:
         assert (tmp_path / f"{name}.mindir").stat().st_size > 1000
+
+
+def test_layers_reading_their_own_network_inputs_share_one_class(tmp_path):
+    # a KV-cache decoder: layer i reads the network input past_i; named past in every layer,
+    # the layers are one class
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes = []
+    current = "x"
+    for i in range(3):
+        nodes.append(helper.make_node("Add", [current, f"past_{i}"], [f"a{i}"], f"/layers.{i}/Add"))
+        nodes.append(helper.make_node("Relu", [f"a{i}"], [f"r{i}"], f"/layers.{i}/act/Relu"))
+        current = f"r{i}"
+    inputs = [("x", np.float32, [2, 4])] + [(f"past_{i}", np.float32, [2, 4]) for i in range(3)]
+    model = make_model(nodes, inputs, [("r2", np.float32, [2, 4])])
+    result = assert_matches(model, tmp_path)
+    code = result.script_path.read_text()
+    classes = _classes(code)
+    assert list(classes.values()) == [3], code
+    assert re.search(r"def construct\(self, x, past\):", code), code
