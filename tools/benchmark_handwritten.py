@@ -1,6 +1,7 @@
 """The converted BERT and GPT-2 against the same networks written by hand in MindSpore.
 
     python tools/benchmark_handwritten.py [--layers 4] [--hidden 128] [--batch 4] [--seq 64]
+                                          [--rounds 7] [--count 10] [--models bert gpt2]
 
 Makes a Hugging Face ``BertModel`` and ``GPT2Model`` (random weights, eager attention) with
 transformers in the PyTorch environment (``--torch_python``, default /work/venv-torch), exports
@@ -287,6 +288,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--count", type=int, default=10)
     parser.add_argument("--torch_python", default="/work/venv-torch/bin/python")
+    parser.add_argument("--models", nargs="+", default=["bert", "gpt2"], choices=["bert", "gpt2"])
     args = parser.parse_args()
     from mindconverter import convert
     from mindconverter.check.network import build_network
@@ -304,7 +306,8 @@ def main() -> int:
         "bert": (HandBert, load_bert, [ids, ms.Tensor(mask)], ["2,8", "2,8"]),
         "gpt2": (HandGpt2, load_gpt2, [ids], ["2,8"]),
     }
-    for name, (hand_class, load, inputs, shapes) in cases.items():
+    for name in args.models:
+        hand_class, load, inputs, shapes = cases[name]
         result = convert(folder / f"{name}.onnx", shape=shapes, output=folder / name)
         weights = dict(np.load(folder / f"{name}_weights.npz"))
         for mode, label in ((ms.PYNATIVE_MODE, "PYNATIVE"), (ms.GRAPH_MODE, "GRAPH")):
