@@ -456,25 +456,17 @@ def _place_unscoped(graph: Graph, mapped: list[MappedNode], paths: dict[int, str
         return path if path in blocks else _parent(path)
 
     unplaced = {id(m) for m in pending}
-    while pending:
-        placed = []
-        for m in pending:
-            neighbours = [producer[n] for n in m.node.inputs if n in producer]
-            neighbours += [r for n in m.node.outputs for r in readers.get(n, [])]
-            if any(id(n) in unplaced for n in neighbours):
-                continue  # placed once the unscoped nodes next to it are
-            known = [owner(n) for n in neighbours]
-            if any(n in graph.inputs for n in m.node.inputs) or set(m.node.outputs) & set(
-                graph.outputs
-            ):
-                known.append("")
-            placed.append((m, _common_path(known)))
-        if not placed:  # unscoped nodes feeding each other in a cycle: the earliest one first
-            placed = [(pending[0], "")]
-        for m, path in placed:
-            paths[id(m)] = path
-            unplaced.discard(id(m))
-        pending = [m for m in pending if id(m) in unplaced]
+    ends = set(graph.inputs) | set(graph.outputs)
+    # one pass in execution order (linear work): the unscoped nodes before a node are placed,
+    # the ones after it are not yet and do not count
+    for m in pending:
+        neighbours = [producer[n] for n in m.node.inputs if n in producer]
+        neighbours += [r for n in m.node.outputs for r in readers.get(n, [])]
+        known = [owner(n) for n in neighbours if id(n) not in unplaced]
+        if ends & ({*m.node.inputs, *m.node.outputs}):
+            known.append("")  # reads a network input or gives a network output
+        paths[id(m)] = _common_path(known) if known else ""
+        unplaced.discard(id(m))
 
 
 def _ancestors(path: str) -> list[str]:
