@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..graph.module_tree import Block, module_path
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
@@ -55,7 +57,12 @@ class BlockWriter:
         self.state.scope = scope
         args = []
         hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes())
-        for name, hint in zip(inputs, hints):
+        # a layer's own network input (past_key_1) is named without its layer's index, so that
+        # every layer reads the same and shares one class (unless that would merge two names)
+        bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in inputs]
+        for name, hint, base in zip(inputs, hints, bases):
+            if not is_root and name in graph.inputs:
+                hint = base if bases.count(base) == 1 else name
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.remaining_uses = readers
@@ -158,7 +165,15 @@ class BlockWriter:
         elements.append("])")
         self.state.uses.add("nn")
         self.scope.cls.init_lines.append([f"self.{attr} = "] + elements)
+        keys = {part.key for part in elements if isinstance(part, ClassRef)}
+        layers = [numbered[index] for index in sorted(numbered)]
+        loopable = len(keys) == 1 and self._loopable(container, layers)
+        looped = False
         for item in container.items:
+            if loopable and item is layers[0]:
+                looped = self.loop_call(layers, attr)
+            if looped and any(item is layer for layer in layers):
+                continue
             if isinstance(item, Block) and item.name.isdigit():
                 self.call_block(item, f"self.{attr}[{int(item.name)}]", attr)
             elif isinstance(item, Block):
@@ -167,6 +182,60 @@ class BlockWriter:
                 self.statements.statement(item)
             else:
                 self.statements.placeholder(item)
+
+    def _loopable(self, container: Block, layers: list[Block]) -> bool:
+        """The layers run one after the other, each feeding the next (see :meth:`_chained`)."""
+        start = next(i for i, item in enumerate(container.items) if item is layers[0])
+        run = container.items[start : start + len(layers)]
+        return (
+            len(run) == len(layers)
+            and all(a is b for a, b in zip(run, layers))
+            and [int(layer.name) for layer in layers] == list(range(len(layers)))
+            and not any(layer.sequential for layer in layers)
+            and self._chained(layers)
+        )
+
+    def loop_call(self, layers: list[Block], attr: str) -> bool:
+        """``for layer in self.layers: x = layer(x, mask)`` when every layer of one class feeds the
+        next and the layers share their other inputs; False (nothing written) otherwise."""
+        carried = layers[0].inputs[0]
+        uses = self.scope.remaining_uses
+        reads = [n for layer in layers for m in layer.nodes() for n in m.node.inputs if n in uses]
+        if (
+            carried not in self.scope.var_of
+            or carried in self.scope.no_reuse
+            or carried in self.scope.protected
+            or uses.get(carried, 0) != reads.count(carried)
+        ):
+            return False
+        for name in reads:
+            uses[name] -= 1
+        var = self.scope.var_of[carried]
+        layer_var = self.exprs.new_variable("layer")
+        args = ", ".join([var] + [self.scope.var_of[name] for name in layers[0].inputs[1:]])
+        self.scope.cls.body.append(f"for {layer_var} in self.{attr}:")
+        self.scope.cls.body.append(f"    {var} = {layer_var}({args})")
+        self.scope.var_of[layers[-1].outputs[0]] = var
+        return True
+
+    def _chained(self, layers: list[Block]) -> bool:
+        """Each layer's one result is the next layer's first input and nothing else reads it;
+        the other inputs are the same for every layer."""
+        graph = self.state.graph
+        first = layers[0]
+        if len(first.inputs) < 1 or first.inputs[0] in first.inputs[1:]:
+            return False
+        for layer, following in zip(layers, layers[1:] + [None]):
+            if len(layer.outputs) != 1 or layer.inputs[1:] != first.inputs[1:]:
+                return False
+            if following is None:
+                continue
+            result = layer.outputs[0]
+            inside = {m.node.name for m in following.nodes()}
+            readers = {node.name for node in graph.consumer_nodes.get(result, [])}
+            if following.inputs[0] != result or not readers <= inside or result in graph.outputs:
+                return False
+        return True
 
     def call_block(self, child: Block, callee: str, attr: str) -> None:
         """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""

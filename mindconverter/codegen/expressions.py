@@ -425,6 +425,7 @@ class ExpressionWriter:
         elsewhere = self.state.held_paths.get(key)
         if elsewhere is not None and same(elsewhere[0]):
             self.state.ties.append((path, elsewhere[1]))
+            self.scope.held_weights.setdefault(key, (source, holder))  # held here from now on
             return holder
         self.scope.held_weights.setdefault(key, (source, holder))
         self.state.held_paths.setdefault(key, (source, path))

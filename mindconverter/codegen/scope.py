@@ -83,6 +83,9 @@ class BlockScope:
     prefix_path: str = ""  # source module path of the block
     protected: set[str] = field(default_factory=set)  # block outputs: never overwritten
     no_reuse: set[str] = field(default_factory=set)  # network inputs: never overwritten
+    sizes: set[str] = field(
+        default_factory=set
+    )  # values holding sizes: tensors don't take their names
     is_root: bool = False  # the network's own class (its results keep the source's names)
     # trainable tensors already held by an attribute of this block, by content (tied weights)
     held_weights: dict[tuple, tuple[str, str]] = field(default_factory=dict)

@@ -31,6 +31,7 @@ class StatementWriter:
             name = self.exprs.new_variable(named)
         elif mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
+            self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result
         elif reuse is not None:
@@ -60,7 +61,11 @@ class StatementWriter:
         """
         for name in mapped.node.inputs:
             if name and name in self.scope.var_of:
-                if name in self.scope.no_reuse or self.scope.reads.get(name, 0) > 1:
+                if (
+                    name in self.scope.no_reuse
+                    or name in self.scope.sizes  # a tensor never takes the name of a size
+                    or self.scope.reads.get(name, 0) > 1
+                ):
                     return None
                 if self.scope.remaining_uses.get(name, 0) == 0 and name not in self.scope.protected:
                     return self.scope.var_of[name] if self._keeps_meaning(mapped, name) else None

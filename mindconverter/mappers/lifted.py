@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
-from .linear import stored_in_out
+from .base import Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
 from .registry import mapper
 
 DOMAIN = "ai.mindconverter"
@@ -71,9 +70,6 @@ def linear(ctx: NodeContext):
     weight = ctx.require_const(1, "the Linear weight")
     if weight.ndim != 2:
         raise Unsupported("the Linear weight must be 2-D")
-    if stored_in_out(ctx, 1):  # GPT-2's Conv1D: the weight stays whole, as the source stores it
-        product = Call("ops.matmul", [Input(0), ctx.operand(1)])
-        return BinOp("+", product, ctx.operand(2)) if ctx.has_input(2) else product
     in_features, out_features = (int(d) for d in weight.shape)
     weights = {"weight": ctx.weight(1, weight.T, "transpose(1, 0)")}
     kwargs = {"in_channels": in_features, "out_channels": out_features}

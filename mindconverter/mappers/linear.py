@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.weight_roles import is_generated_name
 from .base import (
     BinOp,
     Call,
@@ -38,17 +37,15 @@ def _dense(
 
 @mapper("Gemm")
 def gemm(ctx: NodeContext):
-    """Gemm -> nn.Dense for a constant B (with C as bias when it fits), else ops.matmul (also for
-    a source weight stored as [in, out], which stays whole)."""
+    """Gemm -> nn.Dense for a constant B (with C as bias when it fits), else ops.matmul. A source
+    weight stored as [in, out] (GPT-2's Conv1D) is held transposed, the transform recorded."""
     alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
     trans_a, trans_b = int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0))
     a = Call("ops.transpose", [Input(0), Lit((1, 0))]) if trans_a else Input(0)
     b_value = ctx.const(1)
     c_value = ctx.const(2) if ctx.has_input(2) else None
     bias = None
-    if b_value is not None and not trans_b and stored_in_out(ctx, 1):
-        product = Call("ops.matmul", [a, ctx.operand(1)])
-    elif b_value is not None:
+    if b_value is not None:
         weight = b_value if trans_b else b_value.T
         out_features = weight.shape[0]
         bias_fits = (
@@ -88,27 +85,9 @@ def matmul(ctx: NodeContext):
         and a_shape is not None
         and len(a_shape) >= 2
         and not ctx.is_const(0)
-        and not stored_in_out(ctx, 1)
     ):
         return _dense(ctx, Input(0), 1, b_value.T, "transpose(1, 0)")
     return Call("ops.matmul", [ctx.operand(0), ctx.operand(1)])
-
-
-def stored_in_out(ctx: NodeContext, index: int) -> bool:
-    """A PyTorch parameter stored as [in, out] (GPT-2's Conv1D): an ``nn.Dense`` would hold it
-    transposed, so it stays as it is and the network multiplies by it. PyTorch's exporters only
-    read a named parameter directly as a right-hand MatMul operand when the module stores it that
-    way (``nn.Linear`` weights go through a Transpose, or become ``onnx::MatMul_*`` copies, and
-    return to [out, in] in ``nn.Dense``); other producers' weights become ``nn.Dense`` weights."""
-    name = ctx.node.inputs[index]
-    return (
-        ctx.graph.producer.startswith("pytorch")
-        and name in ctx.graph.source_parameters
-        and name not in ctx.graph.fold_records
-        and not is_generated_name(name)
-        and "/" not in name
-        and ":" not in name
-    )
 
 
 def _parse_einsum(equation: str, ranks: list[int]):

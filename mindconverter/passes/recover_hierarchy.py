@@ -14,11 +14,14 @@ into their parent, so recovery never changes what the network computes.
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 
 from ..graph import Graph
+from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block, module_classes, module_path
 from ..mappers.activation import ACTIVATION_CELLS
-from ..mappers.base import MappedNode
+from ..mappers.base import MappedNode, NodeContext, Unsupported
+from ..mappers.symbolic import dims
 from .context import PassContext
 
 
@@ -292,9 +295,202 @@ def mine_repeated_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     return root
 
 
+# --- sizes read inside the block that uses them ------------------------------------------------
+# A ``Dims`` node (``(x.shape[0], x.shape[1], 2, 8)``) filed outside the block reading it, or
+# reading a tensor the block does not otherwise need, would make the size a block argument
+# (``construct(self, x, x_1, x_2, x_3)`` with two shape tuples). When each named dimension is also
+# a dimension of a tensor the block holds where the size is used, the block reads the size from
+# that tensor itself and the argument goes away.
+
+
+def _is_dims(item) -> bool:
+    return (
+        isinstance(item, MappedNode) and item.node.op_type == "Dims" and item.node.domain == DOMAIN
+    )
+
+
+def _owners(block: Block, found: dict[int, Block]) -> dict[int, Block]:
+    """The innermost block holding each mapped node, by node identity."""
+    for item in block.items:
+        if isinstance(item, Block):
+            _owners(item, found)
+        else:
+            found[id(item)] = block
+    return found
+
+
+def _source_for(graph: Graph, symbol: str, candidates: list[str]) -> tuple[str, int] | None:
+    """The first candidate tensor with the named dimension, and its axis."""
+    for name in candidates:
+        shape = graph.symbolic_shapes.get(name) or ()
+        if symbol in shape:
+            return name, shape.index(symbol)
+    return None
+
+
+def _candidates(graph: Graph, block: Block, first_reader: MappedNode, sizes: set[str]) -> list[str]:
+    """Tensors the block holds where the size is first read: the reader's own inputs, then what
+    the block reads from outside, then what it computed before that point."""
+    made, earlier = set(), []
+    for m in block.nodes():
+        if m is first_reader:
+            break
+        earlier.extend(n for n in m.node.outputs if n)
+    for m in block.nodes():
+        made.update(n for n in m.node.outputs if n)
+    outside = [
+        n for m in block.nodes() for n in m.node.inputs if n and n not in made and n not in sizes
+    ]
+    names = [n for n in first_reader.node.inputs if n and n not in sizes] + outside + earlier
+    return [n for n in dict.fromkeys(names) if n not in graph.constants]
+
+
+def _needs_copy(dims_node: MappedNode, block: Block, owner: Block, sizes: set[str]) -> bool:
+    """Whether the readers in ``block`` would get the size, or what it reads, as an argument."""
+    if owner is not block:
+        return True
+    made = {n for m in block.nodes() for n in m.node.outputs if n}
+    needed = {
+        n for m in block.nodes() if m is not dims_node for n in m.node.inputs if n not in sizes
+    }
+    return any(n not in made and n not in needed for n in dims_node.node.inputs if n)
+
+
+def _local_copy(
+    graph: Graph, dims_node: MappedNode, block: Block, readers: list[MappedNode], sizes: set[str]
+) -> MappedNode | None:
+    """The size computed from the tensors ``block`` holds, or None when it cannot be."""
+    node = dims_node.node
+    candidates = _candidates(graph, block, readers[0], sizes)
+    inputs, sources, axes = [], [], []
+    for symbol in node.attrs.get("symbols", []):
+        found = _source_for(graph, symbol, candidates)
+        if found is None:
+            return None
+        if found[0] not in inputs:
+            inputs.append(found[0])
+        sources.append(inputs.index(found[0]))
+        axes.append(found[1])
+    attrs = {**node.attrs, "sources": sources, "axes": axes}
+    local = replace(node, inputs=inputs, attrs=attrs)
+    try:
+        result = dims(NodeContext(graph, local))
+    except Unsupported:
+        return None
+    output = f"{node.outputs[0]}__{block.path}"
+    return MappedNode(replace(local, name=f"{node.name}__{block.path}", outputs=[output]), result)
+
+
+def _rewire(block: Block, reader: MappedNode, old: str, new: str) -> MappedNode:
+    """The reader, reading ``new`` instead of ``old`` (a new node: the graph's stays as it is)."""
+    inputs = [new if n == old else n for n in reader.node.inputs]
+    rewired = MappedNode(replace(reader.node, inputs=inputs), reader.result, reader.reason)
+    block.items[block.items.index(reader)] = rewired
+    return rewired
+
+
+def localize_sizes(graph: Graph, root: Block) -> None:
+    """Give each block that reads a size from outside its own copy, computed from its tensors."""
+    owners = _owners(root, {})
+    all_nodes = root.nodes()
+    sizes = {m.node.outputs[0] for m in all_nodes if _is_dims(m)}
+    for dims_node in [m for m in all_nodes if _is_dims(m) and m.converted]:
+        output = dims_node.node.outputs[0]
+        by_block: dict[int, list[MappedNode]] = {}
+        for m in root.nodes():
+            if output in m.node.inputs:
+                by_block.setdefault(id(owners[id(m)]), []).append(m)
+        owner = owners[id(dims_node)]
+        kept = output in graph.outputs
+        for readers in by_block.values():
+            block = owners[id(readers[0])]
+            copy = None
+            if block.path and _needs_copy(dims_node, block, owner, sizes):
+                copy = _local_copy(graph, dims_node, block, readers, sizes)
+            if copy is None:
+                kept = True
+                continue
+            block.items.insert(block.items.index(readers[0]), copy)
+            owners[id(copy)] = block
+            for reader in readers:
+                owners[id(_rewire(block, reader, output, copy.node.outputs[0]))] = block
+            sizes.add(copy.node.outputs[0])
+        if not kept:
+            owner.items.remove(dims_node)
+
+
+# the scope dynamo gives nodes it adds for its own run-time checks (``sym_size`` reads)
+_HOOK_SCOPE = "_empty_nn_module_stack"
+
+
+def _scoped(node, style: str) -> bool:
+    """Whether the exporter recorded a module scope for the node (root-level code included)."""
+    if style == "dynamo":
+        scopes = node.metadata.get("pkg.torch.onnx.name_scopes", "")
+        return bool(scopes) and _HOOK_SCOPE not in scopes
+    return node.name.startswith("/")
+
+
+def _common_path(paths: list[str]) -> str:
+    """The innermost module path that contains every one of ``paths``."""
+    split = [path.split(".") if path else [] for path in paths]
+    common = []
+    for parts in zip(*split):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    return ".".join(common)
+
+
+def _place_unscoped(graph: Graph, mapped: list[MappedNode], paths: dict[int, str]) -> None:
+    """Nodes the exporter left without a scope (dynamo's fused-qkv ``Split``) join the innermost
+    block holding every node they read from and feed, instead of the root, which would cut that
+    block in two and dissolve it."""
+    if any(m.node.metadata.get("pkg.torch.onnx.name_scopes") for m in mapped):
+        style = "dynamo"
+    elif any(m.node.name.startswith("/") for m in mapped):
+        style = "torchscript"
+    else:
+        return
+    pending = [m for m in mapped if not _scoped(m.node, style)]
+    modules = {_parent(paths[id(m)]) for m in mapped if _scoped(m.node, style)}
+    blocks = {path for path in modules for path in _ancestors(path)}
+    producer = {out: m for m in mapped for out in m.node.outputs if out}
+    readers: dict[str, list[MappedNode]] = {}
+    for m in mapped:
+        for name in m.node.inputs:
+            readers.setdefault(name, []).append(m)
+
+    def owner(m: MappedNode) -> str:
+        path = paths[id(m)]
+        return path if path in blocks else _parent(path)
+
+    unplaced = {id(m) for m in pending}
+    ends = set(graph.inputs) | set(graph.outputs)
+    # one pass in execution order (linear work): the unscoped nodes before a node are placed,
+    # the ones after it are not yet and do not count
+    for m in pending:
+        neighbours = [producer[n] for n in m.node.inputs if n in producer]
+        neighbours += [r for n in m.node.outputs for r in readers.get(n, [])]
+        known = [owner(n) for n in neighbours if id(n) not in unplaced]
+        if ends & ({*m.node.inputs, *m.node.outputs}):
+            known.append("")  # reads a network input or gives a network output
+        paths[id(m)] = _common_path(known) if known else ""
+        unplaced.discard(id(m))
+
+
+def _ancestors(path: str) -> list[str]:
+    result = []
+    while path:
+        result.append(path)
+        path = _parent(path)
+    return result
+
+
 def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     """The module tree of the model from exporter hints, else from repeated structure."""
     paths = {id(m): module_path(m.node) for m in mapped}
+    _place_unscoped(graph, mapped, paths)
     modules: set[str] = set()
     classes: dict[str, str] = {}
     for m in mapped:
@@ -323,6 +519,8 @@ def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     _settle(root)
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _settle(root)
+    localize_sizes(graph, root)
+    mapped = root.nodes()
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
     readers: dict[str, set[int]] = {}
     for m in mapped:

@@ -144,3 +144,61 @@ def test_transformer_layers_share_one_class_in_a_cell_list(tmp_path, name, layer
         "bert.embeddings.word_embeddings.embedding_table",
         "bert.pooler.dense.weight",
     } <= names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, shapes, loop",
+    [
+        ("tiny_gpt_dynamo", ["2,8"], "for layer in self.h:"),
+        ("tiny_gpt_torchscript", ["2,8"], "for layer in self.h:"),
+        ("tiny_bert_dynamo", ["2,8", "2,8"], "for layer in self.layer:"),
+    ],
+)
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_transformer_keeps_its_module_tree_and_loops_over_layers(
+    tmp_path, name, shapes, loop, graph_mode
+):
+    # verify=True compares with onnxruntime at the conversion shape and a second one (the
+    # dimensions stay dynamic); GRAPH_MODE compiles the for loop over the CellList
+    result = convert(
+        FIXTURES / f"{name}.onnx",
+        shape=shapes,
+        output=tmp_path,
+        verify=True,
+        graph_mode=graph_mode,
+        mindir=graph_mode,
+    )
+    assert result.verification["ok"]
+    assert len(result.verification["shapes"]) == 2, result.verification
+    code = result.script_path.read_text()
+    assert loop in code
+    assert not re.search(r"self\.h_0_|self\.layer\[\d\]|self\.h\[\d\]", code)
+    # blocks take tensors only: no construct() takes more than hidden states, mask and ids
+    assert (
+        max(len(args.split(",")) for args in re.findall(r"def construct\(self, (.*)\)", code)) <= 3
+    )
+    if graph_mode:
+        assert (tmp_path / f"{name}.mindir").stat().st_size > 1000
+
+
+def test_layers_reading_their_own_network_inputs_share_one_class(tmp_path):
+    # a KV-cache decoder: layer i reads the network input past_i; named past in every layer,
+    # the layers are one class
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes = []
+    current = "x"
+    for i in range(3):
+        nodes.append(helper.make_node("Add", [current, f"past_{i}"], [f"a{i}"], f"/layers.{i}/Add"))
+        nodes.append(helper.make_node("Relu", [f"a{i}"], [f"r{i}"], f"/layers.{i}/act/Relu"))
+        current = f"r{i}"
+    inputs = [("x", np.float32, [2, 4])] + [(f"past_{i}", np.float32, [2, 4]) for i in range(3)]
+    model = make_model(nodes, inputs, [("r2", np.float32, [2, 4])])
+    result = assert_matches(model, tmp_path)
+    code = result.script_path.read_text()
+    classes = _classes(code)
+    assert list(classes.values()) == [3], code
+    assert re.search(r"def construct\(self, x, past\):", code), code

@@ -20,43 +20,44 @@ class LlamaAttention(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=8, has_bias=False)
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
-    def construct(
-        self, hidden_states, cos, sin, past_key, past_value, x, shape, shape_1, shape_2
-    ):
+    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
         q_proj = self.q_proj(hidden_states)
-        q_proj = ops.reshape(q_proj, shape)
-        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        shape = (ops.shape(q_proj)[0], ops.shape(q_proj)[1], 4, 4)
+        out = ops.reshape(q_proj, shape)
+        out = ops.transpose(out, (0, 2, 1, 3))
         k_proj = self.k_proj(hidden_states)
-        k_proj = ops.reshape(k_proj, shape_1)
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
+        reshape = ops.reshape(k_proj, shape_1)
+        reshape = ops.transpose(reshape, (0, 2, 1, 3))
         v_proj = self.v_proj(hidden_states)
-        v_proj = ops.reshape(v_proj, shape_1)
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        out = q_proj * cos
-        slice_ = q_proj[:, :, :, 2:]
+        reshape_1 = ops.reshape(v_proj, shape_1)
+        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
+        mul = out * cos
+        slice_ = out[:, :, :, 2:]
         slice_ = -slice_
-        slice_1 = q_proj[:, :, :, :2]
+        slice_1 = out[:, :, :, :2]
         concat = ops.concat((slice_, slice_1), axis=-1)
         concat = concat * sin
-        out = out + concat
-        mul = k_proj * cos
-        slice_2 = k_proj[:, :, :, 2:]
+        mul = mul + concat
+        mul_1 = reshape * cos
+        slice_2 = reshape[:, :, :, 2:]
         slice_2 = -slice_2
-        slice_3 = k_proj[:, :, :, :2]
+        slice_3 = reshape[:, :, :, :2]
         concat_1 = ops.concat((slice_2, slice_3), axis=-1)
         concat_1 = concat_1 * sin
-        mul = mul + concat_1
-        concat_2 = ops.concat((past_key, mul), axis=2)
-        concat_3 = ops.concat((past_value, v_proj), axis=2)
+        mul_1 = mul_1 + concat_1
+        concat_2 = ops.concat((past_key, mul_1), axis=2)
+        concat_3 = ops.concat((past_value, reshape_1), axis=2)
         k = ops.repeat_interleave(concat_2, 2, axis=1)
-        scores = ops.matmul(out, k.swapaxes(-1, -2)) / math.sqrt(4)
+        scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + x, axis=-1)
         v = ops.repeat_interleave(concat_3, 2, axis=1)
         context = ops.matmul(probs, v)
         context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, shape_2)
-        context = self.o_proj(context)
-        return concat_2, concat_3, context
+        shape_2 = (ops.shape(context)[0], ops.shape(context)[1], 16)
+        reshape_2 = ops.reshape(context, shape_2)
+        reshape_2 = self.o_proj(reshape_2)
+        return concat_2, concat_3, reshape_2
 
 
 class LlamaLayer(nn.Cell):
@@ -71,9 +72,7 @@ class LlamaLayer(nn.Cell):
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.down_proj = nn.Dense(in_channels=32, out_channels=16, has_bias=False)
 
-    def construct(
-        self, hidden_states, cos, sin, past_key, past_value, x, shape, shape_1, shape_2
-    ):
+    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
         out = hidden_states**2
         out = ops.mean(out, axis=2, keep_dims=True)
         out = out + 1e-06
@@ -82,7 +81,7 @@ class LlamaLayer(nn.Cell):
         input_layernorm = hidden_states * out
         input_layernorm = self.input_layernorm_weight * input_layernorm
         self_attn, self_attn_1, self_attn_2 = self.self_attn(
-            input_layernorm, cos, sin, past_key, past_value, x, shape, shape_1, shape_2
+            input_layernorm, cos, sin, past_key, past_value, x
         )
         add = hidden_states + self_attn_2
         post_attention_layernorm = add**2
@@ -153,30 +152,11 @@ class MindSporeModel(nn.Cell):
         gather_1 = past_values[0]
         gather_2 = past_keys[1]
         gather_3 = past_values[1]
-        shape_3 = (ops.shape(input_ids)[0], ops.shape(input_ids)[1], 4, 4)
-        shape_4 = (ops.shape(input_ids)[0], ops.shape(input_ids)[1], 2, 4)
-        shape_5 = (ops.shape(input_ids)[0], ops.shape(input_ids)[1], 16)
         layers, layers_1, layers_2 = self.layers[0](
-            embed_tokens,
-            cos,
-            sin,
-            gather,
-            gather_1,
-            less_or_equal,
-            shape_3,
-            shape_4,
-            shape_5,
+            embed_tokens, cos, sin, gather, gather_1, less_or_equal
         )
         layers_3, layers_4, layers_5 = self.layers[1](
-            layers_2,
-            cos,
-            sin,
-            gather_2,
-            gather_3,
-            less_or_equal,
-            shape_3,
-            shape_4,
-            shape_5,
+            layers_2, cos, sin, gather_2, gather_3, less_or_equal
         )
         norm = layers_5**2
         norm = ops.mean(norm, axis=2, keep_dims=True)

@@ -10,6 +10,58 @@ import mindspore as ms
 from mindspore import Parameter, nn, ops
 
 
+class CausalSelfAttention(nn.Cell):
+    """Recovered from h.0.attn, h.1.attn."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Dense(in_channels=16, out_channels=48)
+        self.proj = nn.Dense(in_channels=16, out_channels=16)
+
+    def construct(self, hidden_states, x):
+        hidden_states = self.qkv(hidden_states)
+        out, split, split_1 = ops.split(hidden_states, 16, axis=2)
+        shape = (ops.shape(out)[0], ops.shape(out)[1], 2, 8)
+        reshape = ops.reshape(out, shape)
+        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        reshape_1 = ops.reshape(split, shape)
+        reshape_2 = ops.reshape(split_1, shape)
+        reshape_2 = ops.transpose(reshape_2, (0, 2, 1, 3))
+        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
+        scores = ops.matmul(reshape, reshape_1.swapaxes(-1, -2)) / math.sqrt(8)
+        probs = ops.softmax(scores + x, axis=-1)
+        context = ops.matmul(probs, reshape_2)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        shape_1 = (ops.shape(context)[0], ops.shape(context)[1], 16)
+        reshape_3 = ops.reshape(context, shape_1)
+        reshape_3 = self.proj(reshape_3)
+        return reshape_3
+
+
+class GPTBlock(nn.Cell):
+    """Recovered from h.0, h.1."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
+        self.attn = CausalSelfAttention()
+        self.ln_2 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
+        self.fc = nn.Dense(in_channels=16, out_channels=32)
+        self.act = nn.GELU(approximate=False)
+        self.out = nn.Dense(in_channels=32, out_channels=16)
+
+    def construct(self, hidden_states, x):
+        out = self.ln_1(hidden_states)
+        out = self.attn(out, x)
+        add = hidden_states + out
+        ln_2 = self.ln_2(add)
+        ln_2 = self.fc(ln_2)
+        ln_2 = self.act(ln_2)
+        ln_2 = self.out(ln_2)
+        add_1 = add + ln_2
+        return add_1
+
+
 class MindSporeModel(nn.Cell):
     """Converted network.
 
@@ -24,20 +76,7 @@ class MindSporeModel(nn.Cell):
         self.lm_head = nn.Embedding(vocab_size=40, embedding_size=16)
         self.wpe = nn.Embedding(vocab_size=24, embedding_size=16)
         self.causal = Parameter(ops.zeros((24, 24), ms.float32), requires_grad=False)
-        self.h_0_ln_1 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.h_0_attn_qkv = nn.Dense(in_channels=16, out_channels=48)
-        self.h_0_attn_proj = nn.Dense(in_channels=16, out_channels=16)
-        self.h_0_ln_2 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.h_0_fc = nn.Dense(in_channels=16, out_channels=32)
-        self.h_0_act = nn.GELU(approximate=False)
-        self.h_0_out = nn.Dense(in_channels=32, out_channels=16)
-        self.h_1_ln_1 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.h_1_attn_qkv = nn.Dense(in_channels=16, out_channels=48)
-        self.h_1_attn_proj = nn.Dense(in_channels=16, out_channels=16)
-        self.h_1_ln_2 = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.h_1_fc = nn.Dense(in_channels=16, out_channels=32)
-        self.h_1_act = nn.GELU(approximate=False)
-        self.h_1_out = nn.Dense(in_channels=32, out_channels=16)
+        self.h = nn.CellList([GPTBlock(), GPTBlock()])
         self.ln_f = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.lm_head_1 = nn.Dense(in_channels=16, out_channels=40, has_bias=False)
         self.lm_head_1.weight = self.lm_head.embedding_table
@@ -51,52 +90,10 @@ class MindSporeModel(nn.Cell):
         x = x + out
         slice_ = self.causal[: shape[0]]
         slice_ = slice_[:, : shape[0]]
-        ln_1 = self.h_0_ln_1(x)
-        ln_1 = self.h_0_attn_qkv(ln_1)
-        shape_2 = (ops.shape(ids)[0], ops.shape(ids)[1], 2, 8)
-        shape_3 = (ops.shape(ids)[0], ops.shape(ids)[1], 16)
-        split, split_1, split_2 = ops.split(ln_1, 16, axis=2)
-        split = ops.reshape(split, shape_2)
-        split = ops.transpose(split, (0, 2, 1, 3))
-        split_1 = ops.reshape(split_1, shape_2)
-        split_2 = ops.reshape(split_2, shape_2)
-        split_2 = ops.transpose(split_2, (0, 2, 1, 3))
-        split_1 = ops.transpose(split_1, (0, 2, 1, 3))
-        scores = ops.matmul(split, split_1.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(scores + slice_, axis=-1)
-        context = ops.matmul(probs, split_2)
-        context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, shape_3)
-        context = self.h_0_attn_proj(context)
-        x_0 = x + context
-        ln_2 = self.h_0_ln_2(x_0)
-        ln_2 = self.h_0_fc(ln_2)
-        ln_2 = self.h_0_act(ln_2)
-        ln_2 = self.h_0_out(ln_2)
-        x_0_1 = x_0 + ln_2
-        ln_1_1 = self.h_1_ln_1(x_0_1)
-        ln_1_1 = self.h_1_attn_qkv(ln_1_1)
-        split_3, split_4, split_5 = ops.split(ln_1_1, 16, axis=2)
-        split_3 = ops.reshape(split_3, shape_2)
-        split_3 = ops.transpose(split_3, (0, 2, 1, 3))
-        split_4 = ops.reshape(split_4, shape_2)
-        split_5 = ops.reshape(split_5, shape_2)
-        split_5 = ops.transpose(split_5, (0, 2, 1, 3))
-        split_4 = ops.transpose(split_4, (0, 2, 1, 3))
-        scores_1 = ops.matmul(split_3, split_4.swapaxes(-1, -2)) / math.sqrt(8)
-        probs_1 = ops.softmax(scores_1 + slice_, axis=-1)
-        context_1 = ops.matmul(probs_1, split_5)
-        context_1 = ops.transpose(context_1, (0, 2, 1, 3))
-        context_1 = ops.reshape(context_1, shape_3)
-        context_1 = self.h_1_attn_proj(context_1)
-        x_1 = x_0_1 + context_1
-        ln_2_1 = self.h_1_ln_2(x_1)
-        ln_2_1 = self.h_1_fc(ln_2_1)
-        ln_2_1 = self.h_1_act(ln_2_1)
-        ln_2_1 = self.h_1_out(ln_2_1)
-        x_1_1 = x_1 + ln_2_1
-        x_1_1 = self.ln_f(x_1_1)
-        logits = self.lm_head_1(x_1_1)
+        for layer in self.h:
+            x = layer(x, slice_)
+        x = self.ln_f(x)
+        logits = self.lm_head_1(x)
         return logits
 
 

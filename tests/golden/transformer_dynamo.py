@@ -22,7 +22,8 @@ class BertEmbeddings(nn.Cell):
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, shape, attention_mask, input_ids):
+    def construct(self, attention_mask, input_ids):
+        shape = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
         x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.expand, 1, x % 32)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
@@ -45,22 +46,24 @@ class BertSelfAttention(nn.Cell):
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, hidden_states, x, shape, shape_1):
+    def construct(self, hidden_states, x):
         query = self.query(hidden_states)
-        query = ops.reshape(query, shape)
-        query = ops.transpose(query, (0, 2, 1, 3))
+        shape = (ops.shape(query)[0], ops.shape(query)[1], -1, 16)
+        out = ops.reshape(query, shape)
+        out = ops.transpose(out, (0, 2, 1, 3))
         key = self.key(hidden_states)
-        key = ops.reshape(key, shape)
-        key = ops.transpose(key, (0, 2, 1, 3))
+        reshape = ops.reshape(key, shape)
+        reshape = ops.transpose(reshape, (0, 2, 1, 3))
         value = self.value(hidden_states)
-        value = ops.reshape(value, shape)
-        value = ops.transpose(value, (0, 2, 1, 3))
-        scores = ops.matmul(query, key.swapaxes(-1, -2)) / math.sqrt(16)
+        reshape_1 = ops.reshape(value, shape)
+        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
+        scores = ops.matmul(out, reshape.swapaxes(-1, -2)) / math.sqrt(16)
         probs = ops.softmax(scores + x, axis=-1)
-        context = ops.matmul(probs, value)
+        context = ops.matmul(probs, reshape_1)
         context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, shape_1)
-        return context
+        shape_1 = (ops.shape(context)[0], ops.shape(context)[1], -1)
+        reshape_2 = ops.reshape(context, shape_1)
+        return reshape_2
 
 
 class BertSelfOutput(nn.Cell):
@@ -86,8 +89,8 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, hidden_states, x, shape, shape_1):
-        x = self.self(hidden_states, x, shape, shape_1)
+    def construct(self, hidden_states, x):
+        x = self.self(hidden_states, x)
         x = self.output(x, hidden_states)
         return x
 
@@ -130,8 +133,8 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, hidden_states, x, shape, shape_1):
-        hidden_states = self.attention(hidden_states, x, shape, shape_1)
+    def construct(self, hidden_states, x):
+        hidden_states = self.attention(hidden_states, x)
         intermediate = self.intermediate(hidden_states)
         intermediate = self.output(intermediate, hidden_states)
         return intermediate
@@ -144,13 +147,10 @@ class BertEncoder(nn.Cell):
         super().__init__()
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
-    def construct(self, hidden_states, attention_mask, attention_mask_1):
-        shape = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1, 16)
-        attention_mask_1 = ops.where(attention_mask_1, 0.0, -3.402823e38)
-        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1], -1)
-        hidden_states = self.layer[0](hidden_states, attention_mask_1, shape, shape_1)
-        hidden_states = self.layer[1](hidden_states, attention_mask_1, shape, shape_1)
-        hidden_states = self.layer[2](hidden_states, attention_mask_1, shape, shape_1)
+    def construct(self, hidden_states, attention_mask):
+        attention_mask = ops.where(attention_mask, 0.0, -3.402823e38)
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, attention_mask)
         return hidden_states
 
 
@@ -177,11 +177,13 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, shape, attention_mask, input_ids, shape_1, shape_2):
-        x = self.embeddings(shape, attention_mask, input_ids)
+    def construct(self, attention_mask, input_ids):
+        x = self.embeddings(attention_mask, input_ids)
         out = ops.cast(attention_mask, ms.bool_)
-        range_ = ops.arange(0, shape_1, 1)
-        range_1 = ops.arange(0, shape_2, 1)
+        shape = ops.shape(attention_mask)[0]
+        range_ = ops.arange(0, shape, 1)
+        shape_1 = ops.shape(attention_mask)[1]
+        range_1 = ops.arange(0, shape_1, 1)
         range_ = ops.unsqueeze(
             ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
         )
@@ -193,17 +195,17 @@ class BertModel(nn.Cell):
         )
         unsqueeze = unsqueeze >= 0
         max_ = ops.maximum(range_, unsqueeze_1)
-        shape_3 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
-        expand = ops.broadcast_to(range_, (shape_3[0], -1, -1, shape_3[3]))
+        shape_2 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
+        expand = ops.broadcast_to(range_, (shape_2[0], -1, -1, shape_2[3]))
         expand = ops.unsqueeze(expand, dim=4)
-        expand_1 = ops.broadcast_to(unsqueeze_1, (shape_3[0], -1, -1, shape_3[3]))
+        expand_1 = ops.broadcast_to(unsqueeze_1, (shape_2[0], -1, -1, shape_2[3]))
         expand_1 = ops.unsqueeze(expand_1, dim=4)
         concat = ops.concat((expand, expand_1), axis=-1)
         gather_nd = ops.gather_nd(
             out, concat % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
         )
         and_ = ops.logical_and(unsqueeze, gather_nd)
-        x = self.encoder(x, attention_mask, and_)
+        x = self.encoder(x, and_)
         pooler = self.pooler(x)
         return x, pooler
 
@@ -224,14 +226,7 @@ class MindSporeModel(nn.Cell):
         self.bert = BertModel()
 
     def construct(self, input_ids, attention_mask):
-        shape = ops.shape(attention_mask)[0]
-        shape_1 = ops.cast(
-            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
-        )
-        shape_2 = ops.shape(attention_mask)[1]
-        last_hidden_state, pooler_output = self.bert(
-            shape_1, attention_mask, input_ids, shape, shape_2
-        )
+        last_hidden_state, pooler_output = self.bert(attention_mask, input_ids)
         return last_hidden_state, pooler_output
 
 

@@ -85,3 +85,23 @@ def test_a_gemm_weight_of_another_dtype_leaves_a_placeholder(tmp_path):
     result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
     assert [site.op_type for site in result.unconverted] == ["Gemm"]
     build_network(result.script_path, result.checkpoint_path)
+
+
+def test_a_weight_stored_in_out_becomes_a_dense_layer(tmp_path):
+    # GPT-2's Conv1D: PyTorch stores the weight as [in, out] and the exporter reads it directly
+    # as Gemm's B; nn.Dense holds it as [out, in], the weight map records the transpose
+    import json
+
+    weight, bias = randn(4, 6), randn(6)
+    model = single_op_model(
+        "Gemm",
+        {"a": (3, 4)},
+        initializers={"attn.c_attn.weight": weight, "attn.c_attn.bias": bias},
+    )
+    model.producer_name = "pytorch"
+    result = assert_matches(model, tmp_path)
+    assert "nn.Dense(in_channels=4, out_channels=6)" in result.script_path.read_text()
+    rows = json.loads(result.weight_map_path.read_text())["model"]
+    row = next(r for r in rows if r["source_weight"]["name"] == "attn.c_attn.weight")
+    assert row["transform"] == "transpose(1, 0)"
+    assert row["converted_weight"]["shape"] == [6, 4]

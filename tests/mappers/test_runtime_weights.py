@@ -4,6 +4,8 @@ cells, and give onnxruntime's results."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -11,7 +13,6 @@ from onnx.reference import ReferenceEvaluator
 
 from mindconverter.check.network import run_mindspore
 from tests.helpers import assert_matches, assert_outputs_match, convert_fully, make_model
-from tests.mappers.builders import randn
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,10 @@ def _weights_as_inputs(op, inputs, outputs=("y",), opset=17, **attrs):
         [(name, np.float32, None) for name in outputs],
         opset=opset,
     )
-    feeds = {name: randn(*shape) for name, shape in inputs if name}
+    # a generator of the case's own, so the data does not depend on which tests ran before
+    # (under xdist a shared one gave another draw, once near a tanh kink beyond the tolerance)
+    rng = np.random.default_rng(zlib.crc32(repr((op, sorted(attrs.items()))).encode()))
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs if name}
     return model, feeds
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import onnx
+import pytest
 
 from mindconverter.graph import Graph
 from mindconverter.graph.module_tree import Block
@@ -18,9 +19,9 @@ from mindconverter.passes.pipeline import PIPELINE, run_passes
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def _tree(fixture: str) -> Block:
+def _tree(fixture: str, shapes: tuple[str, ...] = ("1,3,32,32",)) -> Block:
     graph = Graph(onnx.load(FIXTURES / fixture))
-    context = PassContext(default_registry(), shapes=[parse_shape_request("1,3,32,32")])
+    context = PassContext(default_registry(), shapes=[parse_shape_request(s) for s in shapes])
     context.input_specs = detect_inputs(graph.model)
     upto = [step.name for step in PIPELINE].index("recover the module hierarchy")
     run_passes(graph, context, PIPELINE[:upto])
@@ -51,3 +52,57 @@ def test_every_mapped_node_is_in_the_tree_once():
 def test_torchscript_scopes_give_the_module_paths():
     children = _children(_tree("tiny_resnet_torchscript.onnx"))
     assert {"layer1", "layer2", "layer3"} <= set(children)
+
+
+def _blocks(block: Block) -> list[Block]:
+    result = [block]
+    for child in block.child_blocks():
+        result.extend(_blocks(child))
+    return result
+
+
+def test_a_node_without_scope_joins_the_block_around_it():
+    # dynamo leaves the fused-qkv Split of the attention without a module scope; placed at the
+    # root it would cut every block above it in two and dissolve them
+    tree = _tree("tiny_gpt_dynamo.onnx", ("2,8",))
+    layers = _children(_children(tree)["h"])
+    assert set(layers) == {"0", "1"}
+    for layer in layers.values():
+        attention = _children(layer)["attn"]
+        assert attention.class_hint == "CausalSelfAttention"
+        splits = [m for m in attention.nodes() if m.node.op_type == "Split"]
+        assert len(splits) == 1 and not splits[0].node.metadata
+        assert attention.inputs[0] == layer.items[0].node.outputs[0]  # ln_1's result
+
+
+@pytest.mark.parametrize(
+    "fixture, shapes",
+    [
+        ("tiny_gpt_dynamo.onnx", ("2,8",)),
+        ("tiny_gpt_torchscript.onnx", ("2,8",)),
+        ("tiny_bert_dynamo.onnx", ("2,8", "2,8")),
+    ],
+)
+def test_blocks_read_sizes_themselves(fixture, shapes):
+    tree = _tree(fixture, shapes)
+    nodes = tree.nodes()
+    sizes = {m.node.outputs[0] for m in nodes if m.node.op_type == "Dims"}
+    blocks = _blocks(tree)[1:]
+    assert len(blocks) >= 4
+    for block in blocks:
+        assert not set(block.inputs) & sizes, (block.path, block.inputs)
+    # every size a block uses is read from a tensor of that block
+    for block in blocks:
+        made = {n for m in block.nodes() for n in m.node.outputs}
+        held = made | set(block.inputs)
+        for m in block.items:
+            if not isinstance(m, Block) and m.node.op_type == "Dims":
+                assert set(m.node.inputs) <= held
+
+
+def test_bert_layers_take_hidden_states_and_mask_only():
+    tree = _tree("tiny_bert_dynamo.onnx", ("2,8", "2,8"))
+    encoder = _children(_children(tree)["bert"])["encoder"]
+    layers = _children(_children(encoder)["layer"])
+    assert [len(layer.inputs) for layer in layers.values()] == [2, 2, 2]
+    assert len({layer.inputs[1] for layer in layers.values()}) == 1  # one shared mask
