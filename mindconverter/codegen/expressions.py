@@ -13,6 +13,7 @@ import numpy as np
 from ..graph.container_types import is_floating
 from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name, learned_source
+from ..graph.weight_steps import BatchNormFold, folded_batchnorm, parse_steps
 from ..mappers.base import (
     BinOp,
     Call,
@@ -172,6 +173,18 @@ def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
     else:
         return weight
     return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
+
+
+def typed_steps(transform: str, name: str, mapped: MappedNode | None) -> tuple:
+    """The typed steps of a weight's transform; a BatchNorm fold says which part of the
+    convolution it is and, when a dynamo export records them, the BatchNorm and its epsilon."""
+    steps = parse_steps(transform)
+    for index, step in enumerate(steps):
+        if isinstance(step, BatchNormFold):
+            prefix, eps = folded_batchnorm(mapped.node) if mapped is not None else ("", None)
+            part = name.rsplit(".", 1)[-1]
+            steps[index] = replace(step, part=part, batchnorm=prefix, eps=eps)
+    return tuple(steps)
 
 
 class ExpressionWriter:
@@ -443,6 +456,7 @@ class ExpressionWriter:
                 source=recovered or weight.source,
                 exported_as=weight.source if recovered else "",
                 transform=weight.transform,
+                steps=typed_steps(weight.transform, name, mapped),
                 source_shape=tuple(source_init.shape)
                 if source_init is not None
                 else tuple(weight.array.shape),
