@@ -87,7 +87,24 @@ class TinyLstm(nn.Module):
 
 def _export(model: nn.Module, example: torch.Tensor, name: str, dynamo: bool) -> None:
     path = FIXTURES / f"{name}.onnx"
-    if dynamo:
+    if name.endswith("train_torchscript"):  # training mode: BatchNorm kept, not folded
+        torch.onnx.export(
+            model.train(),
+            (example,),
+            str(path),
+            dynamo=False,
+            opset_version=17,
+            input_names=["input"],
+            training=torch.onnx.TrainingMode.TRAINING,
+            do_constant_folding=False,
+        )
+        model.eval()
+    elif name.endswith("train_dynamo"):  # not optimised: BatchNormalization kept
+        program = torch.onnx.export(
+            model, (example,), dynamo=True, opset_version=18, optimize=False
+        )
+        program.save(str(path))
+    elif dynamo:
         program = torch.onnx.export(
             model, (example,), dynamo=True, opset_version=18, input_names=["input"]
         )
@@ -155,7 +172,8 @@ def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     image = torch.randn(1, 3, 8, 8)
-    _make(TinyBnCnn(), image, "bn_cnn", ("torchscript", "dynamo"), gradients=True)
+    exporters = ("torchscript", "dynamo", "train_torchscript", "train_dynamo")
+    _make(TinyBnCnn(), image, "bn_cnn", exporters, gradients=True)
     torch.manual_seed(0)  # a dynamo export records each folded BatchNorm's epsilon
     _make(TinyBnCnn(eps=1e-3), image, "bn_cnn_eps", ("dynamo",))
     torch.manual_seed(1)

@@ -207,7 +207,7 @@ def _folded(row: dict, fold: BatchNormFold, tensors, used: set) -> np.ndarray:
         raise ValueError(
             f"BatchNorm '{bn}' does not have the {weight.shape[0]} channels of '{conv}'"
         )
-    used.update({f"{conv}.weight", f"{conv}.bias", *parts.values(), f"{bn}.num_batches_tracked"})
+    used.update({f"{conv}.weight", f"{conv}.bias", *parts.values()})
     eps = DEFAULT_BATCHNORM_EPS if fold.eps is None else fold.eps
     return fold.fold(
         weight,
