@@ -318,7 +318,7 @@ def step_from_json(entry) -> WeightStep:
             raise ValueError("'cast' step with an unknown data type") from None
     if op == "batchnorm_fold":
         part = entry.get("part")
-        if part not in ("weight", "bias"):
+        if part not in ("weight", "bias", ""):  # "": the converted parameter's own name says
             raise ValueError("'part' of a BatchNorm fold is not 'weight' or 'bias'")
         return BatchNormFold(
             part, _text(entry.get("batchnorm", ""), "batchnorm"), _eps(entry.get("eps"))
