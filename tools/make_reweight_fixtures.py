@@ -118,6 +118,9 @@ def _export(model: nn.Module, example: torch.Tensor, name: str, dynamo: bool) ->
             opset_version=17,
             input_names=["input"],
             output_names=["output"],
+            # a token model's length stays dynamic, else the exporter computes the position
+            # rows (wpe(arange(n))) into a constant no state dict holds
+            dynamic_axes={"input": {1: "length"}} if example.dtype == torch.int64 else None,
         )
 
 
@@ -144,7 +147,7 @@ def _save_reference(model: nn.Module, x: torch.Tensor, name: str, gradients: boo
     model.eval()
     with torch.no_grad():
         output = _output(model, x)
-        nudged = _output(model, x + 1e-6)
+        nudged = _output(model, x + 1e-6) if x.is_floating_point() else output
     drift = float((nudged - output).abs().max() / (output.abs().max() + 1e-12))
     assert drift < 1e-4, f"{name}: reference moves {drift} under a 1e-6 input change"
     arrays = {"input": x.numpy(), "output": output.numpy()}
@@ -168,6 +171,19 @@ def _make(model: nn.Module, example: torch.Tensor, name: str, exporters, gradien
     _save_reference(model, example, name, gradients)
 
 
+def fresh_gpt() -> nn.Module:
+    """tools/make_fixtures.py's TinyGPT as a fresh model has it: zero biases, unit LayerNorm
+    weights (equal tensors the TorchScript exporter merges), lm_head tied to wte."""
+    from make_fixtures import TinyGPT  # tools/ is the script's folder
+
+    model = TinyGPT()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                module.bias.zero_()
+    return model
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -180,6 +196,8 @@ def main() -> None:
     _make(TinyEncoder(), torch.randn(1, 5, 8), "encoder", ("torchscript",), gradients=True)
     torch.manual_seed(2)
     _make(TinyLstm(), torch.randn(1, 6, 4), "lstm", ("torchscript", "dynamo"))
+    torch.manual_seed(3)
+    _make(fresh_gpt(), torch.randint(0, 40, (1, 7)), "gpt", ("torchscript",))
 
 
 if __name__ == "__main__":

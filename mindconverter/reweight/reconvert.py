@@ -323,6 +323,25 @@ class _FrozenConstants:
         }
 
 
+def _untied(unused: list[str], used: set, tensors: Mapping[str, np.ndarray]) -> list[str]:
+    """``unused`` without the state dict's second names of tied parameters (``lm_head.weight``
+    beside ``wte.weight``): tensors equal to one that was read."""
+    by_shape: dict[tuple, list[np.ndarray]] = {}
+    for name in used:
+        if name in tensors:
+            by_shape.setdefault((tensors[name].shape, tensors[name].dtype), []).append(
+                tensors[name]
+            )
+    return [
+        name
+        for name in unused
+        if not any(
+            np.array_equal(tensors[name], other)
+            for other in by_shape.get((tensors[name].shape, tensors[name].dtype), [])
+        )
+    ]
+
+
 def reconvert_weights(
     weights_file: str | Path,
     weight_map_file: str | Path,
@@ -373,7 +392,7 @@ def reconvert_weights(
             build_network(script, outputs.staged_path(target))  # raises if it does not fit
         outputs.publish()
     # an ONNX export also holds the graph's own constants: only a state dict's leftovers tell
-    unused = [] if from_onnx else sorted(set(tensors) - used)
+    unused = [] if from_onnx else _untied(sorted(set(tensors) - used), used, tensors)
     say(f"Re-converted {len(parameters) - len(kept)} weight(s) into {target}.")
     if kept:
         say(

@@ -14,7 +14,7 @@ from mindconverter import convert
 from mindconverter.check.network import build_network, run_mindspore
 from mindconverter.errors import MindConverterError
 from mindconverter.graph.weight_steps import BatchNormFold, steps_from_json
-from mindconverter.reweight import reconvert_weights
+from mindconverter.reweight import reconvert_weights, torch_name
 from mindconverter.reweight.reconvert import own_names
 from mindconverter.reweight.weights_file import read_weights
 
@@ -41,7 +41,23 @@ CASES = [
     ("encoder", "torchscript"),  # in_proj_weight; equal LayerNorm tensors merged by the exporter
     ("lstm", "torchscript"),  # onnx::LSTM_* of a two-layer nn.LSTM
     ("lstm", "dynamo"),  # val_N of an optimised dynamo export
+    ("gpt", "torchscript"),  # zero biases and unit LayerNorm weights merged; lm_head tied
 ]
+
+
+def test_parameters_the_exporter_merged_keep_their_own_names(tmp_path):
+    """A fresh GPT's equal zero biases and unit LayerNorm weights, merged by the TorchScript
+    exporter, are one Parameter each, named and sourced by their own scope; the truly tied
+    lm_head stays the embedding's Parameter."""
+    result = convert(FIXTURES / "gpt_torchscript.onnx", shape=["1,7"], output=tmp_path)
+    rows = next(iter(json.loads(result.weight_map_path.read_text()).values()))
+    learned = [row for row in rows if "." in row["source_weight"]["name"]]
+    for row in learned:
+        assert torch_name(row["converted_weight"]["name"]) == row["source_weight"]["name"]
+    names = {row["converted_weight"]["name"] for row in rows}
+    assert {"h.0.attn.proj.bias", "h.1.ln_2.gamma", "ln_f.gamma"} <= names
+    assert "lm_head.weight" not in names
+    assert "self.lm_head.weight = self.wte.embedding_table" in result.script_path.read_text()
 
 
 @pytest.mark.slow
