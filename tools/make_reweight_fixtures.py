@@ -193,7 +193,7 @@ def main() -> None:
     torch.manual_seed(0)  # a dynamo export records each folded BatchNorm's epsilon
     _make(TinyBnCnn(eps=1e-3), image, "bn_cnn_eps", ("dynamo",))
     torch.manual_seed(1)
-    _make(TinyEncoder(), torch.randn(1, 5, 8), "encoder", ("torchscript",), gradients=True)
+    _make(TinyEncoder(), torch.randn(1, 5, 8), "encoder", ("torchscript", "dynamo"), gradients=True)
     torch.manual_seed(2)
     _make(TinyLstm(), torch.randn(1, 6, 4), "lstm", ("torchscript", "dynamo"))
     torch.manual_seed(3)

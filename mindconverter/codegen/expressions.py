@@ -175,6 +175,33 @@ def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
     return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
 
 
+_MERGEABLE = ("bias", "gamma", "beta")  # never truly tied in practice, unlike weight matrices
+
+
+def with_own_scope_weights(cell: Cell, mapped: MappedNode) -> Cell:
+    """A dynamo export's optimizer reads equal initializers (the zero biases and unit LayerNorm
+    weights of a fresh model) from one of them: a layer's bias, gamma or beta whose source
+    belongs to another module than the layer's own scope becomes its own module's parameter."""
+    metadata = mapped.node.metadata
+    # a node the optimizer fused (BatchNorm into a convolution) carries the other layer's scope
+    fused = "Fuse" in metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+    path = module_path(mapped.node) if "pkg.torch.onnx.name_scopes" in metadata else ""
+    path = "" if fused else path
+    renamed = {}
+    for name, weight in cell.weights.items() if path else ():
+        owner = weight.source.rpartition(".")[0]
+        if (
+            name in _MERGEABLE
+            and owner
+            and owner != path
+            and not weight.source.startswith(path + ".")
+            and not is_generated_name(weight.source)
+        ):
+            source = f"{path}.{_TORCH_PARAMETER_NAMES[name]}"
+            renamed[name] = replace(weight, source=source)
+    return replace(cell, weights={**cell.weights, **renamed}) if renamed else cell
+
+
 def typed_steps(transform: str, name: str, mapped: MappedNode | None) -> tuple:
     """The typed steps of a weight's transform; a BatchNorm fold says which part of the
     convolution it is and, when a dynamo export records them, the BatchNorm and its epsilon."""
@@ -346,6 +373,7 @@ class ExpressionWriter:
         return path.rsplit(".", 1)[-1] if block else path
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:
+        cell = with_own_scope_weights(cell, mapped)
         fallback = cell.role or _ROLE_BY_OP.get(
             mapped.node.op_type, identifier(mapped.node.op_type)
         )

@@ -13,6 +13,7 @@ from .base import (
     Lit,
     NodeContext,
     Unsupported,
+    Weight,
 )
 from .registry import mapper
 
@@ -34,6 +35,17 @@ def _dense(
     else:
         weights["bias"] = bias
     return Cell("nn.Dense", kwargs=kwargs, args=[x], weights=weights, role="fc")
+
+
+def _bias_removed(ctx: NodeContext) -> bool:
+    """Whether a dynamo export's optimizer removed this layer's bias because it was zero."""
+    return "RemoveOptionalBias" in ctx.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+
+
+def _zero_bias(ctx: NodeContext, size: int, dtype) -> Weight:
+    """The removed bias as a Parameter of zeros, named after the layer's weight's module."""
+    module = ctx.weight(1).source.rpartition(".")[0]
+    return Weight(np.zeros(size, dtype), f"{module}.bias" if module else "")
 
 
 @mapper("Gemm")
@@ -64,6 +76,8 @@ def gemm(ctx: NodeContext):
                 c_value.reshape(out_features),
                 "" if c_value.ndim == 1 else f"reshape {list(c_value.shape)} to [{out_features}]",
             )
+        elif c_value is None and _bias_removed(ctx):  # zero at export, not after new weights
+            bias = _zero_bias(ctx, out_features, weight.dtype)
         product = _dense(ctx, a, 1, weight, "" if trans_b else "transpose(1, 0)", bias)
     else:
         b = Call("ops.transpose", [Input(1), Lit((1, 0))]) if trans_b else Input(1)

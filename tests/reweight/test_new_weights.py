@@ -39,6 +39,7 @@ CASES = [
     ("bn_cnn", "train_dynamo"),  # optimize=False: BatchNorm kept
     ("bn_cnn_eps", "dynamo"),  # BatchNorm epsilon 1e-3, recorded by the export
     ("encoder", "torchscript"),  # in_proj_weight; equal LayerNorm tensors merged by the exporter
+    ("encoder", "dynamo"),  # the same merged by the optimizer, and a zero bias removed
     ("lstm", "torchscript"),  # onnx::LSTM_* of a two-layer nn.LSTM
     ("lstm", "dynamo"),  # val_N of an optimised dynamo export
     ("gpt", "torchscript"),  # zero biases and unit LayerNorm weights merged; lm_head tied
@@ -104,7 +105,9 @@ def _torch_gradient(row: dict, reference: dict, state: dict) -> np.ndarray | Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "exporter"), [("bn_cnn", "dynamo"), ("encoder", "torchscript")])
+@pytest.mark.parametrize(
+    ("model", "exporter"), [("bn_cnn", "dynamo"), ("encoder", "torchscript"), ("encoder", "dynamo")]
+)
 def test_gradients_match_pytorchs(tmp_path, model, exporter):
     """Gradients of sum(output * probe) for every parameter, on an input away from ReLU kinks
     (the fixture script checks the reference is stable under a 1e-6 input change)."""
