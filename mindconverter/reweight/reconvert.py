@@ -19,6 +19,7 @@ from ..check.network import build_network
 from ..codegen.naming import module_name
 from ..errors import make_error
 from ..frontends.loading import check_model_path
+from ..graph.weight_roles import is_generated_name
 from ..graph.weight_steps import BatchNormFold, WeightStep, parse_steps, steps_from_json
 from ..outputs import checkpoint as ckpt
 from ..outputs.atomic import AtomicOutputs, check_targets, confined_path, prepare_folder
@@ -251,7 +252,8 @@ def new_weight(
                 return np.ascontiguousarray(array.reshape(shape).astype(dtype))
     found = exported_as if exported_as in tensors else name if name in tensors else ""
     if not found:
-        return _missing(name, exported_as)
+        tried = [] if from_onnx else own_names(converted["name"], name)
+        return _missing(name, exported_as, tried)
     used.add(found)
     array = _checked(tensors[found], tuple(source["shape"]), source.get("data_type", ""), found)
     return _replayed(steps, array, shape, dtype)
@@ -273,9 +275,16 @@ class Missing(ValueError):
     """The file has no tensor for a weight."""
 
 
-def _missing(name: str, exported_as: str):
+def _missing(name: str, exported_as: str, tried: list[str]):
     also = f" (exported as '{exported_as}')" if exported_as else ""
-    raise Missing(f"no tensor '{name}'{also} in the file")
+    looked = [f"'{own}'" for own in dict.fromkeys(tried) if own not in (name, exported_as)]
+    names = f"{', '.join(looked)} (its layer's names) nor " if looked else ""
+    why = (
+        ": the exporter made that name up and the layer's scope gave none"
+        if is_generated_name(name)
+        else ""
+    )
+    raise Missing(f"no tensor {names}'{name}'{also} in the file{why}")
 
 
 def _checked(array: np.ndarray, shape: tuple, dtype_name: str, found: str) -> np.ndarray:

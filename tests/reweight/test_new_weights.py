@@ -14,7 +14,7 @@ from mindconverter import convert
 from mindconverter.check.network import build_network, run_mindspore
 from mindconverter.errors import MindConverterError
 from mindconverter.graph.weight_steps import BatchNormFold, steps_from_json
-from mindconverter.reweight import reconvert_weights, torch_name
+from mindconverter.reweight import new_weight, reconvert_weights, torch_name
 from mindconverter.reweight.reconvert import own_names
 from mindconverter.reweight.weights_file import read_weights
 
@@ -151,3 +151,20 @@ def test_a_missing_batchnorm_is_named(tmp_path):
     assert "'layer1.0.bn1.running_var'" in str(error.value)
     assert "layer1.0.conv1" in str(error.value)
     assert result.checkpoint_path.read_bytes() == before
+
+
+def test_a_weight_without_a_source_name_says_which_names_were_tried():
+    row = {
+        "converted_weight": {
+            "name": "lstm_1.weight_ih_l0",
+            "shape": [20, 5],
+            "data_type": "Float32",
+        },
+        "source_weight": {"name": "onnx::LSTM_247", "shape": [1, 20, 5], "data_type": "float32"},
+        "steps": [{"op": "index", "items": [0]}],
+    }
+    with pytest.raises(ValueError) as error:
+        new_weight(row, {"lstm.weight_ih_l0": np.zeros((20, 4), np.float32)})
+    message = str(error.value)
+    assert "'lstm.weight_ih_l1'" in message and "'onnx::LSTM_247'" in message
+    assert "exporter made that name up" in message
