@@ -332,6 +332,14 @@ class _FrozenConstants:
         }
 
 
+def _unrecorded_eps_folds(rows: list[dict]) -> int:
+    """How many rows replay a BatchNorm fold whose epsilon the export did not record."""
+    return sum(
+        any(isinstance(step, BatchNormFold) and step.eps is None for step in row_steps(row))
+        for row in rows
+    )
+
+
 def _untied(unused: list[str], used: set, tensors: Mapping[str, np.ndarray]) -> list[str]:
     """``unused`` without the state dict's second names of tied parameters (``lm_head.weight``
     beside ``wte.weight``): tensors equal to one that was read."""
@@ -411,6 +419,12 @@ def reconvert_weights(
     if unused:
         shown = ", ".join(one_line(name, 120) for name in unused[:3])
         say(f"{len(unused)} tensor(s) of the file are not in the network (e.g. {shown}).")
+    folds = 0 if from_onnx else _unrecorded_eps_folds(rows)
+    if folds:
+        say(
+            f"{folds} weight(s) were folded again with BatchNorm epsilon "
+            f"{DEFAULT_BATCHNORM_EPS:g}, PyTorch's default: the export does not record it."
+        )
     return ReweightResult(target, len(parameters), unused, script if script.is_file() else None)
 
 

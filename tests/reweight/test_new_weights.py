@@ -28,7 +28,9 @@ def _reconverted(tmp_path, model: str, exporter: str):
     out = tmp_path / "out"
     result = convert(FIXTURES / f"{model}_{exporter}.onnx", shape=[shape], output=out)
     state = FIXTURES / f"{model}_state.safetensors"
-    done = reconvert_weights(state, result.weight_map_path, out, overwrite=True)
+    lines: list[str] = []
+    done = reconvert_weights(state, result.weight_map_path, out, overwrite=True, log=lines.append)
+    done.lines = lines
     return result, done, reference
 
 
@@ -68,6 +70,10 @@ def test_a_fine_tuned_state_dict_gives_pytorchs_output(tmp_path, model, exporter
     assert done.checked_against == result.script_path
     # BatchNorm's counters have no MindSpore counterpart; everything else is read
     assert all(name.endswith(".num_batches_tracked") for name in done.unused)
+    # only a TorchScript fold lacks the BatchNorm's epsilon, and the command says so
+    assert any("epsilon 1e-05" in line for line in done.lines) == (
+        exporter == "torchscript" and "cnn" in model
+    )
     got = run_mindspore(result.script_path, result.checkpoint_path, [reference["input"]])[0]
     np.testing.assert_allclose(got, reference["output"], rtol=1e-4, atol=1e-5)
 
