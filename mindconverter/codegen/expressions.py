@@ -172,7 +172,9 @@ def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
         note = "computed by the exporter (an eval-mode TorchScript export folds BatchNorm into the convolution before it)"
     else:
         return weight
-    return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
+    transform = "; ".join(filter(None, [weight.transform, note]))
+    steps = (*weight.steps, BatchNormFold("", note=note)) if weight.steps else ()
+    return Weight(weight.array, weight.source, transform, steps)
 
 
 _MERGEABLE = ("bias", "gamma", "beta")  # never truly tied in practice, unlike weight matrices
@@ -202,10 +204,11 @@ def with_own_scope_weights(cell: Cell, mapped: MappedNode) -> Cell:
     return replace(cell, weights={**cell.weights, **renamed}) if renamed else cell
 
 
-def typed_steps(transform: str, name: str, mapped: MappedNode | None) -> tuple:
-    """The typed steps of a weight's transform; a BatchNorm fold says which part of the
-    convolution it is and, when a dynamo export records them, the BatchNorm and its epsilon."""
-    steps = parse_steps(transform)
+def typed_steps(weight: Weight, name: str, mapped: MappedNode | None) -> tuple:
+    """The typed steps of a weight's transform (as the mapper recorded them, else read from
+    its prose); a BatchNorm fold says which part of the convolution it is and, when a dynamo
+    export records them, the BatchNorm and its epsilon."""
+    steps = list(weight.steps) or parse_steps(weight.transform)
     for index, step in enumerate(steps):
         if isinstance(step, BatchNormFold):
             prefix, eps = folded_batchnorm(mapped.node) if mapped is not None else ("", None)
@@ -484,7 +487,7 @@ class ExpressionWriter:
                 source=recovered or weight.source,
                 exported_as=weight.source if recovered else "",
                 transform=weight.transform,
-                steps=typed_steps(weight.transform, name, mapped),
+                steps=typed_steps(weight, name, mapped),
                 source_shape=tuple(source_init.shape)
                 if source_init is not None
                 else tuple(weight.array.shape),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.weight_roles import learned_source
+from ..graph.weight_steps import Reshape
 from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
 from .common import compact, is_static, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
@@ -70,10 +71,10 @@ def conv(ctx: NodeContext):
     out_channels, in_channels = int(weight.shape[0]), int(weight.shape[1]) * group
     x = Input(0)
     stored = weight
-    transform = ""
+    transform = ()
     if rank == 1:
         stored = weight.reshape(weight.shape[0], weight.shape[1], 1, weight.shape[2])
-        transform = "reshape to (out, in/group, 1, k) as nn.Conv1d stores it"
+        transform = (Reshape("reshape to (out, in/group, 1, k) as nn.Conv1d stores it"),)
         if begin != end:
             x = pad_call(x, begin, end)
             begin, end = [0], [0]

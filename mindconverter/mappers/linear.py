@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.weight_roles import is_generated_name
+from ..graph.weight_steps import Transpose
 from .base import (
     BinOp,
     Call,
@@ -18,9 +19,7 @@ from .base import (
 from .registry import mapper
 
 
-def _dense(
-    ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform: str, bias=None
-):
+def _dense(ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform, bias=None):
     dtype = ctx.input_dtype(0)
     for array in [weight_out_in] + ([bias.array] if bias is not None else []):
         floating = array.dtype.kind == "f" or array.dtype.name == "bfloat16"
@@ -78,7 +77,7 @@ def gemm(ctx: NodeContext):
             )
         elif c_value is None and _bias_removed(ctx):  # zero at export, not after new weights
             bias = _zero_bias(ctx, out_features, weight.dtype)
-        product = _dense(ctx, a, 1, weight, "" if trans_b else "transpose(1, 0)", bias)
+        product = _dense(ctx, a, 1, weight, () if trans_b else (Transpose((1, 0)),), bias)
     else:
         b = Call("ops.transpose", [Input(1), Lit((1, 0))]) if trans_b else Input(1)
         product = Call("ops.matmul", [a, b])
@@ -104,7 +103,7 @@ def matmul(ctx: NodeContext):
         and not ctx.is_const(0)
         and not stored_in_out(ctx, 1)
     ):
-        return _dense(ctx, Input(0), 1, b_value.T, "transpose(1, 0)")
+        return _dense(ctx, Input(0), 1, b_value.T, (Transpose((1, 0)),))
     return Call("ops.matmul", [ctx.operand(0), ctx.operand(1)])
 
 
