@@ -116,7 +116,7 @@ class BlockWriter:
                 elements.extend(self.exprs.cell_ctor(item.result, attr))
                 saved, self.scope.prefix = self.scope.prefix, f"{prefix}{index}."
                 for param_name, weight in item.result.weights.items():
-                    self.exprs.add_entry(param_name, with_exporter_note(weight, item))
+                    self.exprs.add_entry(param_name, with_exporter_note(weight, item), item)
                 self.scope.prefix = saved
             else:
                 elements.append(ACTIVATION_CELLS[item.result.func])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..graph.container_types import container_dtype, widened
+from ..graph.weight_steps import Cast
 from ..mappers.base import Weight
 
 __all__ = ["container_dtype", "widened", "widened_weight"]
@@ -16,4 +17,5 @@ def widened_weight(weight: Weight) -> Weight:
         return weight
     step = f"stored as {wider.name} (MindSpore has no {weight.array.dtype.name} type)"
     transform = "; ".join(filter(None, [weight.transform, step]))
-    return Weight(weight.array.astype(wider), weight.source, transform)
+    steps = (*weight.steps, Cast(wider.name, note=step)) if weight.steps else ()
+    return Weight(weight.array.astype(wider), weight.source, transform, steps)

@@ -13,6 +13,7 @@ import numpy as np
 from ..graph.container_types import is_floating
 from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name, learned_source
+from ..graph.weight_steps import BatchNormFold, folded_batchnorm, parse_steps
 from ..mappers.base import (
     BinOp,
     Call,
@@ -173,7 +174,49 @@ def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
         note = "computed by the exporter (an eval-mode TorchScript export folds BatchNorm into the convolution before it)"
     else:
         return weight
-    return Weight(weight.array, weight.source, "; ".join(filter(None, [weight.transform, note])))
+    transform = "; ".join(filter(None, [weight.transform, note]))
+    steps = (*weight.steps, BatchNormFold("", note=note)) if weight.steps else ()
+    return Weight(weight.array, weight.source, transform, steps)
+
+
+_MERGEABLE = ("bias", "gamma", "beta")  # never truly tied in practice, unlike weight matrices
+
+
+def with_own_scope_weights(cell: Cell, mapped: MappedNode) -> Cell:
+    """A dynamo export's optimizer reads equal initializers (the zero biases and unit LayerNorm
+    weights of a fresh model) from one of them: a layer's bias, gamma or beta whose source
+    belongs to another module than the layer's own scope becomes its own module's parameter."""
+    metadata = mapped.node.metadata
+    # a node the optimizer fused (BatchNorm into a convolution) carries the other layer's scope
+    fused = "Fuse" in metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+    path = module_path(mapped.node) if "pkg.torch.onnx.name_scopes" in metadata else ""
+    path = "" if fused else path
+    renamed = {}
+    for name, weight in cell.weights.items() if path else ():
+        owner = weight.source.rpartition(".")[0]
+        if (
+            name in _MERGEABLE
+            and owner
+            and owner != path
+            and not weight.source.startswith(path + ".")
+            and not is_generated_name(weight.source)
+        ):
+            source = f"{path}.{_TORCH_PARAMETER_NAMES[name]}"
+            renamed[name] = replace(weight, source=source)
+    return replace(cell, weights={**cell.weights, **renamed}) if renamed else cell
+
+
+def typed_steps(weight: Weight, name: str, mapped: MappedNode | None) -> tuple:
+    """The typed steps of a weight's transform (as the mapper recorded them, else read from
+    its prose); a BatchNorm fold says which part of the convolution it is and, when a dynamo
+    export records them, the BatchNorm and its epsilon."""
+    steps = list(weight.steps) or parse_steps(weight.transform)
+    for index, step in enumerate(steps):
+        if isinstance(step, BatchNormFold):
+            prefix, eps = folded_batchnorm(mapped.node) if mapped is not None else ("", None)
+            part = name.rsplit(".", 1)[-1]
+            steps[index] = replace(step, part=part, batchnorm=prefix, eps=eps)
+    return tuple(steps)
 
 
 class ExpressionWriter:
@@ -352,6 +395,7 @@ class ExpressionWriter:
         return path.rsplit(".", 1)[-1] if block else path
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:
+        cell = with_own_scope_weights(cell, mapped)
         fallback = cell.role or _ROLE_BY_OP.get(
             mapped.node.op_type, identifier(mapped.node.op_type)
         )
@@ -463,6 +507,7 @@ class ExpressionWriter:
                 source=recovered or weight.source,
                 exported_as=weight.source if recovered else "",
                 transform=weight.transform,
+                steps=typed_steps(weight, name, mapped),
                 source_shape=tuple(source_init.shape)
                 if source_init is not None
                 else tuple(weight.array.shape),

@@ -18,6 +18,7 @@ class CheckpointEntry:
     source_shape: tuple[int, ...] | None = None
     source_dtype: str = ""
     exported_as: str = ""  # the exporter's name for the source weight, when it renamed it
+    steps: tuple = ()  # the transform as typed steps (mindconverter.graph.weight_steps)
 
 
 @dataclass

@@ -34,6 +34,7 @@ import numpy as np
 from ..graph import Graph, Node
 from ..graph.container_types import held_dtype, is_floating
 from ..graph.weight_roles import learned_source
+from ..graph.weight_steps import parse_steps
 
 
 class Unsupported(Exception):
@@ -121,6 +122,7 @@ class Weight:
     array: np.ndarray
     source: str  # source initializer name ("" when synthesised)
     transform: str = ""  # e.g. "transpose(1, 0)"; empty when stored as in the source
+    steps: tuple = ()  # the transform as typed steps (graph/weight_steps.py); () when only prose
 
 
 @dataclass
@@ -268,20 +270,27 @@ class NodeContext:
         return shape
 
     # --- building blocks for mappers ---------------------------------------------------
-    def weight(self, index: int, array: np.ndarray | None = None, transform: str = "") -> Weight:
-        """A checkpoint weight from constant input ``index`` (optionally already transformed).
+    def weight(
+        self, index: int, array: np.ndarray | None = None, transform: str | Sequence = ""
+    ) -> Weight:
+        """A checkpoint weight from constant input ``index`` (optionally already transformed,
+        by typed ``transform`` steps from graph/weight_steps.py, or described in prose).
 
         The array may be a view (a transpose of a memory-mapped weight): the checkpoint writer
         lays each tensor out when it writes it, one at a time."""
         name = self.node.inputs[index]
         value = self.require_const(index, "the weight") if array is None else array
+        typed = () if isinstance(transform, str) else tuple(transform)
+        if not isinstance(transform, str):
+            transform = "; ".join(step.describe() for step in typed)
         record = self.graph.fold_records.get(name)
         source = name
         if record is not None and record.sources:
             source = record.sources[0]
             steps = "; ".join(record.steps)
             transform = "; ".join(filter(None, [steps, transform]))
-        return Weight(np.asarray(value), source, transform)
+            typed = (*parse_steps(steps), *typed) if typed else ()
+        return Weight(np.asarray(value), source, transform, typed)
 
     def operand(self, index: int) -> Expr:
         """Input ``index`` as an expression: the value itself, or its constant in the right form.

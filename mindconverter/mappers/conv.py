@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..graph.weight_roles import learned_source
-from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported
+from ..graph.weight_steps import Reshape
+from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
 from .common import compact, is_static, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 
@@ -68,10 +71,10 @@ def conv(ctx: NodeContext):
     out_channels, in_channels = int(weight.shape[0]), int(weight.shape[1]) * group
     x = Input(0)
     stored = weight
-    transform = ""
+    transform = ()
     if rank == 1:
         stored = weight.reshape(weight.shape[0], weight.shape[1], 1, weight.shape[2])
-        transform = "reshape to (out, in/group, 1, k) as nn.Conv1d stores it"
+        transform = (Reshape("reshape to (out, in/group, 1, k) as nn.Conv1d stores it"),)
         if begin != end:
             x = pad_call(x, begin, end)
             begin, end = [0], [0]
@@ -91,7 +94,18 @@ def conv(ctx: NodeContext):
     if ctx.has_input(2) and not _made_up_zero_bias(ctx, 2):
         kwargs["has_bias"] = True
         weights["bias"] = ctx.weight(2)
+    elif _batchnorm_folded(ctx):  # zero at export, not after new weights: keep it a Parameter
+        kwargs["has_bias"] = True
+        conv_path = weights["weight"].source.rpartition(".")[0]
+        bias_source = f"{conv_path}.bias" if conv_path else ""
+        weights["bias"] = Weight(np.zeros(out_channels, weight.dtype), bias_source)
     return Cell(_CONV_CELLS[rank], kwargs=kwargs, args=[x], weights=weights, role="conv")
+
+
+def _batchnorm_folded(ctx: NodeContext) -> bool:
+    """Whether the exporter folded a BatchNorm into this convolution and dropped the bias it
+    left (zero while the BatchNorm is at its initial statistics)."""
+    return "FuseBatchNormIntoConv" in ctx.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
 
 
 def _window_past_the_result(cell, begin, lengths, full, gaps, bias):

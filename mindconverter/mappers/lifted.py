@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.weight_steps import Transpose
 from .base import Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
 from .registry import mapper
 
@@ -71,7 +72,7 @@ def linear(ctx: NodeContext):
     if weight.ndim != 2:
         raise Unsupported("the Linear weight must be 2-D")
     in_features, out_features = (int(d) for d in weight.shape)
-    weights = {"weight": ctx.weight(1, weight.T, "transpose(1, 0)")}
+    weights = {"weight": ctx.weight(1, weight.T, (Transpose((1, 0)),))}
     kwargs = {"in_channels": in_features, "out_channels": out_features}
     if ctx.has_input(2):
         bias = ctx.require_const(2, "the Linear bias")

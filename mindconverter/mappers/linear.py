@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.weight_steps import Transpose
 from .base import (
     BinOp,
     Call,
@@ -12,13 +13,12 @@ from .base import (
     Lit,
     NodeContext,
     Unsupported,
+    Weight,
 )
 from .registry import mapper
 
 
-def _dense(
-    ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform: str, bias=None
-):
+def _dense(ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform, bias=None):
     dtype = ctx.input_dtype(0)
     for array in [weight_out_in] + ([bias.array] if bias is not None else []):
         floating = array.dtype.kind == "f" or array.dtype.name == "bfloat16"
@@ -33,6 +33,17 @@ def _dense(
     else:
         weights["bias"] = bias
     return Cell("nn.Dense", kwargs=kwargs, args=[x], weights=weights, role="fc")
+
+
+def _bias_removed(ctx: NodeContext) -> bool:
+    """Whether a dynamo export's optimizer removed this layer's bias because it was zero."""
+    return "RemoveOptionalBias" in ctx.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+
+
+def _zero_bias(ctx: NodeContext, size: int, dtype) -> Weight:
+    """The removed bias as a Parameter of zeros, named after the layer's weight's module."""
+    module = ctx.weight(1).source.rpartition(".")[0]
+    return Weight(np.zeros(size, dtype), f"{module}.bias" if module else "")
 
 
 @mapper("Gemm")
@@ -61,7 +72,9 @@ def gemm(ctx: NodeContext):
                 c_value.reshape(out_features),
                 "" if c_value.ndim == 1 else f"reshape {list(c_value.shape)} to [{out_features}]",
             )
-        product = _dense(ctx, a, 1, weight, "" if trans_b else "transpose(1, 0)", bias)
+        elif c_value is None and _bias_removed(ctx):  # zero at export, not after new weights
+            bias = _zero_bias(ctx, out_features, weight.dtype)
+        product = _dense(ctx, a, 1, weight, () if trans_b else (Transpose((1, 0)),), bias)
     else:
         b = Call("ops.transpose", [Input(1), Lit((1, 0))]) if trans_b else Input(1)
         product = Call("ops.matmul", [a, b])
@@ -86,7 +99,7 @@ def matmul(ctx: NodeContext):
         and len(a_shape) >= 2
         and not ctx.is_const(0)
     ):
-        return _dense(ctx, Input(0), 1, b_value.T, "transpose(1, 0)")
+        return _dense(ctx, Input(0), 1, b_value.T, (Transpose((1, 0)),))
     return Call("ops.matmul", [ctx.operand(0), ctx.operand(1)])
 
 

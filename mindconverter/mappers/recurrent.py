@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..graph.weight_steps import GateReorder, Index
 from .base import Call, Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported, Weight
 from .recurrent_inputs import has_run_time_weights, recurrence_of_inputs
 from .registry import mapper
@@ -31,6 +32,14 @@ class _Kind:
 _LSTM = _Kind("nn.LSTM", 4, (0, 2, 3, 1), "gates i,o,f,c -> i,f,c,o", ("sigmoid", "tanh", "tanh"))
 _GRU = _Kind("nn.GRU", 3, (1, 0, 2), "gates z,r,h -> r,z,h", ("sigmoid", "tanh"))
 _RNN = _Kind("nn.RNN", 1, (0,), "", ("tanh",))
+
+
+def _gate_steps(kind: _Kind) -> tuple:
+    """The gate reorder of ``kind`` as a typed step (none for a one-gate RNN)."""
+    if not kind.order_text:
+        return ()
+    source, target = kind.order_text.removeprefix("gates ").split(" -> ")
+    return (GateReorder(tuple(source.split(",")), tuple(target.split(","))),)
 
 
 def _reorder(array: np.ndarray, kind: _Kind, hidden: int) -> np.ndarray:
@@ -86,20 +95,17 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
     b = ctx.require_const(3, "B") if has_bias else None
     for d in range(directions):
         suffix = "_reverse" if d == 1 else ""
-        note = "; ".join(filter(None, [f"[{d}]", kind.order_text]))
+        order = _gate_steps(kind)
+        note = (Index((d,)), *order)
         weights[f"weight_ih_l0{suffix}"] = ctx.weight(1, _reorder(w[d], kind, hidden), note)
         weights[f"weight_hh_l0{suffix}"] = ctx.weight(2, _reorder(r[d], kind, hidden), note)
         if b is not None:
             size = kind.gates * hidden
             weights[f"bias_ih_l0{suffix}"] = ctx.weight(
-                3,
-                _reorder(b[d, :size], kind, hidden),
-                f"[{d}, :{size}]" + (f"; {kind.order_text}" if kind.order_text else ""),
+                3, _reorder(b[d, :size], kind, hidden), (Index((d, (None, size))), *order)
             )
             weights[f"bias_hh_l0{suffix}"] = ctx.weight(
-                3,
-                _reorder(b[d, size:], kind, hidden),
-                f"[{d}, {size}:]" + (f"; {kind.order_text}" if kind.order_text else ""),
+                3, _reorder(b[d, size:], kind, hidden), (Index((d, (size, None))), *order)
             )
 
     kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden, **extra_kwargs}

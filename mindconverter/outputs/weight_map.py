@@ -28,6 +28,8 @@ def weight_map(rendered: RenderedModel, model_key: str) -> str:
             row["source_weight"]["exported_as"] = entry.exported_as
         if entry.transform:
             row["transform"] = entry.transform
+        if entry.steps:
+            row["steps"] = [step.to_json() for step in entry.steps]
         rows.append(row)
     lines = [f"    {json.dumps(row, ensure_ascii=True)}" for row in rows]
     body = ",\n".join(lines)

@@ -12,6 +12,7 @@ from ..graph.provenance import FoldRecord
 from ..graph.specs import static_shapes
 from ..graph.subgraphs import has_subgraph
 from ..graph.symbolic import is_numeric
+from ..graph.weight_roles import is_generated_name
 from ..graph.weight_store import WeightStore, is_held, worth_holding_array
 from .context import PassContext
 
@@ -122,7 +123,9 @@ def fold_constants(
             init_by_name[out_name] = _initializer(array, out_name, store)
             new_initializers.append(init_by_name[out_name])
             shapes[out_name] = tuple(array.shape)
-            if weight_sources and node.op_type not in ("Shape", "Size"):
+            if _names_a_merged_parameter(node, out_name, learned):
+                source_of[out_name] = records[out_name] = FoldRecord([out_name])
+            elif weight_sources and node.op_type not in ("Shape", "Size"):
                 main = max(weight_sources, key=lambda rec: len(rec.sources))
                 source_of[out_name] = records[out_name] = FoldRecord(
                     list(main.sources), main.steps + [_describe_step(node)]
@@ -220,6 +223,19 @@ def _reads_learned(node: onnx.NodeProto, source_of: dict[str, FoldRecord], learn
     return False
 
 
+def _names_a_merged_parameter(node: onnx.NodeProto, out_name: str, learned) -> bool:
+    """Whether ``node`` is the ``Identity`` a TorchScript export writes for a parameter whose
+    values equal another's (the zero biases of a fresh model): its output is named after the
+    parameter, which is a source parameter of its own (truly tied weights share one input)."""
+    return (
+        node.op_type == "Identity"
+        and node.input[0] in learned
+        and out_name != node.input[0]
+        and "." in out_name
+        and not is_generated_name(out_name)
+    )
+
+
 def _shape_slice(shape: tuple[int, ...], node: onnx.NodeProto) -> np.ndarray:
     attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
     start, end = attrs.get("start", 0), attrs.get("end", None)
@@ -247,6 +263,8 @@ def run(graph: Graph, context: PassContext) -> bool:
         graph.store,
     )
     if changed:
+        merged = {name for name, rec in graph.fold_records.items() if rec.sources == [name]}
+        graph.source_parameters = graph.source_parameters | merged
         graph.edited()
     return changed
 

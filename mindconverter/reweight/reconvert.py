@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,8 @@ from ..check.network import build_network
 from ..codegen.naming import module_name
 from ..errors import make_error
 from ..frontends.loading import check_model_path
+from ..graph.weight_roles import is_generated_name
+from ..graph.weight_steps import BatchNormFold, WeightStep, parse_steps, steps_from_json
 from ..native_stderr import captured_native_stderr
 from ..outputs import checkpoint as ckpt
 from ..outputs.atomic import (
@@ -29,7 +31,7 @@ from ..outputs.atomic import (
     refuse_aliases,
 )
 from ..text import one_line
-from .replay import EXPORTER_NOTES, CannotReplay, replay
+from .replay import CannotReplay, replay
 from .weight_map_schema import check_rows
 from .weights_file import read_weights
 
@@ -132,54 +134,176 @@ def _same_layout(array: np.ndarray, shape: tuple[int, ...]) -> bool:
     return tuple(array.shape) == shape or squeezed == tuple(d for d in shape if d != 1)
 
 
-def new_weight(row: dict, tensors: Mapping[str, np.ndarray], from_onnx: bool = False) -> np.ndarray:
-    """The converted weight of ``row`` computed from the new tensors; raises ValueError with
-    the reason when it cannot be.
+_STACKED_CELL = re.compile(
+    r"^(?P<module>.+)_(?P<layer>[1-9]\d*)\.(?P<kind>(?:weight|bias)_(?:ih|hh))_l0(?P<reverse>_reverse)?$"
+)
 
-    A state dict is looked up by the parameter's own name first (MindSpore's layers hold
-    PyTorch's layouts; exporters may merge equal tensors, so the recorded source can be another
-    parameter's name), then by the recorded source name with the transform replayed. An ONNX
-    export (``from_onnx``) is looked up by the recorded names, and also holds the values the
-    exporter computed (BatchNorm folded into a convolution)."""
+
+def own_names(converted: str, source: str) -> list[str]:
+    """State-dict names a converted parameter may have in PyTorch, best first: its own
+    (``bn.gamma`` -> ``bn.weight``), a stacked ``nn.LSTM``'s layer (``lstm_1.weight_ih_l0`` ->
+    ``lstm.weight_ih_l1``), ``nn.MultiheadAttention``'s packed input projection
+    (``self_attn.weight`` -> ``self_attn.in_proj_weight``)."""
+    names = [torch_name(converted), recurrent_name(converted, source)]
+    stacked = _STACKED_CELL.match(converted)
+    if stacked:
+        names.append(
+            f"{stacked.group('module')}.{stacked.group('kind')}_l{stacked.group('layer')}"
+            f"{stacked.group('reverse') or ''}"
+        )
+    path, _, leaf = converted.rpartition(".")
+    if path.endswith("attn") and leaf in ("weight", "bias"):
+        names.append(f"{path}.in_proj_{leaf}")
+    return [name for name in names if name]
+
+
+def row_steps(row: dict) -> list[WeightStep]:
+    """A row's typed steps: its structured ``steps``, or an older map's ``transform`` prose."""
+    if "steps" in row:
+        return steps_from_json(row["steps"])
+    return parse_steps(row.get("transform", "") if isinstance(row.get("transform"), str) else "")
+
+
+DEFAULT_BATCHNORM_EPS = 1e-5  # PyTorch's; a TorchScript export does not record a folded one
+
+
+def _conv_prefixes(converted: str, source: str, exported_as: str) -> list[str]:
+    names = [source.rpartition(".")[0] if exported_as or not source.startswith("onnx::") else ""]
+    names.append(converted.rpartition(".")[0])
+    return [name for name in dict.fromkeys(names) if name]
+
+
+def batchnorm_candidates(conv: str) -> list[str]:
+    """Where the BatchNorm after convolution ``conv`` sits in the state dict, by the naming
+    rules of torchvision and most model zoos: ``conv1`` -> ``bn1``, ``conv`` -> ``bn``,
+    ``downsample.0`` -> ``downsample.1`` (the next entry of an ``nn.Sequential``)."""
+    parent, _, leaf = conv.rpartition(".")
+    join = (lambda name: f"{parent}.{name}") if parent else (lambda name: name)
+    if leaf.isdigit():
+        return [join(str(int(leaf) + 1))]
+    found = []
+    for conv_word in ("conv", "Conv"):
+        if conv_word in leaf:
+            for norm_word in ("bn", "norm", "batchnorm", "bn_"):
+                found.append(join(leaf.replace(conv_word, norm_word, 1)))
+    return list(dict.fromkeys(found))
+
+
+def _folded(row: dict, fold: BatchNormFold, tensors, used: set) -> np.ndarray:
+    """The folded convolution weight or bias of ``row`` from the state dict's convolution and
+    BatchNorm tensors (see ``batchnorm_candidates`` for how the BatchNorm is found)."""
     source, converted = row["source_weight"], row["converted_weight"]
-    transform = row.get("transform", "")
+    fold = replace(fold, part=fold.part or converted["name"].rpartition(".")[2])
+    convs = [
+        c
+        for c in _conv_prefixes(converted["name"], source["name"], source.get("exported_as", ""))
+        if f"{c}.weight" in tensors
+    ]
+    if not convs:
+        raise Missing(
+            f"its convolution's weight is not in the file (looked for '{converted['name'].rpartition('.')[0]}.weight')"
+        )
+    conv = convs[0]
+    looked = [fold.batchnorm] if fold.batchnorm else batchnorm_candidates(conv)
+    norms = [bn for bn in looked if f"{bn}.running_var" in tensors]
+    if not norms:
+        tried = ", ".join(f"'{bn}.running_var'" for bn in looked) or "no name rule fits"
+        raise ValueError(
+            f"the exporter folded a BatchNorm into convolution '{conv}' and the file has no "
+            f"BatchNorm for it (looked for {tried})"
+        )
+    bn = norms[0]
+    parts = {k: f"{bn}.{k}" for k in ("weight", "bias", "running_mean", "running_var")}
+    missing = [name for name in parts.values() if name not in tensors]
+    if missing:
+        raise ValueError(f"no tensor '{missing[0]}' in the file for its folded BatchNorm")
+    weight = np.asarray(tensors[f"{conv}.weight"], np.float64)
+    bias = tensors.get(f"{conv}.bias")
+    bias = np.zeros(weight.shape[0]) if bias is None else np.asarray(bias, np.float64)
+    values = {k: np.asarray(tensors[name], np.float64).reshape(-1) for k, name in parts.items()}
+    if any(v.shape != (weight.shape[0],) for v in values.values()) or bias.shape != (
+        weight.shape[0],
+    ):
+        raise ValueError(
+            f"BatchNorm '{bn}' does not have the {weight.shape[0]} channels of '{conv}'"
+        )
+    used.update({f"{conv}.weight", f"{conv}.bias", *parts.values()})
+    eps = DEFAULT_BATCHNORM_EPS if fold.eps is None else fold.eps
+    return fold.fold(
+        weight,
+        bias,
+        values["weight"],
+        values["bias"],
+        values["running_mean"],
+        values["running_var"],
+        eps,
+    )
+
+
+def new_weight(
+    row: dict, tensors: Mapping[str, np.ndarray], from_onnx: bool = False, used: set | None = None
+) -> np.ndarray:
+    """The converted weight of ``row`` computed from the new tensors; raises ValueError with
+    the reason when it cannot be. ``used`` gains the names of the tensors read.
+
+    A state dict is looked up by the parameter's own names first (``own_names``: MindSpore's
+    layers hold PyTorch's layouts; exporters may merge equal tensors, so the recorded source
+    can be another parameter's name), then by the recorded source name with the steps
+    replayed; a BatchNorm the exporter folded into a convolution is folded again from the
+    state dict's tensors. An ONNX export (``from_onnx``) is looked up by the recorded names,
+    and holds the values the exporter computed (folded BatchNorm) itself."""
+    used = set() if used is None else used
+    source, converted = row["source_weight"], row["converted_weight"]
     shape = tuple(int(d) for d in converted["shape"])
     dtype = _numpy_dtype(converted["data_type"])
     name, exported_as = source["name"], source.get("exported_as", "")
-    if any(note in transform for note in EXPORTER_NOTES) and not from_onnx:
-        raise ValueError(
-            "the exporter computed it (BatchNorm folded): no state dict holds it; "
-            "give the new ONNX export as --weights_file"
-        )
+    steps = row_steps(row)
+    folds = [step for step in steps if isinstance(step, BatchNormFold)]
+    steps = [step for step in steps if not isinstance(step, BatchNormFold)]
+    if folds and not from_onnx:
+        return _replayed(steps, _folded(row, folds[0], tensors, used), shape, dtype)
     if not from_onnx:
-        # the parameter's own name, then the name recovered for a tensor the exporter renamed
-        recurrent = recurrent_name(converted["name"], name)
-        for own in (torch_name(converted["name"]), name if exported_as else "", recurrent):
+        # the parameter's own names, then the name recovered for a tensor the exporter renamed
+        for own in [*own_names(converted["name"], name), name if exported_as else ""]:
             if own in tensors and _same_layout(tensors[own], shape):
                 array = _checked(tensors[own], tensors[own].shape, source.get("data_type", ""), own)
+                used.add(own)
                 return np.ascontiguousarray(array.reshape(shape).astype(dtype))
     found = exported_as if exported_as in tensors else name if name in tensors else ""
     if not found:
-        return _missing(name, exported_as)
+        tried = [] if from_onnx else own_names(converted["name"], name)
+        return _missing(name, exported_as, tried)
+    used.add(found)
     array = _checked(tensors[found], tuple(source["shape"]), source.get("data_type", ""), found)
+    return _replayed(steps, array, shape, dtype)
+
+
+def _replayed(steps, array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     try:
-        result = replay(transform, array, shape, dtype)
-        if tuple(result.shape) != shape:
-            raise ValueError(f"it comes out {list(result.shape)}, the network holds {list(shape)}")
-        return result
+        result = replay(steps, array, shape, dtype)
     except CannotReplay as step:
         raise ValueError(f"its transform step '{step}' cannot be replayed") from None
     except (ValueError, IndexError, TypeError) as exc:  # an index or axis the tensor lacks
         raise ValueError(f"its transform does not fit the new tensor ({exc})") from None
+    if tuple(result.shape) != shape:
+        raise ValueError(f"it comes out {list(result.shape)}, the network holds {list(shape)}")
+    return result
 
 
 class Missing(ValueError):
     """The file has no tensor for a weight."""
 
 
-def _missing(name: str, exported_as: str):
+def _missing(name: str, exported_as: str, tried: list[str]):
     also = f" (exported as '{exported_as}')" if exported_as else ""
-    raise Missing(f"no tensor '{name}'{also} in the file")
+    looked = [f"'{own}'" for own in dict.fromkeys(tried) if own not in (name, exported_as)]
+    names = f"{', '.join(looked)} (its layer's names) nor " if looked else ""
+    why = (
+        ": the exporter made that name up and the layer's scope gave none"
+        if is_generated_name(name)
+        else ""
+    )
+    raise Missing(f"no tensor {names}'{name}'{also} in the file{why}")
 
 
 def _checked(array: np.ndarray, shape: tuple, dtype_name: str, found: str) -> np.ndarray:
@@ -241,6 +365,33 @@ def _check_fits(script: Path, checkpoint: Path) -> None:
         ) from None
 
 
+def _unrecorded_eps_folds(rows: list[dict]) -> int:
+    """How many rows replay a BatchNorm fold whose epsilon the export did not record."""
+    return sum(
+        any(isinstance(step, BatchNormFold) and step.eps is None for step in row_steps(row))
+        for row in rows
+    )
+
+
+def _untied(unused: list[str], used: set, tensors: Mapping[str, np.ndarray]) -> list[str]:
+    """``unused`` without the state dict's second names of tied parameters (``lm_head.weight``
+    beside ``wte.weight``): tensors equal to one that was read."""
+    by_shape: dict[tuple, list[np.ndarray]] = {}
+    for name in used:
+        if name in tensors:
+            by_shape.setdefault((tensors[name].shape, tensors[name].dtype), []).append(
+                tensors[name]
+            )
+    return [
+        name
+        for name in unused
+        if not any(
+            np.array_equal(tensors[name], other)
+            for other in by_shape.get((tensors[name].shape, tensors[name].dtype), [])
+        )
+    ]
+
+
 def reconvert_weights(
     weights_file: str | Path,
     weight_map_file: str | Path,
@@ -265,7 +416,7 @@ def reconvert_weights(
     for row in rows:
         name = row["converted_weight"]["name"]
         try:
-            parameters.append((name, new_weight(row, tensors, from_onnx)))
+            parameters.append((name, new_weight(row, tensors, from_onnx, used)))
         except Missing as why:
             value = frozen.value(name)
             if value is None:
@@ -275,8 +426,6 @@ def reconvert_weights(
                 kept.append(name)
         except ValueError as why:
             problems.append(f"{one_line(name, 80)}: {one_line(str(why), 160)}")
-        used.update({row["source_weight"]["name"], row["source_weight"].get("exported_as", "")})
-        used.update({name, torch_name(name), recurrent_name(name, row["source_weight"]["name"])})
     if problems:
         listed = "; ".join(problems[:MAX_LISTED])
         more = f"; and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
@@ -296,7 +445,7 @@ def reconvert_weights(
             _check_fits(script, outputs.staged_path(target))
         outputs.publish()
     # an ONNX export also holds the graph's own constants: only a state dict's leftovers tell
-    unused = [] if from_onnx else sorted(set(tensors) - used)
+    unused = [] if from_onnx else _untied(sorted(set(tensors) - used), used, tensors)
     say(f"Re-converted {len(parameters) - len(kept)} weight(s) into {target}.")
     if kept:
         say(
@@ -306,6 +455,12 @@ def reconvert_weights(
     if unused:
         shown = ", ".join(one_line(name, 120) for name in unused[:3])
         say(f"{len(unused)} tensor(s) of the file are not in the network (e.g. {shown}).")
+    folds = 0 if from_onnx else _unrecorded_eps_folds(rows)
+    if folds:
+        say(
+            f"{folds} weight(s) were folded again with BatchNorm epsilon "
+            f"{DEFAULT_BATCHNORM_EPS:g}, PyTorch's default: the export does not record it."
+        )
     return ReweightResult(target, len(parameters), unused, script if script.is_file() else None)
 
 

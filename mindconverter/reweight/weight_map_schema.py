@@ -13,6 +13,7 @@ import math
 import re
 
 from ..errors import make_error
+from ..graph.weight_steps import steps_from_json
 from ..outputs.checkpoint import TENSOR_TYPES
 from ..text import one_line
 
@@ -42,7 +43,7 @@ _SOURCE_DTYPES = frozenset(TENSOR_TYPES) | {
 _CONVERTED_DTYPES = frozenset(TENSOR_TYPES.values())
 _CAST_TO = re.compile(r"^Cast\(.*\bto=(?P<to>\d+)")
 _NUMERIC_ONNX_TYPES = frozenset(range(1, 8)) | {9, 10, 11, 12, 13, 16} | set(range(17, 24))
-_ROW_KEYS = {"converted_weight", "source_weight", "transform"}
+_ROW_KEYS = {"converted_weight", "source_weight", "transform", "steps"}
 _CONVERTED_KEYS = {"name", "shape", "data_type"}
 _SOURCE_KEYS = {"name", "shape", "data_type", "exported_as"}
 
@@ -110,7 +111,19 @@ def _check_row(row: object, where: str) -> tuple[dict, dict]:
     if "transform" in row:
         _check_text(row["transform"], MAX_TRANSFORM_CHARS, f"{where}'s transform", empty=True)
         _check_transform(row["transform"], f"{where}'s transform")
+    if "steps" in row:
+        _check_steps(row["steps"], f"{where}'s steps")
     return converted, source
+
+
+def _check_steps(entries: object, where: str) -> None:
+    """The typed form of the transform: a short list of steps the converter knows."""
+    if not isinstance(entries, list) or len(entries) > MAX_TRANSFORM_STEPS:
+        raise _Invalid(f"{where} is not a list of at most {MAX_TRANSFORM_STEPS} steps")
+    try:
+        steps_from_json(entries)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise _Invalid(f"{where}: {one_line(str(exc), 120)}") from None
 
 
 def _check_transform(transform: str, where: str) -> None:

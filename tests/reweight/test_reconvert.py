@@ -151,7 +151,9 @@ def test_weights_that_do_not_fit_are_listed_and_nothing_is_written(
     ]
 
 
-def test_folded_batchnorm_needs_the_onnx_export(tmp_path):
+def test_folded_batchnorm_needs_its_batchnorm_in_the_state_dict(tmp_path):
+    """The fold is replayed from the BatchNorm's tensors: a state dict without them is refused,
+    naming the BatchNorm looked for."""
     result = _convert(tmp_path, "tiny_resnet", "dynamo", "2,3,32,32")
     rows = json.loads(result.weight_map_path.read_text())["tiny_resnet_dynamo"]
     state = {
@@ -163,7 +165,8 @@ def test_folded_batchnorm_needs_the_onnx_export(tmp_path):
     weights = _save_safetensors(state, tmp_path / "state.safetensors")
     with pytest.raises(MindConverterError) as info:
         reconvert_weights(weights, result.weight_map_path, tmp_path / "out", overwrite=True)
-    assert "BatchNorm folded" in str(info.value) and "ONNX export" in str(info.value)
+    assert "folded a BatchNorm into convolution 'conv1'" in str(info.value)
+    assert "'bn1.running_var'" in str(info.value)
 
 
 def test_an_existing_checkpoint_needs_overwrite(tmp_path, converted_lstm):
@@ -229,17 +232,31 @@ def test_recurrent_names_follow_the_source_layer():
     assert recurrent_name("lstm.weight_ih_l0", "onnx::LSTM_12") == ""
 
 
+def _prose(row: dict, transform: str) -> None:
+    """A row as a weight map without ``steps`` (written before them) has it."""
+    row.pop("steps", None)
+    row["transform"] = transform
+
+
 @pytest.mark.parametrize(
     "edit, expected",
     [
+        (lambda rows: _prose(rows[1], "[99]; gates i,o,f,c -> i,f,c,o"), "does not fit"),
+        (lambda rows: _prose(rows[1], "transpose(5, 0)"), "does not fit"),
+        (lambda rows: _prose(rows[1], "Mul()"), "'Mul()' cannot be replayed"),
+        (lambda rows: rows[1].update({"steps": [{"op": "index", "items": [99]}]}), "does not fit"),
         (
-            lambda rows: rows[1].update({"transform": "[99]; gates i,o,f,c -> i,f,c,o"}),
+            lambda rows: rows[1].update({"steps": [{"op": "transpose", "perm": [5, 0]}]}),
             "does not fit",
         ),
-        (lambda rows: rows[1].update({"transform": "transpose(5, 0)"}), "does not fit"),
-        (lambda rows: rows[1].update({"transform": "Mul()"}), "'Mul()' cannot be replayed"),
     ],
-    ids=["index-out-of-range", "axis-out-of-range", "computing-step"],
+    ids=[
+        "index-out-of-range",
+        "axis-out-of-range",
+        "computing-step",
+        "steps-index-out-of-range",
+        "steps-axis-out-of-range",
+    ],
 )
 def test_a_tampered_weight_map_is_refused(tmp_path, converted_lstm, edit, expected):
     result, state = converted_lstm

@@ -86,6 +86,15 @@ EDITS = {
     "missing-shape": (_drop("1/converted_weight/shape"), "lacks shape"),
     "missing-source": (_drop("1/source_weight"), "lacks source_weight"),
     "row-is-a-list": (lambda rows: rows.__setitem__(0, ["converted_weight"]), "not an object"),
+    "steps-not-a-list": (lambda rows: rows[1].update({"steps": "transpose"}), "steps"),
+    "steps-unknown-op": (
+        lambda rows: rows[1].update({"steps": [{"op": "exec", "code": "x"}]}),
+        "unknown step",
+    ),
+    "steps-too-many": (
+        lambda rows: rows[1].update({"steps": [{"op": "transpose", "perm": [1, 0]}] * 65}),
+        "at most",
+    ),
     "growth-past-the-source": (_set("1/converted_weight/shape", [1 << 25]), "elements out of"),
     "too-many-rows": (lambda rows: rows.extend([rows[1]] * (1 << 20)), "rows"),
 }
