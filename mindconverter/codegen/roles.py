@@ -46,6 +46,8 @@ def _role(graph: Graph, name: str, readers: list) -> str:
     rank = len(graph.symbolic_shapes.get(name, ()) or ())
     if dtype is None:
         return "x"
+    if any(_attention_bias_of(node, name) for node in readers):
+        return _mask_or_bias(graph, name)
     if dtype == np.bool_ or any(_masks_scores(graph, node, name) for node in readers):
         return "attention_mask"
     if dtype.kind == "f" and any(_masks_scores(graph, node, name, True) for node in readers):
@@ -58,6 +60,19 @@ def _role(graph: Graph, name: str, readers: list) -> str:
     if rotary:
         return rotary
     return "x"
+
+
+def _attention_bias_of(node, name: str) -> bool:
+    """``name`` is what a fused attention adds to its scores (its inputs after q, k, v)."""
+    fused = node.domain == DOMAIN and node.op_type == "ScaledDotProductAttention"
+    return fused and name in node.inputs[3:]
+
+
+def _mask_or_bias(graph: Graph, name: str) -> str:
+    """A mask is broadcast over heads or queries; a bias (T5's positions, ALiBi) is not."""
+    shape = graph.symbolic_shapes.get(name) or ()
+    broadcast = len(shape) < 4 or shape[1] == 1 or shape[2] == 1
+    return "attention_mask" if broadcast or graph.dtypes.get(name) == np.bool_ else "attention_bias"
 
 
 def _masks_scores(graph: Graph, node, name: str, whole: bool = False) -> bool:

@@ -428,8 +428,11 @@ class _DequantizedLstmContext(NodeContext):
             return self.float_weights[index]
         return super().const(index)
 
-    def weight(self, index: int, array=None, transform: str = ""):
+    def weight(self, index: int, array=None, transform=""):
         if index in self.float_weights:
+            # dequantizing computes new values: the record is prose (not replayable steps)
+            if not isinstance(transform, str):
+                transform = "; ".join(step.describe() for step in transform)
             note = "dequantized: (q - zero_point) * scale; transpose(0, 2, 1)"
             transform = "; ".join(filter(None, [note, transform]))
         return super().weight(index, array, transform)

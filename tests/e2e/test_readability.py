@@ -41,11 +41,18 @@ REMOVED_NOOPS = (
 )
 
 
+def _input_count(path: Path) -> int:
+    """The model's inputs (token ids, masks, token types): each gets a [1, 8] example."""
+    graph = onnx.load(str(path), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    return sum(inp.name not in weights for inp in graph.input)
+
+
 def _models() -> list[tuple[Path, list[str]]]:
     """The committed fixtures, and every model of the corpora with the shapes their manifests
     give (the corpora are built by the lead; absent, only the fixtures run)."""
-    found = [(path, ["1,8", "1,8"]) for path in sorted(FIXTURES.glob("tiny_bert_*.onnx"))]
-    found += [(path, ["1,8"]) for path in sorted(FIXTURES.glob("tiny_gpt_*.onnx"))]
+    fixtures = sorted(FIXTURES.glob("tiny_bert_*.onnx")) + sorted(FIXTURES.glob("tiny_gpt_*.onnx"))
+    found = [(path, ["1,8"] * _input_count(path)) for path in fixtures]
     for corpus in CORPORA:
         manifest = corpus / "manifest.json"
         if not manifest.is_file():
@@ -85,6 +92,8 @@ def _assert_runs_like_onnxruntime(model_file: Path, shapes: list[str], result) -
             feeds[inp.name] = rng.standard_normal(dims).astype(dtype)
         elif "mask" in inp.name:
             feeds[inp.name] = np.ones(dims, dtype)
+        elif "token_type" in inp.name:  # a tokenizer's segment ids: 0 for one sentence
+            feeds[inp.name] = np.zeros(dims, dtype)
         else:
             feeds[inp.name] = rng.integers(0, 8, dims).astype(dtype)
     expected = run_onnxruntime(model, feeds, [out.name for out in model.graph.output])

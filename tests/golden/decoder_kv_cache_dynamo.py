@@ -20,44 +20,44 @@ class LlamaAttention(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=8, has_bias=False)
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
-    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
+    def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(q_proj)[0], ops.shape(q_proj)[1], 4, 4)
-        out = ops.reshape(q_proj, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
+        x = ops.reshape(q_proj, shape)
+        x = ops.transpose(x, (0, 2, 1, 3))
         k_proj = self.k_proj(hidden_states)
         shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
-        reshape = ops.reshape(k_proj, shape_1)
-        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        out = ops.reshape(k_proj, shape_1)
+        out = ops.transpose(out, (0, 2, 1, 3))
         v_proj = self.v_proj(hidden_states)
-        reshape_1 = ops.reshape(v_proj, shape_1)
-        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
-        mul = out * cos
-        slice_ = out[:, :, :, 2:]
+        reshape = ops.reshape(v_proj, shape_1)
+        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        mul = x * cos
+        slice_ = x[:, :, :, 2:]
         slice_ = -slice_
-        slice_1 = out[:, :, :, :2]
+        slice_1 = x[:, :, :, :2]
         concat = ops.concat((slice_, slice_1), axis=-1)
         concat = concat * sin
         mul = mul + concat
-        mul_1 = reshape * cos
-        slice_2 = reshape[:, :, :, 2:]
+        mul_1 = out * cos
+        slice_2 = out[:, :, :, 2:]
         slice_2 = -slice_2
-        slice_3 = reshape[:, :, :, :2]
+        slice_3 = out[:, :, :, :2]
         concat_1 = ops.concat((slice_2, slice_3), axis=-1)
         concat_1 = concat_1 * sin
         mul_1 = mul_1 + concat_1
         concat_2 = ops.concat((past_key, mul_1), axis=2)
-        concat_3 = ops.concat((past_value, reshape_1), axis=2)
+        concat_3 = ops.concat((past_value, reshape), axis=2)
         k = ops.repeat_interleave(concat_2, 2, axis=1)
         scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
-        probs = ops.softmax(scores + x, axis=-1)
+        probs = ops.softmax(scores + attention_mask, axis=-1)
         v = ops.repeat_interleave(concat_3, 2, axis=1)
         context = ops.matmul(probs, v)
         context = ops.transpose(context, (0, 2, 1, 3))
         shape_2 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        reshape_2 = ops.reshape(context, shape_2)
-        reshape_2 = self.o_proj(reshape_2)
-        return concat_2, concat_3, reshape_2
+        reshape_1 = ops.reshape(context, shape_2)
+        reshape_1 = self.o_proj(reshape_1)
+        return concat_2, concat_3, reshape_1
 
 
 class LlamaLayer(nn.Cell):
@@ -72,16 +72,16 @@ class LlamaLayer(nn.Cell):
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.down_proj = nn.Dense(in_channels=32, out_channels=16, has_bias=False)
 
-    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
-        out = hidden_states**2
-        out = ops.mean(out, axis=2, keep_dims=True)
-        out = out + 1e-06
-        out = ops.sqrt(out)
-        out = ops.reciprocal(out)
-        input_layernorm = hidden_states * out
-        input_layernorm = self.input_layernorm_weight * input_layernorm
+    def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
+        x = hidden_states**2
+        x = ops.mean(x, axis=2, keep_dims=True)
+        x = x + 1e-06
+        x = ops.sqrt(x)
+        x = ops.reciprocal(x)
+        out = hidden_states * x
+        out = self.input_layernorm_weight * out
         self_attn, self_attn_1, self_attn_2 = self.self_attn(
-            input_layernorm, cos, sin, past_key, past_value, x
+            out, cos, sin, past_key, past_value, attention_mask
         )
         add = hidden_states + self_attn_2
         post_attention_layernorm = add**2

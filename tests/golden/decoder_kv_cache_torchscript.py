@@ -20,7 +20,7 @@ class SelfAttnBlock(nn.Cell):
         self.v_proj = nn.Dense(in_channels=16, out_channels=8, has_bias=False)
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
-    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
+    def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 4, 4)
         q_proj = ops.reshape(q_proj, shape)
@@ -32,25 +32,25 @@ class SelfAttnBlock(nn.Cell):
         v_proj = self.v_proj(hidden_states)
         v_proj = ops.reshape(v_proj, shape_1)
         v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        out = q_proj * cos
-        slice_ = q_proj[:, :, :, 2:]
-        slice_ = -slice_
-        slice_1 = q_proj[:, :, :, :2]
-        concat = ops.concat((slice_, slice_1), axis=-1)
+        x = q_proj * cos
+        out = q_proj[:, :, :, 2:]
+        out = -out
+        slice_ = q_proj[:, :, :, :2]
+        concat = ops.concat((out, slice_), axis=-1)
         concat = concat * sin
-        out = out + concat
+        x = x + concat
         mul = k_proj * cos
-        slice_2 = k_proj[:, :, :, 2:]
-        slice_2 = -slice_2
-        slice_3 = k_proj[:, :, :, :2]
-        concat_1 = ops.concat((slice_2, slice_3), axis=-1)
+        slice_1 = k_proj[:, :, :, 2:]
+        slice_1 = -slice_1
+        slice_2 = k_proj[:, :, :, :2]
+        concat_1 = ops.concat((slice_1, slice_2), axis=-1)
         concat_1 = concat_1 * sin
         mul = mul + concat_1
         concat_2 = ops.concat((past_key, mul), axis=2)
         concat_3 = ops.concat((past_value, v_proj), axis=2)
         k = ops.repeat_interleave(concat_2, 2, axis=1)
-        scores = ops.matmul(out, k.swapaxes(-1, -2)) / math.sqrt(4)
-        probs = ops.softmax(scores + x, axis=-1)
+        scores = ops.matmul(x, k.swapaxes(-1, -2)) / math.sqrt(4)
+        probs = ops.softmax(scores + attention_mask, axis=-1)
         v = ops.repeat_interleave(concat_3, 2, axis=1)
         context = ops.matmul(probs, v)
         context = ops.transpose(context, (0, 2, 1, 3))
@@ -72,16 +72,16 @@ class LayersBlock(nn.Cell):
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.down_proj = nn.Dense(in_channels=32, out_channels=16, has_bias=False)
 
-    def construct(self, hidden_states, cos, sin, past_key, past_value, x):
-        out = hidden_states**2
-        out = ops.mean(out, axis=2, keep_dims=True)
-        out = out + 1e-06
-        out = ops.sqrt(out)
-        out = 1.0 / out
-        input_layernorm = hidden_states * out
-        input_layernorm = self.input_layernorm_weight * input_layernorm
+    def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
+        x = hidden_states**2
+        x = ops.mean(x, axis=2, keep_dims=True)
+        x = x + 1e-06
+        x = ops.sqrt(x)
+        x = 1.0 / x
+        out = hidden_states * x
+        out = self.input_layernorm_weight * out
         self_attn, self_attn_1, self_attn_2 = self.self_attn(
-            input_layernorm, cos, sin, past_key, past_value, x
+            out, cos, sin, past_key, past_value, attention_mask
         )
         add = hidden_states + self_attn_2
         post_attention_layernorm = add**2

@@ -18,18 +18,18 @@ class CausalSelfAttention(nn.Cell):
         self.qkv = nn.Dense(in_channels=16, out_channels=48)
         self.proj = nn.Dense(in_channels=16, out_channels=16)
 
-    def construct(self, hidden_states, x):
+    def construct(self, hidden_states, attention_mask):
         hidden_states = self.qkv(hidden_states)
-        out, split, split_1 = ops.split(hidden_states, 16, axis=2)
-        shape = (ops.shape(out)[0], ops.shape(out)[1], 2, 8)
-        reshape = ops.reshape(out, shape)
+        x, out, split = ops.split(hidden_states, 16, axis=2)
+        shape = (ops.shape(x)[0], ops.shape(x)[1], 2, 8)
+        reshape = ops.reshape(x, shape)
         reshape = ops.transpose(reshape, (0, 2, 1, 3))
-        reshape_1 = ops.reshape(split, shape)
-        reshape_2 = ops.reshape(split_1, shape)
+        reshape_1 = ops.reshape(out, shape)
+        reshape_2 = ops.reshape(split, shape)
         reshape_2 = ops.transpose(reshape_2, (0, 2, 1, 3))
         reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
         scores = ops.matmul(reshape, reshape_1.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(scores + x, axis=-1)
+        probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, reshape_2)
         context = ops.transpose(context, (0, 2, 1, 3))
         shape_1 = (ops.shape(context)[0], ops.shape(context)[1], 16)
@@ -50,16 +50,16 @@ class GPTBlock(nn.Cell):
         self.act = nn.GELU(approximate=False)
         self.out = nn.Dense(in_channels=32, out_channels=16)
 
-    def construct(self, hidden_states, x):
-        out = self.ln_1(hidden_states)
-        out = self.attn(out, x)
-        add = hidden_states + out
-        ln_2 = self.ln_2(add)
+    def construct(self, hidden_states, attention_mask):
+        x = self.ln_1(hidden_states)
+        x = self.attn(x, attention_mask)
+        out = hidden_states + x
+        ln_2 = self.ln_2(out)
         ln_2 = self.fc(ln_2)
         ln_2 = self.act(ln_2)
         ln_2 = self.out(ln_2)
-        add_1 = add + ln_2
-        return add_1
+        add = out + ln_2
+        return add
 
 
 class MindSporeModel(nn.Cell):

@@ -46,24 +46,24 @@ class BertSelfAttention(nn.Cell):
         self.key = nn.Dense(in_channels=32, out_channels=32)
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
-    def construct(self, hidden_states, x):
+    def construct(self, hidden_states, attention_mask):
         query = self.query(hidden_states)
         shape = (ops.shape(query)[0], ops.shape(query)[1], -1, 16)
-        out = ops.reshape(query, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
+        x = ops.reshape(query, shape)
+        x = ops.transpose(x, (0, 2, 1, 3))
         key = self.key(hidden_states)
-        reshape = ops.reshape(key, shape)
-        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        out = ops.reshape(key, shape)
+        out = ops.transpose(out, (0, 2, 1, 3))
         value = self.value(hidden_states)
-        reshape_1 = ops.reshape(value, shape)
-        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
-        scores = ops.matmul(out, reshape.swapaxes(-1, -2)) / math.sqrt(16)
-        probs = ops.softmax(scores + x, axis=-1)
-        context = ops.matmul(probs, reshape_1)
+        reshape = ops.reshape(value, shape)
+        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        scores = ops.matmul(x, out.swapaxes(-1, -2)) / math.sqrt(16)
+        probs = ops.softmax(scores + attention_mask, axis=-1)
+        context = ops.matmul(probs, reshape)
         context = ops.transpose(context, (0, 2, 1, 3))
         shape_1 = (ops.shape(context)[0], ops.shape(context)[1], -1)
-        reshape_2 = ops.reshape(context, shape_1)
-        return reshape_2
+        reshape_1 = ops.reshape(context, shape_1)
+        return reshape_1
 
 
 class BertSelfOutput(nn.Cell):
@@ -89,10 +89,10 @@ class BertAttention(nn.Cell):
         self.self = BertSelfAttention()
         self.output = BertSelfOutput()
 
-    def construct(self, hidden_states, x):
-        x = self.self(hidden_states, x)
-        x = self.output(x, hidden_states)
-        return x
+    def construct(self, hidden_states, attention_mask):
+        attention_mask = self.self(hidden_states, attention_mask)
+        attention_mask = self.output(attention_mask, hidden_states)
+        return attention_mask
 
 
 class BertIntermediate(nn.Cell):
@@ -133,11 +133,11 @@ class BertLayer(nn.Cell):
         self.intermediate = BertIntermediate()
         self.output = BertOutput()
 
-    def construct(self, hidden_states, x):
-        hidden_states = self.attention(hidden_states, x)
-        intermediate = self.intermediate(hidden_states)
-        intermediate = self.output(intermediate, hidden_states)
-        return intermediate
+    def construct(self, hidden_states, attention_mask):
+        hidden_states = self.attention(hidden_states, attention_mask)
+        x = self.intermediate(hidden_states)
+        x = self.output(x, hidden_states)
+        return x
 
 
 class BertEncoder(nn.Cell):
