@@ -341,25 +341,26 @@ def rotary_embedding(ctx: NodeContext):
     else:
         raise Unsupported(f"RotaryEmbedding on a rank-{rank} input")
     dim = int(ctx.attr("rotary_embedding_dim", 0)) or head
-    half = dim // 2
     cos, sin = ctx.operand(1), ctx.operand(2)
     if ctx.has_input(3):
         cos = Call("ops.gather", [cos, Input(3), Lit(0)])
         sin = Call("ops.gather", [sin, Input(3), Lit(0)])
     cos = Temp(Call("ops.unsqueeze", [cos, Lit(head_axis)]), "cos")
     sin = Temp(Call("ops.unsqueeze", [sin, Lit(head_axis)]), "sin")
+    out = rotate(x, cos, sin, dim, head, bool(int(ctx.attr("interleaved", 0))))
+    if rank == 3:
+        out = Call("ops.reshape", [out, Lit(tuple(shape))])
+    return out
+
+
+def rotate(x, cos, sin, dim: int, head: int, interleaved: bool):
+    """(x1, x2) pairs of the first ``dim`` features rotated by cos/sin; the rest pass through."""
     rotated = Item(x, (Ellipsis, slice(None, dim))) if dim < head else x
-    interleaved = bool(int(ctx.attr("interleaved", 0)))
     if interleaved:
-        x1, x2 = (
-            Item(rotated, (Ellipsis, slice(0, None, 2))),
-            Item(rotated, (Ellipsis, slice(1, None, 2))),
-        )
+        x1, x2 = Item(rotated, (Ellipsis, slice(0, None, 2))), Item(rotated, (Ellipsis, slice(1, None, 2)))  # fmt: skip
     else:
-        x1, x2 = (
-            Item(rotated, (Ellipsis, slice(None, half))),
-            Item(rotated, (Ellipsis, slice(half, dim))),
-        )
+        half = dim // 2
+        x1, x2 = Item(rotated, (Ellipsis, slice(None, half))), Item(rotated, (Ellipsis, slice(half, dim)))  # fmt: skip
     x1, x2 = Temp(x1, "x1"), Temp(x2, "x2")
     real = BinOp("-", BinOp("*", cos, x1), BinOp("*", sin, x2))
     imag = BinOp("+", BinOp("*", sin, x1), BinOp("*", cos, x2))
@@ -370,8 +371,6 @@ def rotary_embedding(ctx: NodeContext):
         out = Call("ops.concat", [[real, imag]], {"axis": Lit(-1)})
     if dim < head:
         out = Call("ops.concat", [[out, Item(x, (Ellipsis, slice(dim, None)))]], {"axis": Lit(-1)})
-    if rank == 3:
-        out = Call("ops.reshape", [out, Lit(tuple(shape))])
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .attention import rotate
 from .base import (
     BinOp,
     Call,
@@ -417,27 +418,6 @@ def _rotary_positions(ctx: NodeContext, seq_axis: int):
     seq = size_of(ctx.require_shape(0)[seq_axis], 0, seq_axis)
     start = Item(cast_to(Input(1), np.int64), 0)
     return Item(BinOp("+", Call("ops.arange", [seq]), start), (None, ALL))
-
-
-def rotate(x, cos, sin, dim: int, head: int, interleaved: bool):
-    """(x1, x2) pairs of the first ``dim`` features rotated by cos/sin; the rest pass through."""
-    rotated = Item(x, (Ellipsis, slice(None, dim))) if dim < head else x
-    if interleaved:
-        x1, x2 = Item(rotated, (Ellipsis, slice(0, None, 2))), Item(rotated, (Ellipsis, slice(1, None, 2)))  # fmt: skip
-    else:
-        half = dim // 2
-        x1, x2 = Item(rotated, (Ellipsis, slice(None, half))), Item(rotated, (Ellipsis, slice(half, dim)))  # fmt: skip
-    x1, x2 = Temp(x1, "x1"), Temp(x2, "x2")
-    real = BinOp("-", BinOp("*", cos, x1), BinOp("*", sin, x2))
-    imag = BinOp("+", BinOp("*", sin, x1), BinOp("*", cos, x2))
-    if interleaved:
-        pairs = Call("ops.stack", [[real, imag]], {"axis": Lit(-1)})
-        out = Call("ops.flatten", [pairs], {"start_dim": Lit(-2)})
-    else:
-        out = Call("ops.concat", [[real, imag]], {"axis": Lit(-1)})
-    if dim < head:
-        out = Call("ops.concat", [[out, Item(x, (Ellipsis, slice(dim, None)))]], {"axis": Lit(-1)})
-    return out
 
 
 @mapper("RotaryEmbedding", domain=MS_DOMAIN)
