@@ -218,6 +218,7 @@ BASE_MODULES = {
     "mindconverter.progress",
     "mindconverter.native_stderr",
     "mindconverter.templating",
+    "mindconverter.ruff_format",
 }
 
 

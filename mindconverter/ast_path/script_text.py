@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 import io
-import shutil
-import subprocess
 import tokenize
 
+from ..ruff_format import ruff_format
 from .helpers import helper_closure
 
 
@@ -121,48 +120,17 @@ def fix_empty_bodies(tree):
                     handler.body = [ast.Pass()]
 
 
-def ruff_binary() -> str | None:
-    try:
-        from ruff.__main__ import find_ruff_bin
-
-        return find_ruff_bin()
-    except Exception:
-        return shutil.which("ruff")
-
-
 def format_script(code: str) -> str:
     """Format with ruff when available (same AST, so positions are recomputed afterwards)."""
-    binary = ruff_binary()
-    if not binary:
+    formatted = ruff_format(code, 100, timeout=60)
+    if formatted is None:
         return code
     try:
-        proc = subprocess.run(
-            [
-                binary,
-                "format",
-                "--isolated",
-                "--line-length",
-                "100",
-                "--stdin-filename",
-                "converted.py",
-                "-",
-            ],
-            input=code,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return code
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return code
-    try:
-        if ast.dump(ast.parse(proc.stdout)) != ast.dump(ast.parse(code)):
+        if ast.dump(ast.parse(formatted)) != ast.dump(ast.parse(code)):
             return code
     except SyntaxError:
         return code
-    return proc.stdout
+    return formatted
 
 
 def node_positions(tree: ast.AST, code: str) -> dict:

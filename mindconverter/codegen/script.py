@@ -4,9 +4,6 @@ filled and formatted. :func:`render_script` is what code generation offers the p
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 
@@ -14,6 +11,7 @@ from ..graph import Graph
 from ..graph.container_types import container_dtype
 from ..graph.module_tree import Block
 from ..mappers.base import MappedNode, ms_dtype_name
+from ..ruff_format import ruff_format
 from ..templating import render_template
 from ..version import __version__
 from .blocks import BlockWriter
@@ -136,20 +134,8 @@ def locate_unconverted(code: str, sites: list[UnconvertedSite]) -> None:
 
 
 def format_code(code: str) -> str:
-    """Format with ruff when it is available (it is a dependency); unchanged otherwise."""
-    ruff = shutil.which("ruff")
-    command = [ruff] if ruff else [sys.executable, "-m", "ruff"]
-    try:
-        done = subprocess.run(
-            command + ["format", "--isolated", "--line-length", str(LINE_LENGTH), "-"],
-            input=code.encode("utf-8"),
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return code
-    return done.stdout.decode("utf-8") if done.returncode == 0 and done.stdout else code
+    """Format with ruff (a dependency); unchanged when ruff cannot run."""
+    return ruff_format(code, LINE_LENGTH) or code
 
 
 def _dynamic_input_declarations(graph) -> list[str]:
