@@ -49,6 +49,7 @@ def test_a_wrong_mapper_is_named_as_the_first_divergence(tmp_path):
     assert "Per-layer errors" not in report  # the table only with --verify_layers
 
 
+@pytest.mark.slow
 def test_verify_layers_writes_every_layers_error(tmp_path, capsys):
     model = FIXTURES / "tiny_bert_dynamo.onnx"
     argv = ["--model_file", str(model), "--shape", "2,8", "2,8", "--output", str(tmp_path)]

@@ -9,6 +9,8 @@ import threading
 import warnings
 from pathlib import Path
 
+import pytest
+
 from mindconverter.conversion.notes import warnings_as_notes
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -48,6 +50,7 @@ def test_warnings_outside_a_conversion_are_left_alone():
     assert [str(w.message) for w in caught] == ["the host program's own"] and notes == []
 
 
+@pytest.mark.slow
 def test_verifying_conversions_in_threads_never_kill_the_host(tmp_path):
     """MindSpore aborts when two threads run networks at once: verification is serialised, so
     a host program converting in threads survives and gets a verified result from each."""
