@@ -8,6 +8,7 @@ from ..graph.module_tree import Block, module_path
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
 from .expressions import ExpressionWriter, with_exporter_note
+from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
 from .roles import input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
@@ -167,11 +168,11 @@ class BlockWriter:
         self.scope.cls.init_lines.append([f"self.{attr} = "] + elements)
         keys = {part.key for part in elements if isinstance(part, ClassRef)}
         layers = [numbered[index] for index in sorted(numbered)]
-        loopable = len(keys) == 1 and self._loopable(container, layers)
+        run = self._loopable(container, layers) if len(keys) == 1 else None
         looped = False
         for item in container.items:
-            if loopable and item is layers[0]:
-                looped = self.loop_call(layers, attr)
+            if run is not None and item is layers[0]:
+                looped = self.loop_call(layers, attr, run)
             if looped and any(item is layer for layer in layers):
                 continue
             if isinstance(item, Block) and item.name.isdigit():
@@ -183,59 +184,110 @@ class BlockWriter:
             else:
                 self.statements.placeholder(item)
 
-    def _loopable(self, container: Block, layers: list[Block]) -> bool:
-        """The layers run one after the other, each feeding the next (see :meth:`_chained`)."""
+    def _loopable(self, container: Block, layers: list[Block]) -> LayerRun | None:
+        """How the layers run one after the other, each feeding the next (see
+        :func:`chained_run`); ``None`` when they do not."""
         start = next(i for i, item in enumerate(container.items) if item is layers[0])
         run = container.items[start : start + len(layers)]
-        return (
-            len(run) == len(layers)
-            and all(a is b for a, b in zip(run, layers))
-            and [int(layer.name) for layer in layers] == list(range(len(layers)))
-            and not any(layer.sequential for layer in layers)
-            and self._chained(layers)
-        )
+        if (
+            len(run) != len(layers)
+            or not all(a is b for a, b in zip(run, layers))
+            or [int(layer.name) for layer in layers] != list(range(len(layers)))
+            or any(layer.sequential for layer in layers)
+        ):
+            return None
+        return chained_run(self.state.graph, layers)
 
-    def loop_call(self, layers: list[Block], attr: str) -> bool:
+    def loop_call(self, layers: list[Block], attr: str, run: LayerRun) -> bool:
         """``for layer in self.layers: x = layer(x, mask)`` when every layer of one class feeds the
-        next and the layers share their other inputs; False (nothing written) otherwise."""
-        carried = layers[0].inputs[0]
+        next; inputs of each layer's own (a KV cache) are zipped in from tuples and results of
+        each layer's own gathered into tuples. False (nothing written) otherwise."""
+        first = layers[0]
+        carried = first.inputs[run.carried_in]
         uses = self.scope.remaining_uses
         reads = [n for layer in layers for m in layer.nodes() for n in m.node.inputs if n in uses]
+        own_inputs = [[layer.inputs[j] for layer in layers] for j in run.own_inputs]
         if (
             carried not in self.scope.var_of
             or carried in self.scope.no_reuse
             or carried in self.scope.protected
             or uses.get(carried, 0) != reads.count(carried)
+            or any(name not in self.scope.var_of for names in own_inputs for name in names)
         ):
             return False
         for name in reads:
             uses[name] -= 1
+        body = self.scope.cls.body
         var = self.scope.var_of[carried]
+        params = next(i.args for i in self.state.instances if i.block is first)
         layer_var = self.exprs.new_variable("layer")
-        args = ", ".join([var] + [self.scope.var_of[name] for name in layers[0].inputs[1:]])
-        self.scope.cls.body.append(f"for {layer_var} in self.{attr}:")
-        self.scope.cls.body.append(f"    {var} = {layer_var}({args})")
-        self.scope.var_of[layers[-1].outputs[0]] = var
+        loop_vars, iterables = [layer_var], [f"self.{attr}"]
+        item_of: dict[int, str] = {}
+        for position, names in zip(run.own_inputs, own_inputs):
+            item = self.exprs.new_variable(params[position])
+            group = self.exprs.new_variable(self._group_name(item))
+            body.append(f"{group} = ({', '.join(self.scope.var_of[n] for n in names)})")
+            loop_vars.append(item)
+            iterables.append(group)
+            item_of[position] = item
+        targets, gathered = [], []
+        for position in range(len(first.outputs)):
+            if position == run.carried_out:
+                targets.append(var)
+                continue
+            if not any(
+                layer.outputs[position] in self.scope.remaining_uses_all for layer in layers
+            ):
+                targets.append("_")
+                continue
+            item = self.exprs.new_variable(self._result_name(first, position, item_of, attr))
+            group = self.exprs.new_variable(self._group_name(item))
+            body.append(f"{group} = ()")
+            targets.append(item)
+            gathered.append((item, group))
+            for index, layer in enumerate(layers):
+                self.scope.var_of[layer.outputs[position]] = f"{group}[{index}]"
+                self.scope.no_reuse.add(layer.outputs[position])
+        args = [
+            var if j == run.carried_in else item_of.get(j) or self.scope.var_of[name]
+            for j, name in enumerate(first.inputs)
+        ]
+        if len(iterables) == 1:
+            body.append(f"for {layer_var} in self.{attr}:")
+        else:
+            body.append(f"for {', '.join(loop_vars)} in zip({', '.join(iterables)}):")
+        body.append(f"    {', '.join(targets)} = {layer_var}({', '.join(args)})")
+        body.extend(f"    {group} += ({item},)" for item, group in gathered)
+        self.scope.var_of[layers[-1].outputs[run.carried_out]] = var
         return True
 
-    def _chained(self, layers: list[Block]) -> bool:
-        """Each layer's one result is the next layer's first input and nothing else reads it;
-        the other inputs are the same for every layer."""
+    def _group_name(self, item: str) -> str:
+        """``past_keys`` for the tuple of every layer's ``past_key``, or ``past_key_per_layer``
+        when the network has an input or output of that name (a stacked cache)."""
         graph = self.state.graph
-        first = layers[0]
-        if len(first.inputs) < 1 or first.inputs[0] in first.inputs[1:]:
-            return False
-        for layer, following in zip(layers, layers[1:] + [None]):
-            if len(layer.outputs) != 1 or layer.inputs[1:] != first.inputs[1:]:
-                return False
-            if following is None:
-                continue
-            result = layer.outputs[0]
-            inside = {m.node.name for m in following.nodes()}
-            readers = {node.name for node in graph.consumer_nodes.get(result, [])}
-            if following.inputs[0] != result or not readers <= inside or result in graph.outputs:
-                return False
-        return True
+        outputs = {source_output_name(name, graph.outputs) for name in graph.outputs}
+        taken = self.scope.cls.variables.taken
+        plural = f"{item}s"
+        return (
+            plural
+            if plural not in outputs | set(graph.inputs) | set(taken)
+            else f"{item}_per_layer"
+        )
+
+    def _result_name(self, layer: Block, position: int, item_of: dict[int, str], attr: str) -> str:
+        """A name for one layer's own result: ``present_key`` for the concatenation that grows
+        the layer's ``past_key``; the network output's name without its index; else generic."""
+        producer = self.state.graph.producers.get(layer.outputs[position])
+        if producer is not None and producer.op_type == "Concat":
+            for j, item in item_of.items():
+                if layer.inputs[j] in producer.input:
+                    return (
+                        f"present_{item.removeprefix('past_')}"
+                        if item.startswith("past")
+                        else f"new_{item}"
+                    )
+        base = source_output_name(layer.outputs[position], self.state.graph.outputs)
+        return per_layer_base(base) if base else f"{attr}_output"
 
     def call_block(self, child: Block, callee: str, attr: str) -> None:
         """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""

@@ -151,25 +151,31 @@ class MindSporeModel(nn.Cell):
         gather_1 = past_values[0]
         gather_2 = past_keys[1]
         gather_3 = past_values[1]
-        layers, layers_1, layers_2 = self.layers[0](
-            embed_tokens, cos, sin, gather, gather_1, less_or_equal
-        )
-        layers_3, layers_4, layers_5 = self.layers[1](
-            layers_2, cos, sin, gather_2, gather_3, less_or_equal
-        )
-        norm = layers_5**2
+        past_key_per_layer = (gather, gather_2)
+        past_value_per_layer = (gather_1, gather_3)
+        present_key_per_layer = ()
+        present_value_per_layer = ()
+        for layer, past_key, past_value in zip(
+            self.layers, past_key_per_layer, past_value_per_layer
+        ):
+            present_key, present_value, embed_tokens = layer(
+                embed_tokens, cos, sin, past_key, past_value, less_or_equal
+            )
+            present_key_per_layer += (present_key,)
+            present_value_per_layer += (present_value,)
+        norm = embed_tokens**2
         norm = ops.mean(norm, axis=2, keep_dims=True)
         norm = norm + 1e-06
         norm = ops.sqrt(norm)
         norm = 1.0 / norm
-        norm_1 = layers_5 * norm
+        norm_1 = embed_tokens * norm
         norm_1 = self.norm_weight * norm_1
         logits = self.lm_head(norm_1)
-        unsqueeze = ops.unsqueeze(layers, dim=0)
-        unsqueeze_1 = ops.unsqueeze(layers_3, dim=0)
+        unsqueeze = ops.unsqueeze(present_key_per_layer[0], dim=0)
+        unsqueeze_1 = ops.unsqueeze(present_key_per_layer[1], dim=0)
         present_keys = ops.concat((unsqueeze, unsqueeze_1), axis=0)
-        unsqueeze_2 = ops.unsqueeze(layers_1, dim=0)
-        unsqueeze_3 = ops.unsqueeze(layers_4, dim=0)
+        unsqueeze_2 = ops.unsqueeze(present_value_per_layer[0], dim=0)
+        unsqueeze_3 = ops.unsqueeze(present_value_per_layer[1], dim=0)
         present_values = ops.concat((unsqueeze_2, unsqueeze_3), axis=0)
         return logits, present_keys, present_values
 

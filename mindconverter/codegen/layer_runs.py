@@ -1,0 +1,97 @@
+"""Numbered layers that run one after the other: which input each takes from the one before,
+and which inputs and results are each layer's own (a decoder layer's KV cache)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..graph import Graph
+from ..graph.module_tree import Block
+
+
+@dataclass(frozen=True)
+class LayerRun:
+    """Layer ``i``'s result ``carried_out`` is layer ``i + 1``'s input ``carried_in``; the inputs
+    at ``own_inputs`` differ from layer to layer, every other input is shared."""
+
+    carried_in: int
+    carried_out: int
+    own_inputs: tuple[int, ...]
+
+
+def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
+    """How ``layers`` (of one class) chain, or ``None`` when they do not run as a loop would:
+    one result feeds the next layer and nothing else there; the other inputs at each position
+    are either the same for every layer or all different, and none is made by a layer of the
+    run; the other results are read outside the run only."""
+    first = layers[0]
+    if any(
+        len(layer.inputs) != len(first.inputs) or len(layer.outputs) != len(first.outputs)
+        for layer in layers
+    ):
+        return None
+    made_inside = {name for layer in layers for name in layer.outputs}
+    for carried_in in range(len(first.inputs)):
+        for carried_out in range(len(first.outputs)):
+            if _feeds_next(graph, layers, carried_in, carried_out):
+                own = _own_inputs(layers, carried_in, made_inside)
+                if own is None or not _results_leave_the_run(graph, layers, carried_out):
+                    continue
+                return LayerRun(carried_in, carried_out, own)
+    return None
+
+
+def _feeds_next(graph: Graph, layers: list[Block], carried_in: int, carried_out: int) -> bool:
+    first = layers[0]
+    carried = first.inputs[carried_in]
+    if carried in first.inputs[:carried_in] + first.inputs[carried_in + 1 :]:
+        return False
+    for layer, following in zip(layers, layers[1:]):
+        result = layer.outputs[carried_out]
+        inside = {m.node.name for m in following.nodes()}
+        readers = {node.name for node in graph.consumer_nodes.get(result, [])}
+        if (
+            following.inputs[carried_in] != result
+            or not readers <= inside
+            or result in graph.outputs
+            or result in following.inputs[:carried_in] + following.inputs[carried_in + 1 :]
+        ):
+            return False
+    return True
+
+
+def _own_inputs(
+    layers: list[Block], carried_in: int, made_inside: set[str]
+) -> tuple[int, ...] | None:
+    own = []
+    for position in range(len(layers[0].inputs)):
+        if position == carried_in:
+            continue
+        names = [layer.inputs[position] for layer in layers]
+        if len(set(names)) == 1:
+            if names[0] in made_inside:
+                return None
+            continue
+        if len(set(names)) != len(names) or set(names) & made_inside:
+            return None
+        own.append(position)
+    return tuple(own)
+
+
+def _results_leave_the_run(graph: Graph, layers: list[Block], carried_out: int) -> bool:
+    nodes_of = [{m.node.name for m in layer.nodes()} for layer in layers]
+    for index, layer in enumerate(layers):
+        others = set().union(*(nodes for i, nodes in enumerate(nodes_of) if i != index))
+        for position, result in enumerate(layer.outputs):
+            if position == carried_out:
+                continue
+            readers = {node.name for node in graph.consumer_nodes.get(result, [])}
+            if readers & others:
+                return False
+    return True
+
+
+def per_layer_base(name: str) -> str:
+    """``past_key`` for ``past_key_0``: the name of one layer's item of a per-layer value."""
+    return re.sub(r"_?\d+$", "", name) or name
