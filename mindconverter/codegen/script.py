@@ -15,6 +15,7 @@ from ..ruff_format import ruff_format
 from ..templating import render_template
 from ..version import __version__
 from .blocks import BlockWriter
+from .chains import fold_head_reshapes
 from .classes import join, merge_classes
 from .expressions import ExpressionWriter
 from .naming import comment_text
@@ -32,6 +33,7 @@ def render_script(
 ) -> RenderedModel:
     """Render the MindSpore script for the mapped graph and its recovered module tree."""
     tidy_expressions(graph, mapped)
+    fold_head_reshapes(graph, tree)
     state = RenderState(graph, mapped)
     exprs = ExpressionWriter(state)
     blocks = BlockWriter(state, exprs, StatementWriter(state, exprs))

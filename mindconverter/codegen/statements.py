@@ -19,6 +19,7 @@ class StatementWriter:
     def __init__(self, state: RenderState, exprs: ExpressionWriter):
         self.state = state
         self.exprs = exprs
+        self.attention_roles = _attention_roles(state.mapped)
 
     @property
     def scope(self) -> BlockScope:
@@ -34,6 +35,8 @@ class StatementWriter:
             self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result
+        elif out in self.attention_roles:
+            name = self.exprs.new_variable(self.attention_roles[out])
         elif reuse is not None:
             name = reuse
         else:
@@ -178,6 +181,18 @@ class StatementWriter:
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
+
+
+def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
+    """``q``, ``k`` and ``v`` for the values a recognised attention reads, as people name them."""
+    roles: dict[str, str] = {}
+    for item in mapped:
+        node = item.node
+        if node.op_type == "ScaledDotProductAttention" and node.domain == DOMAIN:
+            for name, role in zip(node.inputs, ("q", "k", "v")):
+                if name:
+                    roles.setdefault(name, role)
+    return roles
 
 
 def _is_sizes(graph, value: str) -> bool:

@@ -21,22 +21,18 @@ class WhisperAttention(nn.Cell):
     def construct(self, hidden_states):
         q_proj = self.q_proj(hidden_states)
         q_proj = q_proj * 0.3535534
-        q_proj = ops.reshape(q_proj, (-1, 8, 2, 8))
-        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        q = ops.reshape(q_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
-        k_proj = ops.reshape(k_proj, (-1, 8, 2, 8))
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        k = ops.reshape(k_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
         v_proj = self.v_proj(hidden_states)
-        v_proj = ops.reshape(v_proj, (-1, 8, 2, 8))
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2))
+        v = ops.reshape(v_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
+        scores = ops.matmul(q, k.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
-        context = ops.matmul(probs, v_proj)
-        context = ops.reshape(context, (-1, 2, 8, 8))
-        context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, (-1, 8, 16))
-        context = self.out_proj(context)
-        return context
+        context = ops.matmul(probs, v)
+        x = ops.reshape(context, (-1, 2, 8, 8)).swapaxes(1, 2)
+        x = ops.reshape(x, (-1, 8, 16))
+        x = self.out_proj(x)
+        return x
 
 
 class WhisperEncoderLayer(nn.Cell):
@@ -96,7 +92,7 @@ class WhisperEncoder(nn.Cell):
         input_features = self.model(input_features)
         input_features = self.conv2(input_features)
         input_features = self.model_1(input_features)
-        input_features = ops.transpose(input_features, (0, 2, 1))
+        input_features = input_features.swapaxes(1, 2)
         input_features = input_features + self.embedding
         input_features = self.layers(input_features)
         input_features = self.layer_norm(input_features)

@@ -23,22 +23,19 @@ class LlamaAttention(nn.Cell):
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(q_proj)[0], ops.shape(q_proj)[1], 4, 4)
-        x = ops.reshape(q_proj, shape)
-        x = ops.transpose(x, (0, 2, 1, 3))
+        x = ops.reshape(q_proj, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
-        out = ops.reshape(k_proj, shape_1)
-        out = ops.transpose(out, (0, 2, 1, 3))
+        out = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         v_proj = self.v_proj(hidden_states)
-        reshape = ops.reshape(v_proj, shape_1)
-        reshape = ops.transpose(reshape, (0, 2, 1, 3))
+        transpose = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
         mul = x * cos
         slice_ = x[:, :, :, 2:]
         slice_ = -slice_
         slice_1 = x[:, :, :, :2]
         concat = ops.concat((slice_, slice_1), axis=-1)
         concat = concat * sin
-        mul = mul + concat
+        q = mul + concat
         mul_1 = out * cos
         slice_2 = out[:, :, :, 2:]
         slice_2 = -slice_2
@@ -46,18 +43,18 @@ class LlamaAttention(nn.Cell):
         concat_1 = ops.concat((slice_2, slice_3), axis=-1)
         concat_1 = concat_1 * sin
         mul_1 = mul_1 + concat_1
-        concat_2 = ops.concat((past_key, mul_1), axis=2)
-        concat_3 = ops.concat((past_value, reshape), axis=2)
-        k = ops.repeat_interleave(concat_2, 2, axis=1)
-        scores = ops.matmul(mul, k.swapaxes(-1, -2)) / math.sqrt(4)
+        k = ops.concat((past_key, mul_1), axis=2)
+        v = ops.concat((past_value, transpose), axis=2)
+        k_1 = ops.repeat_interleave(k, 2, axis=1)
+        scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        v = ops.repeat_interleave(concat_3, 2, axis=1)
-        context = ops.matmul(probs, v)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        v_1 = ops.repeat_interleave(v, 2, axis=1)
+        context = ops.matmul(probs, v_1)
+        context = context.swapaxes(1, 2)
         shape_2 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        reshape_1 = ops.reshape(context, shape_2)
-        reshape_1 = self.o_proj(reshape_1)
-        return concat_2, concat_3, reshape_1
+        reshape = ops.reshape(context, shape_2)
+        reshape = self.o_proj(reshape)
+        return k, v, reshape
 
 
 class LlamaLayer(nn.Cell):

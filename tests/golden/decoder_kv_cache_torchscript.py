@@ -23,41 +23,37 @@ class SelfAttnBlock(nn.Cell):
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 4, 4)
-        q_proj = ops.reshape(q_proj, shape)
-        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        x = ops.reshape(q_proj, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 2, 4)
-        k_proj = ops.reshape(k_proj, shape_1)
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        out = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         v_proj = self.v_proj(hidden_states)
-        v_proj = ops.reshape(v_proj, shape_1)
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        x = q_proj * cos
-        out = q_proj[:, :, :, 2:]
-        out = -out
-        slice_ = q_proj[:, :, :, :2]
-        concat = ops.concat((out, slice_), axis=-1)
+        transpose = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        mul = x * cos
+        slice_ = x[:, :, :, 2:]
+        slice_ = -slice_
+        slice_1 = x[:, :, :, :2]
+        concat = ops.concat((slice_, slice_1), axis=-1)
         concat = concat * sin
-        x = x + concat
-        mul = k_proj * cos
-        slice_1 = k_proj[:, :, :, 2:]
-        slice_1 = -slice_1
-        slice_2 = k_proj[:, :, :, :2]
-        concat_1 = ops.concat((slice_1, slice_2), axis=-1)
+        q = mul + concat
+        mul_1 = out * cos
+        slice_2 = out[:, :, :, 2:]
+        slice_2 = -slice_2
+        slice_3 = out[:, :, :, :2]
+        concat_1 = ops.concat((slice_2, slice_3), axis=-1)
         concat_1 = concat_1 * sin
-        mul = mul + concat_1
-        concat_2 = ops.concat((past_key, mul), axis=2)
-        concat_3 = ops.concat((past_value, v_proj), axis=2)
-        k = ops.repeat_interleave(concat_2, 2, axis=1)
-        scores = ops.matmul(x, k.swapaxes(-1, -2)) / math.sqrt(4)
+        mul_1 = mul_1 + concat_1
+        k = ops.concat((past_key, mul_1), axis=2)
+        v = ops.concat((past_value, transpose), axis=2)
+        k_1 = ops.repeat_interleave(k, 2, axis=1)
+        scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        v = ops.repeat_interleave(concat_3, 2, axis=1)
-        context = ops.matmul(probs, v)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        v_1 = ops.repeat_interleave(v, 2, axis=1)
+        context = ops.matmul(probs, v_1)
         shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        context = ops.reshape(context, shape_2)
-        context = self.o_proj(context)
-        return concat_2, concat_3, context
+        reshape = ops.reshape(context.swapaxes(1, 2), shape_2)
+        reshape = self.o_proj(reshape)
+        return k, v, reshape
 
 
 class LayersBlock(nn.Cell):

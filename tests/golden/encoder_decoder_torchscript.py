@@ -23,31 +23,27 @@ class SelfAttnBlock(nn.Cell):
     def construct(self, hidden_states, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
-        q_proj = ops.reshape(q_proj, shape)
-        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         v_proj = self.v_proj(hidden_states)
-        k_proj = ops.reshape(k_proj, shape)
-        v_proj = ops.reshape(v_proj, shape)
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        v = ops.reshape(v_proj, shape).swapaxes(1, 2)
+        k = ops.reshape(k_proj, shape).swapaxes(1, 2)
         attention_mask = ops.where(
             attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
         )
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
         masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
-        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(
             ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
         )
-        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
-        shape_1 = (ops.shape(q_proj)[0], -1, ops.shape(q_proj)[2], 8)
-        context = ops.reshape(context, shape_1)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
+        shape_1 = (ops.shape(q)[0], -1, ops.shape(q)[2], 8)
+        x = ops.reshape(context, shape_1).swapaxes(1, 2)
         shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        context = ops.reshape(context, shape_2)
-        context = self.out_proj(context)
-        return context
+        x = ops.reshape(x, shape_2)
+        x = self.out_proj(x)
+        return x
 
 
 class LayersBlock(nn.Cell):
@@ -157,32 +153,28 @@ class EncoderAttnBlock(nn.Cell):
     def construct(self, hidden_states, hidden_states_1, attention_mask):
         x = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
-        x = ops.reshape(x, shape)
-        x = ops.transpose(x, (0, 2, 1, 3))
+        q = ops.reshape(x, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states_1)
         v_proj = self.v_proj(hidden_states_1)
         shape_1 = (ops.shape(hidden_states_1)[0], ops.shape(hidden_states_1)[1], -1, 8)
-        k_proj = ops.reshape(k_proj, shape_1)
-        v_proj = ops.reshape(v_proj, shape_1)
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
+        v = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         attention_mask = ops.where(
             attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
         )
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
         masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
-        scores = ops.matmul(x, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(
             ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
         )
-        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v_proj)
-        shape_2 = (ops.shape(x)[0], -1, ops.shape(x)[2], 8)
-        context = ops.reshape(context, shape_2)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
+        shape_2 = (ops.shape(q)[0], -1, ops.shape(q)[2], 8)
+        out = ops.reshape(context, shape_2).swapaxes(1, 2)
         shape_3 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        context = ops.reshape(context, shape_3)
-        context = self.out_proj(context)
-        return context
+        out = ops.reshape(out, shape_3)
+        out = self.out_proj(out)
+        return out
 
 
 class LayersBlock3(nn.Cell):

@@ -22,20 +22,17 @@ class CausalSelfAttention(nn.Cell):
         hidden_states = self.qkv(hidden_states)
         x, out, split = ops.split(hidden_states, 16, axis=2)
         shape = (ops.shape(x)[0], ops.shape(x)[1], 2, 8)
-        reshape = ops.reshape(x, shape)
-        reshape = ops.transpose(reshape, (0, 2, 1, 3))
-        reshape_1 = ops.reshape(out, shape)
-        reshape_2 = ops.reshape(split, shape)
-        reshape_2 = ops.transpose(reshape_2, (0, 2, 1, 3))
-        reshape_1 = ops.transpose(reshape_1, (0, 2, 1, 3))
-        scores = ops.matmul(reshape, reshape_1.swapaxes(-1, -2)) / math.sqrt(8)
+        q = ops.reshape(x, shape).swapaxes(1, 2)
+        v = ops.reshape(split, shape).swapaxes(1, 2)
+        k = ops.reshape(out, shape).swapaxes(1, 2)
+        scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        context = ops.matmul(probs, reshape_2)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.matmul(probs, v)
+        context = context.swapaxes(1, 2)
         shape_1 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        reshape_3 = ops.reshape(context, shape_1)
-        reshape_3 = self.proj(reshape_3)
-        return reshape_3
+        reshape = ops.reshape(context, shape_1)
+        reshape = self.proj(reshape)
+        return reshape
 
 
 class GPTBlock(nn.Cell):

@@ -49,21 +49,18 @@ class BertSelfAttention(nn.Cell):
     def construct(self, hidden_states, attention_mask):
         query = self.query(hidden_states)
         shape = (ops.shape(query)[0], ops.shape(query)[1], -1, 16)
-        x = ops.reshape(query, shape)
-        x = ops.transpose(x, (0, 2, 1, 3))
+        q = ops.reshape(query, shape).swapaxes(1, 2)
         key = self.key(hidden_states)
-        out = ops.reshape(key, shape)
-        out = ops.transpose(out, (0, 2, 1, 3))
+        k = ops.reshape(key, shape).swapaxes(1, 2)
         value = self.value(hidden_states)
-        reshape = ops.reshape(value, shape)
-        reshape = ops.transpose(reshape, (0, 2, 1, 3))
-        scores = ops.matmul(x, out.swapaxes(-1, -2)) / math.sqrt(16)
+        v = ops.reshape(value, shape).swapaxes(1, 2)
+        scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(16)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        context = ops.matmul(probs, reshape)
-        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.matmul(probs, v)
+        context = context.swapaxes(1, 2)
         shape_1 = (ops.shape(context)[0], ops.shape(context)[1], -1)
-        reshape_1 = ops.reshape(context, shape_1)
-        return reshape_1
+        x = ops.reshape(context, shape_1)
+        return x
 
 
 class BertSelfOutput(nn.Cell):

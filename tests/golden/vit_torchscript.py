@@ -27,8 +27,7 @@ class PatchEmbeddingsBlock(nn.Cell):
     def construct(self, pixel_values):
         pixel_values = self.projection(pixel_values)
         shape = (ops.shape(pixel_values)[0], 16, -1)
-        x = ops.reshape(pixel_values, shape)
-        x = ops.transpose(x, (0, 2, 1))
+        x = ops.reshape(pixel_values, shape).swapaxes(1, 2)
         return x
 
 
@@ -63,20 +62,16 @@ class AttentionBlock(nn.Cell):
     def construct(self, hidden_states):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], 5, -1, 8)
-        q_proj = ops.reshape(q_proj, shape)
-        q_proj = ops.transpose(q_proj, (0, 2, 1, 3))
+        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
-        k_proj = ops.reshape(k_proj, shape)
         v_proj = self.v_proj(hidden_states)
-        v_proj = ops.reshape(v_proj, shape)
-        v_proj = ops.transpose(v_proj, (0, 2, 1, 3))
-        k_proj = ops.transpose(k_proj, (0, 2, 1, 3))
-        scores = ops.matmul(q_proj, k_proj.swapaxes(-1, -2)) / math.sqrt(8)
+        v = ops.reshape(v_proj, shape).swapaxes(1, 2)
+        k = ops.reshape(k_proj, shape).swapaxes(1, 2)
+        scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
-        context = ops.matmul(probs, v_proj)
+        context = ops.matmul(probs, v)
         shape_1 = (ops.shape(context)[0], -1, 5, 8)
-        x = ops.reshape(context, shape_1)
-        x = ops.transpose(x, (0, 2, 1, 3))
+        x = ops.reshape(context, shape_1).swapaxes(1, 2)
         shape_2 = (ops.shape(hidden_states)[0], 5, -1)
         x = ops.reshape(x, shape_2)
         x = self.o_proj(x)
