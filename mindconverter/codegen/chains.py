@@ -57,6 +57,7 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> None:
                 isinstance(source.result, Method)
                 and _is_call(item.result, "ops.reshape")
                 and item.result.args[0] == Input(0)
+                and _reads_of_first_input(item.result) == 1  # sizes read from it stay right
                 and len(source.node.inputs) == 1
             ):
                 item.result = replace(item.result, args=[source.result, *item.result.args[1:]])
@@ -93,6 +94,18 @@ def _swapped_axes(result: Any) -> tuple[int, int] | None:
 
 def _is_call(value: Any, func: str) -> bool:
     return isinstance(value, Call) and value.func == func and not value.kwargs
+
+
+def _reads_of_first_input(value: Any) -> int:
+    if value == Input(0):
+        return 1
+    if isinstance(value, (list, tuple)):
+        return sum(_reads_of_first_input(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_reads_of_first_input(v) for v in value.values())
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, Input):
+        return sum(_reads_of_first_input(getattr(value, f)) for f in value.__dataclass_fields__)
+    return 0
 
 
 def _has_temp(value: Any) -> bool:

@@ -2,8 +2,8 @@
 
 Exporters leave steps that change no number: a cast to the dtype a value already has, ``* 1``,
 ``+ 0``, ``logical_and`` with an all-true mask (``arange(n) >= 0`` is one), ``squeeze`` undoing
-``unsqueeze``, a transpose undoing a transpose, a reshape of a reshape, and the same node
-written several times in one module. Each rewrite here keeps every value the same; readers of a
+``unsqueeze``, a transpose undoing a transpose, a reshape of a reshape or to the shape a value
+already has, and the same node written several times in one module. Each rewrite here keeps every value the same; readers of a
 removed node read its input instead, and nodes nothing reads any more are dropped.
 """
 
@@ -122,6 +122,10 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
             axes, inner_axes = _axes(graph, node), _axes(graph, inner)
             if axes is not None and axes == inner_axes and _same_type(graph, inner.input[0], out):
                 return inner.input[0]
+    if node.op_type == "Reshape" and inputs and _same_type(graph, inputs[0], out):
+        shape = graph.symbolic_shapes.get(out) or ()
+        if all(isinstance(dim, (int, str)) and not isinstance(dim, bool) for dim in shape):
+            return inputs[0]  # a view to the shape the value already has
     if node.op_type == "Transpose" and inputs:
         perm = _perm(node)
         if perm is not None and perm == list(range(len(perm))):

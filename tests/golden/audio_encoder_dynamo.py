@@ -29,8 +29,7 @@ class WhisperAttention(nn.Cell):
         scores = ops.matmul(q, k.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
-        x = ops.reshape(context, (-1, 2, 8, 8)).swapaxes(1, 2)
-        x = ops.reshape(x, (-1, 8, 16))
+        x = ops.reshape(context.swapaxes(1, 2), (-1, 8, 16))
         x = self.out_proj(x)
         return x
 

@@ -38,10 +38,8 @@ class SelfAttnBlock(nn.Cell):
             ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
         )
         context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
-        shape_1 = (ops.shape(q)[0], -1, ops.shape(q)[2], 8)
-        x = ops.reshape(context, shape_1).swapaxes(1, 2)
-        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        x = ops.reshape(x, shape_2)
+        shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
+        x = ops.reshape(context.swapaxes(1, 2), shape_1)
         x = self.out_proj(x)
         return x
 
@@ -169,10 +167,8 @@ class EncoderAttnBlock(nn.Cell):
             ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
         )
         context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
-        shape_2 = (ops.shape(q)[0], -1, ops.shape(q)[2], 8)
-        out = ops.reshape(context, shape_2).swapaxes(1, 2)
-        shape_3 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        out = ops.reshape(out, shape_3)
+        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
+        out = ops.reshape(context.swapaxes(1, 2), shape_2)
         out = self.out_proj(out)
         return out
 

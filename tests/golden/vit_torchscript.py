@@ -70,10 +70,8 @@ class AttentionBlock(nn.Cell):
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
-        shape_1 = (ops.shape(context)[0], -1, 5, 8)
-        x = ops.reshape(context, shape_1).swapaxes(1, 2)
-        shape_2 = (ops.shape(hidden_states)[0], 5, -1)
-        x = ops.reshape(x, shape_2)
+        shape_1 = (ops.shape(hidden_states)[0], 5, -1)
+        x = ops.reshape(context.swapaxes(1, 2), shape_1)
         x = self.o_proj(x)
         return x
 

@@ -1,0 +1,60 @@
+"""Head splits and merges written as one line (``ops.reshape(x, shape).swapaxes(1, 2)``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from tests.helpers import assert_matches, make_model
+
+
+def _split_and_merge_heads(merge_shape_from_swapped: bool):
+    """x[b, s, 8] -> [b, 2, s, 4] (scaled) -> back to [b, s, 8]; the merge reads its sizes from
+    the swapped value when asked (as exporters do for an LSTM's output)."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Mul", ["q", "scale"], ["scaled"]),
+        helper.make_node("Transpose", ["scaled"], ["back"], perm=[0, 2, 1, 3]),
+    ]
+    if merge_shape_from_swapped:
+        nodes += [
+            helper.make_node("Shape", ["back"], ["sizes"], end=2),
+            helper.make_node("Concat", ["sizes", "minus_one"], ["merged_shape"], axis=0),
+            helper.make_node("Reshape", ["back", "merged_shape"], ["y"]),
+        ]
+    else:
+        nodes.append(helper.make_node("Reshape", ["back", "merged"], ["y"]))
+    constants = {
+        "heads": np.array([0, 0, 2, 4], np.int64),
+        "merged": np.array([0, 0, 8], np.int64),
+        "minus_one": np.array([-1], np.int64),
+        "scale": np.array(0.5, np.float32),
+    }
+    return make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 8])],
+        [("y", np.float32, ["batch", "sequence", 8])],
+        constants,
+    )
+
+
+def _feeds(*shape):
+    return {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+
+
+def test_heads_split_and_merged_in_one_statement_each(tmp_path):
+    result = assert_matches(
+        _split_and_merge_heads(False), tmp_path, _feeds(2, 3, 8), shape=["2,3,8"]
+    )
+    code = result.script_path.read_text()
+    assert ".swapaxes(1, 2)" in code and "ops.transpose" not in code
+    assert "ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], 2, 4)).swapaxes(1, 2)" in code
+
+
+def test_a_merge_reading_sizes_of_the_swapped_value_stays_two_statements(tmp_path):
+    model = _split_and_merge_heads(True)
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    code = result.script_path.read_text()
+    assert "swapaxes(1, 2), (ops.shape(" not in code.replace("\n", "").replace("  ", "")
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
