@@ -123,9 +123,14 @@ HELPER_CELLS = {
     "ImageDecoder": {"ms"},
     "NarrowFloat": {"ms", "ops"},
     "PowerOfTwo": {"ms", "ops"},
+    "RMSNorm": {"ms", "ops", "Parameter"},
     "TfIdfVectorizer": {"ms", "ops"},
     "UniqueSlices": {"ms", "ops"},
 }
+
+
+# Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.
+HELPER_FUNCTIONS = {"rotate_half": {"ops"}}
 
 
 def with_weight_dtype(cell: Cell) -> Cell:
@@ -343,6 +348,7 @@ class ExpressionWriter:
 
     def call(self, call: Call, mapped: MappedNode) -> str:
         self.state.uses.add(call.func.split(".", 1)[0])
+        self.state.uses.update(HELPER_FUNCTIONS.get(call.func, ()))
         args = [self.expr(a, mapped) for a in call.args]
         args += [f"{key}={self.expr(v, mapped)}" for key, v in call.kwargs.items()]
         return f"{call.func}({', '.join(args)})"

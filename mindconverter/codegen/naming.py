@@ -30,6 +30,8 @@ RESERVED = {
     "MindSporeModel",
     "UnconvertedOperator",
     "super",
+    "rotate_half",  # helper functions the script may define (templates/)
+    "dynamic_inputs",
 }
 
 # Attribute and method names of ``nn.Cell`` (MindSpore 2.x, lower-cased): a sub-cell or parameter

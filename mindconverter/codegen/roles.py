@@ -119,7 +119,11 @@ def _is_cache(graph: Graph, name: str, readers: list) -> bool:
 
 def _rotary_role(graph: Graph, name: str, readers: list) -> str:
     """``cos`` or ``sin`` of rotary position embeddings: multiplied with the query and key
-    (``cos``) or with their rotated halves, a ``Concat`` (``sin``)."""
+    (``cos``) or with their rotated halves, a ``Concat`` (``sin``); or read by lifted
+    ``ApplyRotary`` nodes as their second (``cos``) or third (``sin``) input."""
+    if readers and all(node.op_type == "ApplyRotary" for node in readers):
+        positions = {node.inputs.index(name) for node in readers if name in node.inputs}
+        return {1: "cos", 2: "sin"}.get(positions.pop(), "") if len(positions) == 1 else ""
     if len(readers) < 2 or not all(node.op_type == "Mul" for node in readers):
         return ""
     rotated = []

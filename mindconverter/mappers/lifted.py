@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.weight_steps import Transpose
-from .base import Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
+from .base import BinOp, Call, Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
 from .registry import mapper
 
 DOMAIN = "ai.mindconverter"
@@ -85,3 +85,29 @@ def linear(ctx: NodeContext):
     else:
         kwargs["has_bias"] = False
     return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")
+
+
+@mapper("RMSNorm", domain=DOMAIN)
+def rms_norm(ctx: NodeContext):
+    """RMSNorm (a lifted Pow/ReduceMean/Add/Sqrt/Div/Mul chain over the last axis) -> the
+    script's RMSNorm cell (MindSpore's ``ops.rms_norm`` has no CPU kernel)."""
+    shape = ctx.require_shape(0)
+    hidden = int(shape[-1])
+    dtype = ctx.input_dtype(0) or np.dtype(np.float32)
+    weights = {"weight": _param(ctx, 1, (hidden,), 1.0, dtype)}
+    kwargs = {"hidden_size": hidden, "eps": float(ctx.attr("epsilon", 1e-6))}
+    return Cell("RMSNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
+
+
+@mapper("RotateHalf", domain=DOMAIN)
+def rotate_half(ctx: NodeContext):
+    """RotateHalf (a lifted Slice/Slice/Neg/Concat over the last axis) -> the script's
+    ``rotate_half`` function, as rotary position embeddings are written."""
+    return Call("rotate_half", [Input(0)])
+
+
+@mapper("ApplyRotary", domain=DOMAIN)
+def apply_rotary(ctx: NodeContext):
+    """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> that one line."""
+    turned = BinOp("*", Call("rotate_half", [Input(0)]), Input(2))
+    return BinOp("+", BinOp("*", Input(0), Input(1)), turned)

@@ -4,8 +4,9 @@ Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm
 opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, GELU becomes an Erf or Tanh
 formula, and ``nn.Linear`` on a 3-D input becomes MatMul + Add. This stage runs on the
 simplified (constant-folded, shape-inferred) model and replaces each such chain by one node of
-the internal domain :data:`DOMAIN` (``LayerNorm``, ``Gelu``, ``Linear``), which the mappers in
-``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``, ``nn.GELU`` and ``nn.Dense``.
+the internal domain :data:`DOMAIN` (``LayerNorm``, ``RMSNorm``, ``Gelu``, ``Linear``), which the
+mappers in ``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``, the script's own
+``RMSNorm`` cell, ``nn.GELU`` and ``nn.Dense``.
 
 A chain is lifted only when its structure matches *and* evaluating the chain with onnx's
 reference evaluator on test values gives the lifted layer's numbers, so unusual variants
@@ -421,6 +422,186 @@ def _layer_norm_reference(x, begin, eps, gamma, beta):
     return y
 
 
+# --- RMSNorm ------------------------------------------------------------------------------
+
+
+def _lift_rms_norms(index: _Index) -> int:
+    count = 0
+    for square in list(index.model.graph.node):
+        if square.op_type not in ("Pow", "Mul") or id(square) in index.dead or not square.input:
+            continue
+        x = square.input[0]
+        shape, dtype = index.graph.dims(x), _float_dtype(index, x)
+        if shape is None or dtype is None or not shape:
+            continue
+        try:
+            lifted = _match_rms_norm(index, square, x, shape, dtype)
+        except DynamicDimensionError:  # normalizes over a dynamic axis: no RMSNorm cell
+            continue
+        if lifted is not None:
+            chain, fused = lifted
+            index.fuse(chain, fused)
+            count += 1
+    return count
+
+
+def _match_rms_norm(
+    index: _Index, square: onnx.NodeProto, x: str, shape: tuple[int, ...], dtype: np.dtype
+):
+    """``x * 1/sqrt(mean(x², last axis) + eps) * weight`` (or ``x / sqrt(...)``), the way
+    Llama-family models normalize."""
+    if square.op_type == "Pow" and index.scalar(square.input[1]) != 2.0:
+        return None
+    if square.op_type == "Mul" and list(square.input) != [x, x]:
+        return None
+    rank = len(shape)
+    mean = index.sole_consumer(square.output[0], ("ReduceMean",))
+    if mean is None or _reduce_axes(index, mean, rank) != (rank - 1,):
+        return None
+    add_eps = index.sole_consumer(mean.output[0], ("Add",))
+    eps_name = index.other_input(add_eps, mean.output[0]) if add_eps is not None else None
+    eps = index.scalar(eps_name) if eps_name else None
+    if eps is None or eps < 0:
+        return None
+    sqrt = index.sole_consumer(add_eps.output[0], ("Sqrt",))
+    if sqrt is None:
+        return None
+    chain = [square, mean, add_eps, sqrt]
+    scale = _rms_scaling(index, x, sqrt.output[0], chain)
+    if scale is None:
+        return None
+    hidden = int(shape[-1])
+    out, gamma = scale.output[0], ""
+    mul = index.sole_consumer(out, ("Mul",))
+    if mul is not None:
+        name = index.other_input(mul, out)
+        if name and _is_param(index, name, (hidden,), rank):
+            gamma, out = name, mul.output[0]
+            chain.append(mul)
+    probe = np.random.default_rng(0).standard_normal((1,) * (rank - 1) + (hidden,)) * 3 + 1
+    probe = probe.astype(dtype)
+    expected = probe.astype(np.float64) / np.sqrt((probe.astype(np.float64) ** 2).mean(-1) + eps)
+    if gamma:
+        expected = expected * index.const(gamma)
+    if not _close(index.evaluate(chain, x, probe, out), expected, dtype):
+        return None
+    fused = helper.make_node("RMSNorm", [x, gamma], [out], domain=DOMAIN, epsilon=eps)
+    if not gamma:
+        fused.input.pop()
+    return chain, fused
+
+
+def _rms_scaling(
+    index: _Index, x: str, root: str, chain: list[onnx.NodeProto]
+) -> onnx.NodeProto | None:
+    """The node dividing ``x`` by ``root`` (``Div``, or ``Mul`` by its ``Reciprocal`` or
+    ``1 / root``), appended to ``chain`` with what leads to it."""
+    reader = index.sole_consumer(root, ("Div", "Reciprocal"))
+    if reader is None:
+        return None
+    if reader.op_type == "Div" and list(reader.input) == [x, root]:
+        chain.append(reader)
+        return reader
+    if reader.op_type == "Div" and index.scalar(reader.input[0]) == 1.0:
+        inverse = reader
+    elif reader.op_type == "Reciprocal":
+        inverse = reader
+    else:
+        return None
+    mul = index.sole_consumer(inverse.output[0], ("Mul",))
+    if mul is None or index.other_input(mul, inverse.output[0]) != x:
+        return None
+    chain += [inverse, mul]
+    return mul
+
+
+# --- rotate_half ---------------------------------------------------------------------------
+
+
+def _lift_rotate_halves(index: _Index) -> int:
+    count = 0
+    for concat in list(index.model.graph.node):
+        if concat.op_type != "Concat" or id(concat) in index.dead or len(concat.input) != 2:
+            continue
+        try:
+            lifted = _match_rotate_half(index, concat)
+        except DynamicDimensionError:  # a last axis sized at run time
+            continue
+        if lifted is not None:
+            chain, fused = lifted
+            index.fuse(chain, fused)
+            count += 1
+    return count
+
+
+def _match_rotate_half(index: _Index, concat: onnx.NodeProto):
+    """``concat((-x[..., h:], x[..., :h]), -1)`` with ``h`` half the last axis: rotary
+    embeddings' ``rotate_half``."""
+    negate = index.producer.get(concat.input[0])
+    low = index.producer.get(concat.input[1])
+    if negate is None or low is None or negate.op_type != "Neg" or low.op_type != "Slice":
+        return None
+    high = index.producer.get(negate.input[0])
+    if high is None or high.op_type != "Slice" or high.input[0] != low.input[0]:
+        return None
+    x = low.input[0]
+    shape, dtype = index.graph.dims(x), _float_dtype(index, x)
+    if shape is None or dtype is None or not shape or int(shape[-1]) % 2:
+        return None
+    for node in (negate, low):
+        if index.sole_consumer(node.output[0], ("Concat",)) is not concat:
+            return None
+    if index.sole_consumer(high.output[0], ("Neg",)) is not negate:
+        return None
+    chain = [low, high, negate, concat]
+    half = int(shape[-1]) // 2
+    probe = np.random.default_rng(0).standard_normal((1,) * (len(shape) - 1) + (2 * half,))
+    probe = probe.astype(dtype)
+    expected = np.concatenate((-probe[..., half:], probe[..., :half]), axis=-1)
+    if not _close(index.evaluate(chain, x, probe, concat.output[0]), expected, dtype):
+        return None
+    return chain, helper.make_node("RotateHalf", [x], [concat.output[0]], domain=DOMAIN)
+
+
+def _lift_rotary_applications(index: _Index) -> int:
+    """``x * cos + rotate_half(x) * sin`` (Add of two Muls, one reading a lifted RotateHalf of
+    the other's ``x``) -> one ``ApplyRotary(x, cos, sin)`` node, written as that one line."""
+    count = 0
+    for add in list(index.model.graph.node):
+        if add.op_type != "Add" or id(add) in index.dead or len(add.input) != 2:
+            continue
+        products = [index.producer.get(name) for name in add.input]
+        if any(p is None or p.op_type != "Mul" or id(p) in index.dead for p in products):
+            continue
+        for plain, turned in (products, products[::-1]):
+            lifted = _match_rotary(index, add, plain, turned)
+            if lifted is not None:
+                index.fuse(*lifted)
+                count += 1
+                break
+    return count
+
+
+def _match_rotary(index: _Index, add, plain, turned):
+    rotate = None
+    for position in (0, 1):
+        node = index.producer.get(turned.input[position])
+        if node is not None and node.op_type == "RotateHalf" and node.domain == DOMAIN:
+            rotate, sin = node, turned.input[1 - position]
+    if rotate is None:
+        return None
+    x = rotate.input[0]
+    if x not in plain.input:
+        return None
+    cos = plain.input[1] if plain.input[0] == x else plain.input[0]
+    for node, reader in ((plain, add), (turned, add), (rotate, turned)):
+        if index.sole_consumer(node.output[0], (reader.op_type,)) is not reader:
+            if not (node is rotate and index.live_readers(node.output[0]) == [turned]):
+                return None
+    fused = helper.make_node("ApplyRotary", [x, cos, sin], [add.output[0]], domain=DOMAIN)
+    return [rotate, plain, turned, add], fused
+
+
 # --- Linear -------------------------------------------------------------------------------
 
 
@@ -471,12 +652,15 @@ def _lift_linears(index: _Index) -> int:
 LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("Gelu", _lift_gelus),
     ("LayerNorm", _lift_layer_norms),
+    ("RMSNorm", _lift_rms_norms),
+    ("RotateHalf", _lift_rotate_halves),
+    ("ApplyRotary", _lift_rotary_applications),
     ("Linear", _lift_linears),
 ]
 
 
 def run(graph: Graph, context: PassContext) -> bool:
-    """Fuse decomposed LayerNorm, GELU and Linear chains in place; counts go to ``context.lifted``."""
+    """Fuse decomposed LayerNorm, RMSNorm, GELU and Linear chains in place; counts go to ``context.lifted``."""
     context.lifted = lift_patterns(graph)
     if context.lifted:
         context.say(
@@ -486,7 +670,7 @@ def run(graph: Graph, context: PassContext) -> bool:
 
 
 def lift_patterns(graph: Graph) -> dict[str, int]:
-    """Fuse decomposed LayerNorm, GELU and Linear chains in place; returns how many of each."""
+    """Fuse decomposed LayerNorm, RMSNorm, GELU and Linear chains in place; returns how many of each."""
     model = graph.model
     index = _Index(graph)
     counts = {}

@@ -10,6 +10,27 @@ import mindspore as ms
 from mindspore import Parameter, nn, ops
 
 
+class RMSNorm(nn.Cell):
+    """Root-mean-square norm over the last axis, as Llama-family models write it:
+    ``x / sqrt(mean(x**2) + eps) * weight`` (MindSpore's ops.rms_norm has no CPU kernel)."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = Parameter(ops.ones(hidden_size, ms.float32))
+        self.eps = eps
+
+    def construct(self, hidden_states):
+        variance = ops.mean(hidden_states * hidden_states, -1, keep_dims=True)
+        return self.weight * (hidden_states * ops.rsqrt(variance + self.eps))
+
+
+def rotate_half(x):
+    """Rotary position embeddings' half turn: the last axis' halves swapped, the new first half
+    negated."""
+    half = x.shape[-1] // 2
+    return ops.concat((-x[..., half:], x[..., :half]), axis=-1)
+
+
 class LlamaAttention(nn.Cell):
     """Recovered from layers.0.self_attn, layers.1.self_attn."""
 
@@ -29,21 +50,9 @@ class LlamaAttention(nn.Cell):
         out = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         v_proj = self.v_proj(hidden_states)
         transpose = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
-        mul = x * cos
-        slice_ = x[:, :, :, 2:]
-        slice_ = -slice_
-        slice_1 = x[:, :, :, :2]
-        concat = ops.concat((slice_, slice_1), axis=-1)
-        concat = concat * sin
-        q = mul + concat
-        mul_1 = out * cos
-        slice_2 = out[:, :, :, 2:]
-        slice_2 = -slice_2
-        slice_3 = out[:, :, :, :2]
-        concat_1 = ops.concat((slice_2, slice_3), axis=-1)
-        concat_1 = concat_1 * sin
-        mul_1 = mul_1 + concat_1
-        k = ops.concat((past_key, mul_1), axis=2)
+        q = x * cos + rotate_half(x) * sin
+        out = out * cos + rotate_half(out) * sin
+        k = ops.concat((past_key, out), axis=2)
         v = ops.concat((past_value, transpose), axis=2)
         k_1 = ops.repeat_interleave(k, 2, axis=1)
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
@@ -62,44 +71,28 @@ class LlamaLayer(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.input_layernorm_weight = Parameter(ops.zeros((16,), ms.float32))
+        self.input_layernorm = RMSNorm(hidden_size=16, eps=1e-06)
         self.self_attn = LlamaAttention()
-        self.post_attention_layernorm_weight = Parameter(ops.zeros((16,), ms.float32))
+        self.post_attention_layernorm = RMSNorm(hidden_size=16, eps=1e-06)
         self.gate_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.down_proj = nn.Dense(in_channels=32, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        x = hidden_states**2
-        x = ops.mean(x, axis=2, keep_dims=True)
-        x = x + 1e-06
-        x = ops.sqrt(x)
-        x = ops.reciprocal(x)
-        out = hidden_states * x
-        out = self.input_layernorm_weight * out
+        x = self.input_layernorm(hidden_states)
         self_attn, self_attn_1, self_attn_2 = self.self_attn(
-            out, cos, sin, past_key, past_value, attention_mask
+            x, cos, sin, past_key, past_value, attention_mask
         )
-        add = hidden_states + self_attn_2
-        post_attention_layernorm = add**2
-        post_attention_layernorm = ops.mean(
-            post_attention_layernorm, axis=2, keep_dims=True
-        )
-        post_attention_layernorm = post_attention_layernorm + 1e-06
-        post_attention_layernorm = ops.sqrt(post_attention_layernorm)
-        post_attention_layernorm = ops.reciprocal(post_attention_layernorm)
-        post_attention_layernorm_1 = add * post_attention_layernorm
-        post_attention_layernorm_1 = (
-            self.post_attention_layernorm_weight * post_attention_layernorm_1
-        )
-        gate_proj = self.gate_proj(post_attention_layernorm_1)
+        out = hidden_states + self_attn_2
+        post_attention_layernorm = self.post_attention_layernorm(out)
+        gate_proj = self.gate_proj(post_attention_layernorm)
         sigmoid = ops.sigmoid(gate_proj)
         mul = gate_proj * sigmoid
-        up_proj = self.up_proj(post_attention_layernorm_1)
+        up_proj = self.up_proj(post_attention_layernorm)
         mul = mul * up_proj
         mul = self.down_proj(mul)
-        add_1 = add + mul
-        return self_attn, self_attn_1, add_1
+        add = out + mul
+        return self_attn, self_attn_1, add
 
 
 class MindSporeModel(nn.Cell):
@@ -120,7 +113,7 @@ class MindSporeModel(nn.Cell):
         self.unsqueeze_1 = Parameter(ops.zeros((1, 2), ms.float32))
         self.embed_tokens = nn.Embedding(vocab_size=48, embedding_size=16)
         self.layers = nn.CellList([LlamaLayer(), LlamaLayer()])
-        self.norm_weight = Parameter(ops.zeros((16,), ms.float32))
+        self.norm = RMSNorm(hidden_size=16, eps=1e-06)
         self.lm_head = nn.Dense(in_channels=16, out_channels=48, has_bias=False)
 
     def construct(self, input_ids, past_keys, past_values):
@@ -161,14 +154,8 @@ class MindSporeModel(nn.Cell):
             )
             present_key_per_layer += (present_key,)
             present_value_per_layer += (present_value,)
-        norm = embed_tokens**2
-        norm = ops.mean(norm, axis=2, keep_dims=True)
-        norm = norm + 1e-06
-        norm = ops.sqrt(norm)
-        norm = ops.reciprocal(norm)
-        norm_1 = embed_tokens * norm
-        norm_1 = self.norm_weight * norm_1
-        logits = self.lm_head(norm_1)
+        embed_tokens = self.norm(embed_tokens)
+        logits = self.lm_head(embed_tokens)
         unsqueeze = ops.unsqueeze(present_key_per_layer[0], dim=0)
         unsqueeze_1 = ops.unsqueeze(present_key_per_layer[1], dim=0)
         present_keys = ops.concat((unsqueeze, unsqueeze_1), axis=0)

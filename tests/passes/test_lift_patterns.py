@@ -1,4 +1,5 @@
-"""Lifting decomposed chains (LayerNorm, GELU, Linear) back to layers, checked by numbers."""
+"""Lifting decomposed chains (LayerNorm, RMSNorm, rotary, GELU, Linear) back to layers,
+checked by numbers."""
 
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def test_near_miss_is_not_lifted(tmp_path):
 
 
 def test_t5_rms_norm_is_not_a_layer_norm(tmp_path):
-    """T5's RMSNorm (no mean subtraction) must keep its own formula."""
+    """T5's RMSNorm (no mean subtraction) is an RMSNorm, never a LayerNorm."""
     nodes = [
         _c("two", 2.0),
         helper.make_node("Pow", ["x", "two"], ["sq"]),
@@ -227,8 +228,112 @@ def test_t5_rms_norm_is_not_a_layer_norm(tmp_path):
         {"w": RNG.random(8).astype(F32)},
         opset=13,
     )
-    assert _lifted(model)[0] == {}
+    assert _lifted(model)[0] == {"RMSNorm": 1}
     assert_matches(model, tmp_path)
+
+
+def rms_norm_nodes(spelling: str) -> list:
+    """Llama's RMSNorm as the exporters spell it: ``x * (1 / sqrt(...))`` (TorchScript),
+    ``x * reciprocal(sqrt(...))`` (dynamo) or ``x / sqrt(...)``; the weight multiplies last."""
+    nodes = [
+        _c("two", 2.0),
+        helper.make_node("Pow", ["x", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+        _c("eps", 1e-6),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["std"]),
+    ]
+    if spelling == "divide":
+        nodes.append(helper.make_node("Div", ["x", "std"], ["n"]))
+    elif spelling == "one_over":
+        nodes += [_c("one", 1.0), helper.make_node("Div", ["one", "std"], ["inv"])]
+        nodes.append(helper.make_node("Mul", ["x", "inv"], ["n"]))
+    else:
+        nodes.append(helper.make_node("Reciprocal", ["std"], ["inv"]))
+        nodes.append(helper.make_node("Mul", ["inv", "x"], ["n"]))
+    return nodes + [helper.make_node("Mul", ["w", "n"], ["y"])]
+
+
+@pytest.mark.parametrize("spelling", ["divide", "one_over", "reciprocal"])
+def test_rms_norm_chain_becomes_one_rms_norm_cell(tmp_path, spelling):
+    model = make_model(
+        rms_norm_nodes(spelling),
+        [("x", F32, ["batch", 3, 8])],
+        [("y", F32, None)],
+        {"w": RNG.random(8).astype(F32)},
+    )
+    feeds = {"x": RNG.standard_normal((2, 3, 8)).astype(F32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3,8"])
+    assert "RMSNorm(hidden_size=8, eps=1e-06)" in _script(result)
+    assert "class RMSNorm(nn.Cell):" in _script(result)
+    other = {"x": RNG.standard_normal((1, 3, 8)).astype(F32)}
+    assert_matches(model, tmp_path / "other", other, shape=["1,3,8"])
+
+
+def test_rms_norm_over_the_wrong_axis_is_not_lifted():
+    nodes = rms_norm_nodes("divide")
+    nodes[1] = helper.make_node("ReduceMean", ["sq"], ["var"], axes=[1])
+    model = make_model(
+        nodes, [("x", F32, [2, 3, 8])], [("y", F32, None)], {"w": RNG.random(8).astype(F32)}
+    )
+    assert "RMSNorm" not in _lifted(model)[0]
+    assert _lifted(
+        make_model(
+            rms_norm_nodes("divide"),
+            [("x", F32, [2, 3, 8])],
+            [("y", F32, None)],
+            {"w": RNG.random(8).astype(F32)},
+        )
+    )[0] == {"RMSNorm": 1}
+
+
+def rotary_nodes(half: int, swap_order: bool = False) -> list:
+    """``q * cos + rotate_half(q) * sin``, rotate_half spelled with two Slices, Neg, Concat."""
+    nodes = [
+        _c("zero", [0], np.int64),
+        _c("mid", [half], np.int64),
+        _c("end", [2**62], np.int64),
+        _c("last", [-1], np.int64),
+        helper.make_node("Slice", ["q", "zero", "mid", "last"], ["low"]),
+        helper.make_node("Slice", ["q", "mid", "end", "last"], ["high"]),
+        helper.make_node("Neg", ["high"], ["neg"]),
+        helper.make_node("Concat", ["neg", "low"], ["turned"], axis=-1),
+        helper.make_node("Mul", ["q", "cos"], ["plain"]),
+        helper.make_node("Mul", ["turned", "sin"], ["rotated"]),
+    ]
+    add_inputs = ["rotated", "plain"] if swap_order else ["plain", "rotated"]
+    return nodes + [helper.make_node("Add", add_inputs, ["y"])]
+
+
+@pytest.mark.parametrize("swap_order", [False, True])
+def test_rotary_embedding_is_one_line_with_rotate_half(tmp_path, swap_order):
+    spec = ["batch", 2, "sequence", 8]
+    model = make_model(
+        rotary_nodes(4, swap_order),
+        [("q", F32, spec), ("cos", F32, spec), ("sin", F32, spec)],
+        [("y", F32, None)],
+    )
+    shapes = ["1,2,3,8", "1,2,3,8", "1,2,3,8"]
+    feeds = {n: RNG.standard_normal((1, 2, 3, 8)).astype(F32) for n in ("q", "cos", "sin")}
+    code = _script(assert_matches(model, tmp_path, feeds, shape=shapes))
+    assert "y = q * cos + rotate_half(q) * sin" in code and "def rotate_half(x):" in code
+    other = {n: RNG.standard_normal((2, 2, 5, 8)).astype(F32) for n in ("q", "cos", "sin")}
+    assert_matches(model, tmp_path / "other", other, shape=["2,2,5,8"] * 3)
+
+
+def test_a_concat_of_halves_in_the_wrong_order_is_not_rotate_half():
+    nodes = rotary_nodes(4)
+    nodes[7] = helper.make_node("Concat", ["low", "neg"], ["turned"], axis=-1)
+    spec = [1, 2, 3, 8]
+    model = make_model(
+        nodes, [("q", F32, spec), ("cos", F32, spec), ("sin", F32, spec)], [("y", F32, None)]
+    )
+    assert "RotateHalf" not in _lifted(model)[0]
+    nodes = rotary_nodes(4)
+    model = make_model(
+        nodes, [("q", F32, spec), ("cos", F32, spec), ("sin", F32, spec)], [("y", F32, None)]
+    )
+    assert _lifted(model)[0] == {"RotateHalf": 1, "ApplyRotary": 1}
 
 
 @pytest.mark.parametrize("style", ["torch", "hf"])
