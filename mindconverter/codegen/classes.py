@@ -8,6 +8,23 @@ import re
 from .naming import Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
+# Abbreviations in attribute names, spelled out for class names (``self_attn`` -> SelfAttention).
+_SPELLED_OUT = {"attn": "attention", "mlp": "MLP", "ffn": "FFN", "ff": "FeedForward"}
+
+
+def class_hint_from_path(path: str) -> str:
+    """A class name hint for a block of a source that kept no class names (a TorchScript
+    export): its attribute, abbreviations spelled out, a list's item in the singular
+    (``model.layers.0`` -> ``layer``); ``<attribute>_block`` for a one- or two-letter one."""
+    item = bool(re.search(r"\.\d+$", path))
+    attribute = re.sub(r"\.\d+$", "", path).rsplit(".", 1)[-1]
+    words = [_SPELLED_OUT.get(word, word) for word in attribute.split("_") if word]
+    if item and words and len(words[-1]) > 3 and words[-1].endswith("s"):
+        words[-1] = words[-1][:-1]
+    if not words or len(attribute) <= 2:
+        return f"{attribute}_block"
+    return "_".join(words)
+
 
 def merge_classes(
     instances: list[BlockInstance], taken: frozenset[str] | set[str] = frozenset()
@@ -41,7 +58,7 @@ def merge_classes(
             by_vector[vector] = params.claim(hint, "value")
         names = {i: by_vector[vectors[i]] for i in varying}
         block = first.block
-        hint = block.class_hint or (re.sub(r"\.\d+$", "", block.path).rsplit(".", 1)[-1] + "_block")
+        hint = block.class_hint or class_hint_from_path(block.path)
         classes[key] = {"name": namer.claim_class(hint), "params": names, "members": members}
     for info in classes.values():
         first = info["members"][0]

@@ -81,8 +81,8 @@ def _number(graph: Graph, item: MappedNode, expr: Any) -> int | float | None:
     if value is None or value.size != 1 or value.dtype.name not in _NUMBER_DTYPES:
         return None
     number = value.reshape(()).item()
-    if isinstance(number, float) and not np.isfinite(number):
-        return None  # math.inf would need an import: keep the tensor
+    if isinstance(number, float) and np.isnan(number):
+        return None  # kept a tensor: no Python literal reads as NaN at a glance
     return number
 
 

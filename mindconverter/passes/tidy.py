@@ -84,10 +84,32 @@ def _remove_noops(graph: Graph) -> bool:
             _rename_readers(graph, node.output[0], source)
             graph.edited()
             changed = True
-        elif _fold_pair(graph, node):
+        elif _fold_pair(graph, node) or _expand_without_true_mask(graph, node, all_true):
             graph.edited()
             changed = True
     return changed
+
+
+def _expand_without_true_mask(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> bool:
+    """``expand(and(all_true, mask), shape)`` reads ``mask`` directly when the ``and`` gave the
+    expand's shape anyway: the all-true operand (``arange(n) >= 0``) only widened the mask, and
+    the expand widens it the same way. Rewires the expand; True when it did."""
+    if node.op_type != "Expand" or node.domain not in ("", "ai.onnx") or not node.input:
+        return False
+    inner = graph.producers.get(node.input[0])
+    if inner is None or inner.op_type != "And" or inner.domain not in ("", "ai.onnx"):
+        return False
+    readers = graph.consumer_nodes.get(inner.output[0], [])
+    if len(readers) != 1 or inner.output[0] in graph.outputs or len(inner.input) != 2:
+        return False
+    shape = graph.symbolic_shapes.get(node.output[0])
+    if shape is None or shape != graph.symbolic_shapes.get(inner.output[0]):
+        return False
+    for true, mask in (inner.input, inner.input[::-1]):
+        if true in all_true and mask not in all_true:
+            node.input[0] = mask
+            return True
+    return False
 
 
 def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mindconverter.codegen.classes import join, merge_classes
+from mindconverter.codegen.classes import class_hint_from_path, join, merge_classes
+from mindconverter.codegen.naming import class_name
 from mindconverter.codegen.scope import BlockInstance, ClassBuilder
 from mindconverter.graph.module_tree import Block
 
@@ -44,3 +45,11 @@ def test_join_fills_slots_with_arguments_or_literals():
     assert join(line, instance.builder, {0: "width"}, {}) == (
         "self.conv = nn.Conv2d(out_channels=width, stride=1)"
     )
+
+
+def test_class_hints_spell_out_attributes_and_take_a_lists_item_in_the_singular():
+    assert class_name(class_hint_from_path("model.layers.0.self_attn")) == "SelfAttention"
+    assert class_name(class_hint_from_path("model.layers.3")) == "Layer"
+    assert class_name(class_hint_from_path("transformer.h.0")) == "HBlock"
+    assert class_name(class_hint_from_path("model.layers.0.mlp")) == "MLP"
+    assert class_name(class_hint_from_path("encoder.layer.1")) == "Layer"

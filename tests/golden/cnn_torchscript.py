@@ -8,7 +8,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 
-class Layer1Block(nn.Cell):
+class Layer1(nn.Cell):
     """Recovered from layer1.0, layer1.1, layer2.1, layer3.1."""
 
     def __init__(self, in_channels):
@@ -39,7 +39,7 @@ class Layer1Block(nn.Cell):
         return out
 
 
-class Layer2Block(nn.Cell):
+class Layer2(nn.Cell):
     """Recovered from layer2.0, layer3.0."""
 
     def __init__(self, in_channels, out_channels):
@@ -105,14 +105,12 @@ class MindSporeModel(nn.Cell):
             has_bias=True,
         )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
-        self.layer1 = nn.SequentialCell(
-            [Layer1Block(in_channels=8), Layer1Block(in_channels=8)]
-        )
+        self.layer1 = nn.SequentialCell([Layer1(in_channels=8), Layer1(in_channels=8)])
         self.layer2 = nn.SequentialCell(
-            [Layer2Block(in_channels=8, out_channels=16), Layer1Block(in_channels=16)]
+            [Layer2(in_channels=8, out_channels=16), Layer1(in_channels=16)]
         )
         self.layer3 = nn.SequentialCell(
-            [Layer2Block(in_channels=16, out_channels=32), Layer1Block(in_channels=32)]
+            [Layer2(in_channels=16, out_channels=32), Layer1(in_channels=32)]
         )
         self.fc = nn.Dense(in_channels=32, out_channels=10)
 

@@ -31,7 +31,7 @@ def rotate_half(x):
     return ops.concat((-x[..., half:], x[..., :half]), axis=-1)
 
 
-class SelfAttnBlock(nn.Cell):
+class SelfAttention(nn.Cell):
     """Recovered from layers.0.self_attn, layers.1.self_attn."""
 
     def __init__(self):
@@ -65,13 +65,13 @@ class SelfAttnBlock(nn.Cell):
         return k, v, reshape
 
 
-class LayersBlock(nn.Cell):
+class Layer(nn.Cell):
     """Recovered from layers.0, layers.1."""
 
     def __init__(self):
         super().__init__()
         self.input_layernorm = RMSNorm(hidden_size=16, eps=1e-06)
-        self.self_attn = SelfAttnBlock()
+        self.self_attn = SelfAttention()
         self.post_attention_layernorm = RMSNorm(hidden_size=16, eps=1e-06)
         self.gate_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
         self.up_proj = nn.Dense(in_channels=16, out_channels=32, has_bias=False)
@@ -110,7 +110,7 @@ class MindSporeModel(nn.Cell):
     def __init__(self):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab_size=48, embedding_size=16)
-        self.layers = nn.CellList([LayersBlock(), LayersBlock()])
+        self.layers = nn.CellList([Layer(), Layer()])
         self.norm = RMSNorm(hidden_size=16, eps=1e-06)
         self.lm_head = nn.Dense(in_channels=16, out_channels=48, has_bias=False)
 

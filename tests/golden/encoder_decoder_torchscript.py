@@ -10,7 +10,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 
-class SelfAttnBlock(nn.Cell):
+class SelfAttention(nn.Cell):
     """Recovered from model.encoder.layers.0.self_attn, model.decoder.layers.0.self_attn."""
 
     def __init__(self):
@@ -28,9 +28,7 @@ class SelfAttnBlock(nn.Cell):
         v_proj = self.v_proj(hidden_states)
         v = ops.reshape(v_proj, shape).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape).swapaxes(1, 2)
-        attention_mask = ops.where(
-            attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
-        )
+        attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
         masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
@@ -44,12 +42,12 @@ class SelfAttnBlock(nn.Cell):
         return x
 
 
-class LayersBlock(nn.Cell):
+class Layer(nn.Cell):
     """Recovered from model.encoder.layers.0."""
 
     def __init__(self):
         super().__init__()
-        self.self_attn = SelfAttnBlock()
+        self.self_attn = SelfAttention()
         self.self_attn_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.fc1 = nn.Dense(in_channels=16, out_channels=32)
         self.activation_fn = nn.GELU(approximate=False)
@@ -68,19 +66,19 @@ class LayersBlock(nn.Cell):
         return add
 
 
-class LayersBlock2(nn.Cell):
+class Layers(nn.Cell):
     """Recovered from model.encoder.layers."""
 
     def __init__(self):
         super().__init__()
-        self.model_encoder_layers_0 = LayersBlock()
+        self.model_encoder_layers_0 = Layer()
 
     def construct(self, hidden_states, attention_mask):
         hidden_states = self.model_encoder_layers_0(hidden_states, attention_mask)
         return hidden_states
 
 
-class EncoderBlock(nn.Cell):
+class Encoder(nn.Cell):
     """Recovered from model.encoder."""
 
     def __init__(self):
@@ -88,7 +86,7 @@ class EncoderBlock(nn.Cell):
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
         self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.layers = LayersBlock2()
+        self.layers = Layers()
 
     def construct(self, input_ids, attention_mask):
         input_ids = self.shared(input_ids)
@@ -101,44 +99,37 @@ class EncoderBlock(nn.Cell):
         out = self.embed_positions(out)
         add = input_ids + out
         add = self.layernorm_embedding(add)
-        shape_2 = ops.scalar_to_tensor(ops.shape(input_ids)[1], ms.int64)
-        shape_3 = ops.scalar_to_tensor(ops.shape(attention_mask)[1], ms.int64)
-        shape_4 = ops.scalar_to_tensor(ops.shape(input_ids)[0], ms.int64)
-        range_ = ops.arange(0, shape_4, 1)
+        shape_2 = ops.scalar_to_tensor(ops.shape(attention_mask)[1], ms.int64)
+        shape_3 = ops.scalar_to_tensor(ops.shape(input_ids)[0], ms.int64)
+        range_ = ops.arange(0, shape_3, 1)
         range_1 = ops.arange(0, shape_2, 1)
-        range_2 = ops.arange(0, shape_3, 1)
         range_ = ops.unsqueeze(
             ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
         )
         range_1 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=3
+            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
         )
-        range_2 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_2, dim=0), dim=1), dim=2
-        )
-        range_1 = range_1 >= 0
-        shape_5 = ops.cast(
+        shape_4 = ops.cast(
             ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
         )
         flatten = ops.reshape(attention_mask, (-1, 1))
-        range_ = range_ * shape_5
-        add_1 = range_2 + range_
+        range_ = range_ * shape_4
+        add_1 = range_1 + range_
         gather = ops.gather(flatten, add_1 % ops.shape(flatten)[0], 0)
-        shape_6 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
-        gather = ops.reshape(gather, shape_6)
-        and_ = ops.logical_and(range_1, gather)
-        shape_7 = (
+        shape_5 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
+        gather = ops.reshape(gather, shape_5)
+        shape_6 = (
             ops.shape(attention_mask)[0],
             1,
             ops.shape(attention_mask)[1],
             ops.shape(attention_mask)[1],
         )
-        and_ = ops.broadcast_to(and_, (shape_7[0], -1, shape_7[2], shape_7[3]))
-        add = self.layers(add, and_)
-        return range_2, add
+        gather = ops.broadcast_to(gather, (shape_6[0], -1, shape_6[2], shape_6[3]))
+        add = self.layers(add, gather)
+        return range_1, add
 
 
-class EncoderAttnBlock(nn.Cell):
+class EncoderAttention(nn.Cell):
     """Recovered from model.decoder.layers.0.encoder_attn."""
 
     def __init__(self):
@@ -157,9 +148,7 @@ class EncoderAttnBlock(nn.Cell):
         shape_1 = (ops.shape(hidden_states_1)[0], ops.shape(hidden_states_1)[1], -1, 8)
         v = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
-        attention_mask = ops.where(
-            attention_mask, 0.0, ms.Tensor([-math.inf], ms.float32)
-        )
+        attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
         masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
@@ -173,14 +162,14 @@ class EncoderAttnBlock(nn.Cell):
         return out
 
 
-class LayersBlock3(nn.Cell):
+class Layer2(nn.Cell):
     """Recovered from model.decoder.layers.0."""
 
     def __init__(self):
         super().__init__()
-        self.self_attn = SelfAttnBlock()
+        self.self_attn = SelfAttention()
         self.self_attn_layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.encoder_attn = EncoderAttnBlock()
+        self.encoder_attn = EncoderAttention()
         self.encoder_attn_layer_norm = nn.LayerNorm(
             normalized_shape=(16,), epsilon=1e-05
         )
@@ -206,12 +195,12 @@ class LayersBlock3(nn.Cell):
         return add_1
 
 
-class LayersBlock4(nn.Cell):
+class Layers2(nn.Cell):
     """Recovered from model.decoder.layers."""
 
     def __init__(self):
         super().__init__()
-        self.model_decoder_layers_0 = LayersBlock3()
+        self.model_decoder_layers_0 = Layer2()
 
     def construct(
         self, hidden_states, hidden_states_1, attention_mask, attention_mask_1
@@ -222,7 +211,7 @@ class LayersBlock4(nn.Cell):
         return hidden_states
 
 
-class DecoderBlock(nn.Cell):
+class Decoder(nn.Cell):
     """Recovered from model.decoder."""
 
     def __init__(self):
@@ -230,7 +219,7 @@ class DecoderBlock(nn.Cell):
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
         self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.layers = LayersBlock4()
+        self.layers = Layers2()
 
     def construct(self, hidden_states, decoder_input_ids, attention_mask, x):
         decoder_input_ids = self.shared(decoder_input_ids)
@@ -275,7 +264,6 @@ class DecoderBlock(nn.Cell):
         range_2 = ops.unsqueeze(
             ops.unsqueeze(ops.unsqueeze(range_2, dim=1), dim=2), dim=3
         )
-        greater_or_equal = unsqueeze_1 >= 0
         shape_7 = ops.cast(
             ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
         )
@@ -285,29 +273,28 @@ class DecoderBlock(nn.Cell):
         gather_1 = ops.gather(flatten_1, add_1 % ops.shape(flatten_1)[0], 0)
         shape_8 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
         gather_1 = ops.reshape(gather_1, shape_8)
-        and_1 = ops.logical_and(greater_or_equal, gather_1)
         shape_9 = (
             ops.shape(attention_mask)[0],
             1,
             ops.shape(decoder_input_ids)[1],
             ops.shape(attention_mask)[1],
         )
-        and_1 = ops.broadcast_to(and_1, (shape_9[0], -1, shape_9[2], shape_9[3]))
+        gather_1 = ops.broadcast_to(gather_1, (shape_9[0], -1, shape_9[2], shape_9[3]))
         unsqueeze = unsqueeze + 2
         unsqueeze = self.embed_positions(unsqueeze)
         add_2 = decoder_input_ids + unsqueeze
         add_2 = self.layernorm_embedding(add_2)
-        add_2 = self.layers(add_2, hidden_states, and_, and_1)
+        add_2 = self.layers(add_2, hidden_states, and_, gather_1)
         return add_2
 
 
-class ModelBlock(nn.Cell):
+class Model(nn.Cell):
     """Recovered from model."""
 
     def __init__(self):
         super().__init__()
-        self.encoder = EncoderBlock()
-        self.decoder = DecoderBlock()
+        self.encoder = Encoder()
+        self.decoder = Decoder()
 
     def construct(self, attention_mask, input_ids, decoder_input_ids):
         attention_mask = ops.cast(attention_mask, ms.bool_)
@@ -329,7 +316,7 @@ class MindSporeModel(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.model = ModelBlock()
+        self.model = Model()
         self.model.decoder.shared.embedding_table = (
             self.model.encoder.shared.embedding_table
         )

@@ -10,7 +10,7 @@ import mindspore as ms
 from mindspore import Parameter, nn, ops
 
 
-class PatchEmbeddingsBlock(nn.Cell):
+class PatchEmbeddings(nn.Cell):
     """Recovered from model.embeddings.patch_embeddings."""
 
     def __init__(self):
@@ -31,12 +31,12 @@ class PatchEmbeddingsBlock(nn.Cell):
         return x
 
 
-class EmbeddingsBlock(nn.Cell):
+class Embeddings(nn.Cell):
     """Recovered from model.embeddings."""
 
     def __init__(self):
         super().__init__()
-        self.patch_embeddings = PatchEmbeddingsBlock()
+        self.patch_embeddings = PatchEmbeddings()
         self.cls_token = Parameter(ops.zeros((1, 1, 16), ms.float32))
         self.position_embeddings = Parameter(ops.zeros((1, 5, 16), ms.float32))
 
@@ -49,7 +49,7 @@ class EmbeddingsBlock(nn.Cell):
         return concat
 
 
-class AttentionBlock(nn.Cell):
+class Attention(nn.Cell):
     """Recovered from model.layers.0.attention, model.layers.1.attention."""
 
     def __init__(self):
@@ -76,7 +76,7 @@ class AttentionBlock(nn.Cell):
         return x
 
 
-class MlpBlock(nn.Cell):
+class MLP(nn.Cell):
     """Recovered from model.layers.0.mlp, model.layers.1.mlp."""
 
     def __init__(self):
@@ -92,15 +92,15 @@ class MlpBlock(nn.Cell):
         return hidden_states
 
 
-class LayersBlock(nn.Cell):
+class Layer(nn.Cell):
     """Recovered from model.layers.0, model.layers.1."""
 
     def __init__(self):
         super().__init__()
         self.layernorm_before = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
-        self.attention = AttentionBlock()
+        self.attention = Attention()
         self.layernorm_after = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
-        self.mlp = MlpBlock()
+        self.mlp = MLP()
 
     def construct(self, hidden_states):
         x = self.layernorm_before(hidden_states)
@@ -112,13 +112,13 @@ class LayersBlock(nn.Cell):
         return out
 
 
-class ModelBlock(nn.Cell):
+class Model(nn.Cell):
     """Recovered from model."""
 
     def __init__(self):
         super().__init__()
-        self.embeddings = EmbeddingsBlock()
-        self.layers = nn.SequentialCell([LayersBlock(), LayersBlock()])
+        self.embeddings = Embeddings()
+        self.layers = nn.SequentialCell([Layer(), Layer()])
         self.layernorm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-12)
 
     def construct(self, pixel_values):
@@ -139,7 +139,7 @@ class MindSporeModel(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.model = ModelBlock()
+        self.model = Model()
 
     def construct(self, pixel_values):
         output = self.model(pixel_values)

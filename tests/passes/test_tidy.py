@@ -169,3 +169,38 @@ def test_repeated_node_is_computed_once(tmp_path):
         [2, 3],
     )
     assert _construct(assert_matches(model, tmp_path)).count("sigmoid") == 1
+
+
+def test_true_positions_that_only_widen_an_expanded_mask_are_removed(tmp_path):
+    """``expand(and(arange(q)[:, None] >= 0, mask[None, :]), (q, k))``: the expand widens the
+    mask the same way, so it reads the mask directly and the arange goes."""
+    model = _chain(
+        [
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Gather", ["shape", "first"], ["q"], axis=0),
+            helper.make_node("Range", ["zero", "q", "one"], ["positions"]),
+            helper.make_node("Unsqueeze", ["positions", "last_axis"], ["column"]),
+            helper.make_node("GreaterOrEqual", ["column", "zero"], ["valid"]),
+            helper.make_node("Greater", ["x", "zero_f"], ["positive"]),
+            helper.make_node("Unsqueeze", ["positive", "first_axis"], ["row"]),
+            helper.make_node("And", ["valid", "row"], ["mask"]),
+            helper.make_node("Concat", ["q", "q"], ["square"], axis=0),
+            helper.make_node("Expand", ["mask", "square"], ["wide"]),
+            helper.make_node("Cast", ["wide"], ["y"], to=TensorProto.FLOAT),
+        ],
+        [("x", F32, ["n"])],
+        ["n", "n"],
+        {
+            "first": np.array([0], np.int64),
+            "first_axis": np.array([0], np.int64),
+            "last_axis": np.array([1], np.int64),
+            "zero": np.array(0, np.int64),
+            "one": np.array(1, np.int64),
+            "zero_f": np.array(0, F32),
+        },
+    )
+    feeds = {"x": np.array([1.0, -1.0, 2.0, 0.0], F32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["4"])
+    body = _construct(result)
+    assert "logical_and" not in body and "arange" not in body, body
+    assert_matches(model, tmp_path / "other", {"x": np.array([-1.0, 3.0], F32)}, shape=["2"])
