@@ -261,6 +261,18 @@ class BlockWriter:
         self.scope.var_of[layers[-1].outputs[run.carried_out]] = var
         return True
 
+    def _cache_name(self, child: Block, result: str) -> str:
+        """``present_key`` for a child's result that grows its ``past_key`` input (a KV cache
+        concatenation); empty otherwise."""
+        producer = self.state.graph.producers.get(result)
+        if producer is None or producer.op_type != "Concat":
+            return ""
+        for name in child.inputs:
+            var = self.scope.var_of.get(name, "")
+            if name in producer.input and var.startswith("past_"):
+                return "present_" + var.removeprefix("past_")
+        return ""
+
     def _group_name(self, item: str) -> str:
         """``past_keys`` for the tuple of every layer's ``past_key``, or ``past_key_per_layer``
         when the network has an input or output of that name (a stacked cache)."""
@@ -321,6 +333,7 @@ class BlockWriter:
                 targets.append("_")
                 continue
             named = self.scope.is_root and source_output_name(name, self.state.graph.outputs)
+            named = named or self._cache_name(child, name)
             var = self.exprs.new_variable(named) if named else None
             var = (
                 var

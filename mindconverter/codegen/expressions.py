@@ -129,6 +129,24 @@ HELPER_CELLS = {
 }
 
 
+# Operators the dynamo exporter names the constants it folds after (``unsqueeze_14``, ``ge``).
+_FOLDED_AFTER = frozenset(
+    "add sub mul div neg pow sqrt rsqrt exp log cos sin ge gt le lt eq ne and or not where "
+    "expand unsqueeze squeeze view reshape slice select index cat concat stack transpose "
+    "permute clone to type_as arange full ones zeros zeros_like ones_like masked_fill tril "
+    "triu cumsum bitwise_and bitwise_or logical_and logical_or logical_not scalar_tensor "
+    "lift_fresh_copy convert_element_type to_copy copy detach alias matmul bmm mm".split()
+)
+
+
+def _exporter_value_name(name: str) -> bool:
+    """Whether ``name`` is a value the exporter computed and named (a path with ``/``, a
+    ``onnx::`` name, or an operator's name with a counter), not a parameter or buffer."""
+    if "/" in name or ":" in name:
+        return True
+    return re.sub(r"_\d+$", "", name).lstrip("_") in _FOLDED_AFTER
+
+
 # Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.
 HELPER_FUNCTIONS = {"rotate_half": {"ops"}}
 
@@ -428,7 +446,9 @@ class ExpressionWriter:
     def param(self, param: Param, mapped: MappedNode | None) -> str:
         source = param.weight.source
         hint = ""
-        if source and not source.startswith("onnx::"):
+        # a module's parameter or buffer (``embeddings.position_ids``) names the attribute; a
+        # value the exporter computed and named (``unsqueeze_14``, ``/layer/Add_output_0``) does not
+        if source and not source.startswith("onnx::") and not _exporter_value_name(source):
             block = self.scope.prefix_path
             relative = (
                 source[len(block) + 1 :] if block and source.startswith(block + ".") else source
@@ -485,6 +505,14 @@ class ExpressionWriter:
         """A constant the mapper reads as it is: the source's parameter when it is one (kept
         whole and trainable, e.g. a position table sliced in the network), else a constant."""
         array = self.state.graph.constants[name]
+        node = mapped.node
+        if node.op_type == "ApplyRotary" and name in node.inputs[1:3] and array.size > 1:
+            # rotary tables of a static export, folded to constants
+            if name not in self.scope.held_constants:
+                role = "cos" if node.inputs.index(name) == 1 else "sin"
+                frozen = Param(Weight(array, ""), role=role, trainable=False)
+                self.scope.held_constants[name] = self.param(frozen, mapped)
+            return self.scope.held_constants[name]
         source = learned_source(self.state.graph, name)
         if source is not None and array.size > 1:
             record = self.state.graph.fold_records.get(name)

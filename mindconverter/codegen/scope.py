@@ -89,6 +89,8 @@ class BlockScope:
     is_root: bool = False  # the network's own class (its results keep the source's names)
     # trainable tensors already held by an attribute of this block, by content (tied weights)
     held_weights: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    # frozen constants already held by an attribute of this block, by graph value
+    held_constants: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

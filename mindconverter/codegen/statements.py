@@ -36,7 +36,8 @@ class StatementWriter:
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result
         elif out in self.attention_roles:
-            name = self.exprs.new_variable(self.attention_roles[out])
+            role = self.attention_roles[out]  # a straight chain keeps it: q = rotate(q)
+            name = reuse if reuse == role else self.exprs.new_variable(role)
         elif reuse is not None:
             name = reuse
         else:
@@ -186,12 +187,22 @@ class StatementWriter:
 def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
     """``q``, ``k`` and ``v`` for the values a recognised attention reads, as people name them."""
     roles: dict[str, str] = {}
+    producers = {out: item.node for item in mapped for out in item.node.outputs if out}
     for item in mapped:
         node = item.node
         if node.op_type == "ScaledDotProductAttention" and node.domain == DOMAIN:
             for name, role in zip(node.inputs, ("q", "k", "v")):
-                if name:
-                    roles.setdefault(name, role)
+                # the value before its rotary embedding holds the same heads; the new keys and
+                # values a cache concatenation appends are ``key_states``/``value_states``
+                while name and name not in roles:
+                    roles[name] = role
+                    source = producers.get(name)
+                    name = ""
+                    if source is not None and source.op_type == "ApplyRotary":
+                        name = source.inputs[0] if source.domain == DOMAIN else ""
+                    elif source is not None and source.op_type == "Concat" and role in "kv":
+                        name = source.inputs[-1] if len(source.inputs) == 2 else ""
+                        role = "key_states" if role == "k" else "value_states"
     return roles
 
 

@@ -44,16 +44,16 @@ class LlamaAttention(nn.Cell):
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(q_proj)[0], ops.shape(q_proj)[1], 4, 4)
-        x = ops.reshape(q_proj, shape).swapaxes(1, 2)
+        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
-        out = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
+        key_states = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         v_proj = self.v_proj(hidden_states)
-        transpose = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
-        q = x * cos + rotate_half(x) * sin
-        out = out * cos + rotate_half(out) * sin
-        k = ops.concat((past_key, out), axis=2)
-        v = ops.concat((past_value, transpose), axis=2)
+        value_states = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        key_states = key_states * cos + rotate_half(key_states) * sin
+        k = ops.concat((past_key, key_states), axis=2)
+        v = ops.concat((past_value, value_states), axis=2)
         k_1 = ops.repeat_interleave(k, 2, axis=1)
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
@@ -61,9 +61,9 @@ class LlamaAttention(nn.Cell):
         context = ops.matmul(probs, v_1)
         context = context.swapaxes(1, 2)
         shape_2 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        reshape = ops.reshape(context, shape_2)
-        reshape = self.o_proj(reshape)
-        return k, v, reshape
+        x = ops.reshape(context, shape_2)
+        x = self.o_proj(x)
+        return k, v, x
 
 
 class LlamaLayer(nn.Cell):
@@ -80,10 +80,10 @@ class LlamaLayer(nn.Cell):
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
         x = self.input_layernorm(hidden_states)
-        self_attn, self_attn_1, self_attn_2 = self.self_attn(
+        present_key, present_value, self_attn = self.self_attn(
             x, cos, sin, past_key, past_value, attention_mask
         )
-        out = hidden_states + self_attn_2
+        out = hidden_states + self_attn
         post_attention_layernorm = self.post_attention_layernorm(out)
         gate_proj = self.gate_proj(post_attention_layernorm)
         sigmoid = ops.sigmoid(gate_proj)
@@ -92,7 +92,7 @@ class LlamaLayer(nn.Cell):
         mul = mul * up_proj
         mul = self.down_proj(mul)
         add = out + mul
-        return self_attn, self_attn_1, add
+        return present_key, present_value, add
 
 
 class MindSporeModel(nn.Cell):
@@ -110,7 +110,7 @@ class MindSporeModel(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.unsqueeze_1 = Parameter(ops.zeros((1, 2), ms.float32))
+        self.weight = Parameter(ops.zeros((1, 2), ms.float32))
         self.embed_tokens = nn.Embedding(vocab_size=48, embedding_size=16)
         self.layers = nn.CellList([LlamaLayer(), LlamaLayer()])
         self.norm = RMSNorm(hidden_size=16, eps=1e-06)
@@ -123,7 +123,7 @@ class MindSporeModel(nn.Cell):
         x = ops.arange(shape_1, shape_2, 1)
         x = ops.cast(x, ms.float32)
         x = ops.unsqueeze(x, dim=1)
-        x = x * self.unsqueeze_1
+        x = x * self.weight
         out = ops.concat((x, x), axis=-1)
         cos = ops.cos(out)
         cos = ops.unsqueeze(ops.unsqueeze(cos, dim=0), dim=1)

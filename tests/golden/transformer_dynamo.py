@@ -16,7 +16,7 @@ class BertEmbeddings(nn.Cell):
     def __init__(self):
         super().__init__()
         self.position_ids = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
-        self.expand = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
+        self.const = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
         self.word_embeddings = nn.Embedding(vocab_size=100, embedding_size=32)
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
@@ -25,7 +25,7 @@ class BertEmbeddings(nn.Cell):
     def construct(self, attention_mask, input_ids):
         shape = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
         x = self.position_ids[:, : shape[0]]
-        out = ops.gather_elements(self.expand, 1, x % 32)
+        out = ops.gather_elements(self.const, 1, x % 32)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
         out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
         input_ids = self.word_embeddings(input_ids)
