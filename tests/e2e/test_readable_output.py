@@ -128,7 +128,7 @@ def test_graph_mode_and_mindir_export(tmp_path, name):
 
 
 @pytest.mark.parametrize(
-    "name, layer", [("tiny_bert_dynamo", "BertLayer"), ("tiny_bert_torchscript", "LayerBlock")]
+    "name, layer", [("tiny_bert_dynamo", "BertLayer"), ("tiny_bert_torchscript", "Layer")]
 )
 def test_transformer_layers_share_one_class_in_a_cell_list(tmp_path, name, layer):
     result = convert(FIXTURES / f"{name}.onnx", shape=["2,8", "2,8"], output=tmp_path)
