@@ -13,12 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 from ..graph import Graph
+from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block
-from ..mappers.base import Call, Input, Lit, MappedNode, Method, Temp
+from ..mappers.base import Call, Cell, Input, Lit, MappedNode, Method, Temp
 
 
-def fold_head_reshapes(graph: Graph, tree: Block) -> None:
-    """Rewrite the mapped transposes and reshapes of ``tree`` in place."""
+def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
+    """Rewrite the mapped transposes and reshapes of ``tree`` in place; returns the layer
+    results to write inside the head split that reads them (see :func:`_inlined_layers`)."""
     parents = _parents(tree)
     mapped: list[MappedNode] = tree.nodes()
     producer = {out: item for item in mapped for out in item.node.outputs if out}
@@ -32,6 +34,7 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> None:
             swap = _swapped_axes(item.result)
             if swap is not None:
                 item.result = Method(item.result.args[0], "swapaxes", [Lit(swap[0]), Lit(swap[1])])
+    absorbed: set[int] = set()  # id() of nodes folded into their reader: nothing reads them now
     for item in mapped:
         if not item.converted or item.node.op_type not in ("Transpose", "Reshape"):
             continue
@@ -52,6 +55,7 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> None:
             ):
                 item.result = replace(item.result, value=source.result)
                 item.node = replace(item.node, inputs=list(source.node.inputs))
+                absorbed.add(id(source))
         elif item.node.op_type == "Reshape" and source.node.op_type == "Transpose":
             if (
                 isinstance(source.result, Method)
@@ -64,6 +68,54 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> None:
                 item.node = replace(
                     item.node, inputs=[source.node.inputs[0], *item.node.inputs[1:]]
                 )
+                absorbed.add(id(source))
+    return _inlined_layers(graph, mapped, parents, absorbed)
+
+
+def _inlined_layers(
+    graph: Graph, mapped: list[MappedNode], parents: dict[int, Block], absorbed: set[int]
+) -> set[str]:
+    """Results of a layer call (``self.q_proj(hidden_states)``) that the head split right after
+    it reads and nothing else does: written inside it,
+    ``q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)``. Only sizes may be
+    computed in between, so no variable the call reads can change before it runs."""
+    readers: dict[str, list[MappedNode]] = {}
+    for item in mapped:
+        if id(item) not in absorbed:
+            for name in item.node.inputs:
+                if name:
+                    readers.setdefault(name, []).append(item)
+    inlined = set()
+    for item in mapped:
+        outputs = [name for name in item.node.outputs if name]
+        if not item.converted or not isinstance(item.result, Cell) or len(outputs) != 1:
+            continue
+        out = outputs[0]
+        found = readers.get(out, [])
+        if out in graph.outputs or len(found) != 1:
+            continue
+        reader = found[0]
+        head_split = isinstance(reader.result, Method) and _is_call(
+            reader.result.value, "ops.reshape"
+        )
+        parent = parents.get(id(item))
+        if not head_split or parent is None or parents.get(id(reader)) is not parent:
+            continue
+        positions = [i for i, name in enumerate(reader.node.inputs) if name == out]
+        if sum(_reads_of_first_input(reader.result, i) for i in positions) != 1:
+            continue  # its sizes read it too: the call would run more than once
+        items = parent.items
+        between = items[items.index(item) + 1 : items.index(reader)]
+        if all(_only_sizes(other, absorbed) for other in between):
+            inlined.add(out)
+    return inlined
+
+
+def _only_sizes(item: Any, absorbed: set[int]) -> bool:
+    """A node that assigns no tensor variable: folded away, or a tuple of sizes."""
+    if isinstance(item, Block):
+        return False
+    return id(item) in absorbed or (item.node.op_type == "Dims" and item.node.domain == DOMAIN)
 
 
 def _parents(tree: Block) -> dict[int, Block]:
@@ -96,15 +148,17 @@ def _is_call(value: Any, func: str) -> bool:
     return isinstance(value, Call) and value.func == func and not value.kwargs
 
 
-def _reads_of_first_input(value: Any) -> int:
-    if value == Input(0):
-        return 1
+def _reads_of_first_input(value: Any, index: int = 0) -> int:
+    """How many times the expression ``value`` reads its node's input ``index``."""
+    if isinstance(value, Input):
+        return int(value.index == index)
     if isinstance(value, (list, tuple)):
-        return sum(_reads_of_first_input(v) for v in value)
+        return sum(_reads_of_first_input(v, index) for v in value)
     if isinstance(value, dict):
-        return sum(_reads_of_first_input(v) for v in value.values())
-    if hasattr(value, "__dataclass_fields__") and not isinstance(value, Input):
-        return sum(_reads_of_first_input(getattr(value, f)) for f in value.__dataclass_fields__)
+        return sum(_reads_of_first_input(v, index) for v in value.values())
+    if hasattr(value, "__dataclass_fields__"):
+        fields = value.__dataclass_fields__
+        return sum(_reads_of_first_input(getattr(value, f), index) for f in fields)
     return 0
 
 

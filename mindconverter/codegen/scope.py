@@ -104,6 +104,8 @@ class RenderState:
     unconverted: list[UnconvertedSite] = field(default_factory=list)
     instances: list[BlockInstance] = field(default_factory=list)
     scope: BlockScope = field(default_factory=BlockScope)
+    # layer results written inside the one expression that reads them (codegen/chains.py)
+    inlined: set[str] = field(default_factory=set)
     # trainable tensors held anywhere, by content -> (origin, checkpoint path), and ties between
     # blocks the network's own __init__ makes: (path given the Parameter, path holding it)
     held_paths: dict[tuple, tuple[str, str]] = field(default_factory=dict)

@@ -33,8 +33,8 @@ def render_script(
 ) -> RenderedModel:
     """Render the MindSpore script for the mapped graph and its recovered module tree."""
     tidy_expressions(graph, mapped)
-    fold_head_reshapes(graph, tree)
-    state = RenderState(graph, mapped)
+    inlined = fold_head_reshapes(graph, tree)
+    state = RenderState(graph, mapped, inlined=inlined)
     exprs = ExpressionWriter(state)
     blocks = BlockWriter(state, exprs, StatementWriter(state, exprs))
     top = blocks.render_block(tree, prefix="", is_root=True)

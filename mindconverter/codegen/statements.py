@@ -148,6 +148,10 @@ class StatementWriter:
             return
         text = self.exprs.expr(result, mapped)
         self.consume_inputs(mapped)
+        if mapped.node.outputs and mapped.node.outputs[0] in self.state.inlined:
+            self.scope.var_of[mapped.node.outputs[0]] = text  # its one reader writes the call
+            self.scope.no_reuse.add(mapped.node.outputs[0])  # an expression, never a target
+            return
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
             self.exprs.statement_line(f"{targets} = {text}")

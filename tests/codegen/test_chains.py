@@ -58,3 +58,30 @@ def test_a_merge_reading_sizes_of_the_swapped_value_stays_two_statements(tmp_pat
     code = result.script_path.read_text()
     assert "swapaxes(1, 2), (ops.shape(" not in code.replace("\n", "").replace("  ", "")
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+
+
+def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path):
+    """``q = ops.reshape(self.proj(x), shape).swapaxes(1, 2)``, as attention code is written."""
+    rng = np.random.default_rng(1)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["lead"], end=2),
+        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
+        helper.make_node("MatMul", ["x", "weight"], ["projected"]),
+        helper.make_node("Add", ["projected", "bias"], ["dense"]),
+        helper.make_node("Reshape", ["dense", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["y"], perm=[0, 2, 1, 3]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 8])],
+        [("y", np.float32, ["batch", 2, "sequence", 4])],
+        {
+            "weight": rng.standard_normal((8, 8)).astype(np.float32),
+            "bias": rng.standard_normal(8).astype(np.float32),
+            "per_head": np.array([2, 4], np.int64),
+        },
+    )
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    code = result.script_path.read_text()
+    assert "ops.reshape(self." in code and "(x), " in code, code
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])

@@ -22,10 +22,8 @@ class WhisperAttention(nn.Cell):
         q_proj = self.q_proj(hidden_states)
         q_proj = q_proj * 0.3535534
         q = ops.reshape(q_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states)
-        k = ops.reshape(k_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
-        v_proj = self.v_proj(hidden_states)
-        v = ops.reshape(v_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)

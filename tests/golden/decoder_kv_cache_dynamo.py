@@ -48,8 +48,7 @@ class LlamaAttention(nn.Cell):
         k_proj = self.k_proj(hidden_states)
         shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
         key_states = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
-        v_proj = self.v_proj(hidden_states)
-        value_states = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
         q = q * cos + rotate_half(q) * sin
         key_states = key_states * cos + rotate_half(key_states) * sin
         k = ops.concat((past_key, key_states), axis=2)

@@ -42,14 +42,11 @@ class SelfAttention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 4, 4)
-        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 2, 4)
-        key_states = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
-        v_proj = self.v_proj(hidden_states)
-        value_states = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        key_states = ops.reshape(self.k_proj(hidden_states), shape_1).swapaxes(1, 2)
+        value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
         q = q * cos + rotate_half(q) * sin
         key_states = key_states * cos + rotate_half(key_states) * sin
         k = ops.concat((past_key, key_states), axis=2)

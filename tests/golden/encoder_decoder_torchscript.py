@@ -21,12 +21,10 @@ class SelfAttention(nn.Cell):
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, attention_mask):
-        q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
-        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
-        v_proj = self.v_proj(hidden_states)
-        v = ops.reshape(v_proj, shape).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape).swapaxes(1, 2)
         attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
@@ -140,13 +138,11 @@ class EncoderAttention(nn.Cell):
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, hidden_states_1, attention_mask):
-        x = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
-        q = ops.reshape(x, shape).swapaxes(1, 2)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states_1)
-        v_proj = self.v_proj(hidden_states_1)
         shape_1 = (ops.shape(hidden_states_1)[0], ops.shape(hidden_states_1)[1], -1, 8)
-        v = ops.reshape(v_proj, shape_1).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states_1), shape_1).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
@@ -157,9 +153,9 @@ class EncoderAttention(nn.Cell):
         )
         context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
         shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        out = ops.reshape(context.swapaxes(1, 2), shape_2)
-        out = self.out_proj(out)
-        return out
+        x = ops.reshape(context.swapaxes(1, 2), shape_2)
+        x = self.out_proj(x)
+        return x
 
 
 class Layer2(nn.Cell):

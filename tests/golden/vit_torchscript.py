@@ -60,12 +60,10 @@ class Attention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states):
-        q_proj = self.q_proj(hidden_states)
         shape = (ops.shape(hidden_states)[0], 5, -1, 8)
-        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
-        v_proj = self.v_proj(hidden_states)
-        v = ops.reshape(v_proj, shape).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
