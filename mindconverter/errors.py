@@ -152,7 +152,8 @@ ERROR_CODES: dict[str, ErrorCode] = {
         2000003,
         "ArgumentError",
         "The number of --shape values does not match the number of inputs.",
-        "Give one shape per input, in the order of the inputs (or of --input_nodes).",
+        "Give one shape per input or per dynamic input, in the order of the inputs (or of "
+        "--input_nodes), or name them (NAME=D,D,...).",
     ),
     "SHAPE_REQUIRED": ErrorCode(
         2000004,

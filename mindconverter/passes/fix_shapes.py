@@ -94,8 +94,7 @@ def _assign_shapes(
         raise make_error(
             "SHAPE_COUNT",
             f"{len(positional)} shape(s) given for {len(remaining)} input(s) ({names}); "
-            f"inputs with dynamic dimensions: {dynamic}. Give one shape per input, one per "
-            "dynamic input, or name them (NAME=D,D,...).",
+            f"inputs with dynamic dimensions: {dynamic}.",
         )
     return named | fitted
 
