@@ -15,7 +15,7 @@ from typing import Any
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block
-from ..mappers.base import Call, Cell, Input, Lit, MappedNode, Method, Temp
+from ..mappers.base import Call, Cell, Input, Lit, MappedNode, Method, Temp, expression_parts
 
 
 def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
@@ -61,7 +61,7 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
                 isinstance(source.result, Method)
                 and _is_call(item.result, "ops.reshape")
                 and item.result.args[0] == Input(0)
-                and _reads_of_first_input(item.result) == 1  # sizes read from it stay right
+                and _reads_of_input(item.result) == 1  # sizes read from it stay right
                 and len(source.node.inputs) == 1
             ):
                 item.result = replace(item.result, args=[source.result, *item.result.args[1:]])
@@ -102,7 +102,7 @@ def _inlined_layers(
         if not head_split or parent is None or parents.get(id(reader)) is not parent:
             continue
         positions = [i for i, name in enumerate(reader.node.inputs) if name == out]
-        if sum(_reads_of_first_input(reader.result, i) for i in positions) != 1:
+        if sum(_reads_of_input(reader.result, i) for i in positions) != 1:
             continue  # its sizes read it too: the call would run more than once
         items = parent.items
         between = items[items.index(item) + 1 : items.index(reader)]
@@ -148,25 +148,12 @@ def _is_call(value: Any, func: str) -> bool:
     return isinstance(value, Call) and value.func == func and not value.kwargs
 
 
-def _reads_of_first_input(value: Any, index: int = 0) -> int:
+def _reads_of_input(value: Any, index: int = 0) -> int:
     """How many times the expression ``value`` reads its node's input ``index``."""
-    if isinstance(value, Input):
-        return int(value.index == index)
-    if isinstance(value, (list, tuple)):
-        return sum(_reads_of_first_input(v, index) for v in value)
-    if isinstance(value, dict):
-        return sum(_reads_of_first_input(v, index) for v in value.values())
-    if hasattr(value, "__dataclass_fields__"):
-        fields = value.__dataclass_fields__
-        return sum(_reads_of_first_input(getattr(value, f), index) for f in fields)
-    return 0
+    return sum(
+        1 for part in expression_parts(value) if isinstance(part, Input) and part.index == index
+    )
 
 
 def _has_temp(value: Any) -> bool:
-    if isinstance(value, Temp):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_temp(v) for v in value)
-    if hasattr(value, "__dataclass_fields__"):
-        return any(_has_temp(getattr(value, f)) for f in value.__dataclass_fields__)
-    return False
+    return any(isinstance(part, Temp) for part in expression_parts(value))

@@ -25,7 +25,8 @@ tuple, unpacked over the node's outputs) or :class:`Outputs` (one expression per
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -339,3 +340,19 @@ class MappedNode:
     @property
     def converted(self) -> bool:
         return self.reason is None
+
+
+def expression_parts(value: Any) -> Iterator[Any]:
+    """``value`` and everything inside it, depth first: sub-expressions, literals, and the
+    items of lists, tuples and dicts (a shared sub-expression is visited at each use)."""
+    yield value
+    if isinstance(value, (list, tuple)):
+        children: Any = value
+    elif isinstance(value, dict):
+        children = value.values()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    else:
+        return
+    for child in children:
+        yield from expression_parts(child)

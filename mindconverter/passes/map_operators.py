@@ -6,12 +6,10 @@ could not be converted.
 
 from __future__ import annotations
 
-import dataclasses
-
 from ..errors import make_error
 from ..graph import Graph
 from ..graph.symbolic import DynamicDim, DynamicDimensionError
-from ..mappers.base import MappedNode, NodeContext, Unsupported
+from ..mappers.base import MappedNode, NodeContext, Unsupported, expression_parts
 from ..mappers.registry import MapperRegistry
 from .context import PassContext
 
@@ -58,21 +56,7 @@ def map_nodes(
 
 def _dynamic_dim_in(value) -> DynamicDim | None:
     """The first DynamicDim inside a mapper's result (expressions, literals, containers)."""
-    if isinstance(value, DynamicDim):
-        return value
-    if isinstance(value, (list, tuple)):
-        items = value
-    elif isinstance(value, dict):
-        items = list(value.values())
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
-    else:
-        return None
-    for item in items:
-        found = _dynamic_dim_in(item)
-        if found is not None:
-            return found
-    return None
+    return next((part for part in expression_parts(value) if isinstance(part, DynamicDim)), None)
 
 
 def run(graph: Graph, context: PassContext) -> bool:
