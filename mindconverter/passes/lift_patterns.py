@@ -286,21 +286,26 @@ def _reduce_axes(index: _Index, node: onnx.NodeProto, rank: int) -> tuple[int, .
 
 
 def _lift_layer_norms(index: _Index) -> int:
+    return _lift_norms(index, ("ReduceMean",), _match_layer_norm)
+
+
+def _lift_norms(index: _Index, first_ops: tuple[str, ...], match: Callable) -> int:
+    """Lift every chain ``match(index, first, x, shape, dtype)`` finds from a node of
+    ``first_ops`` reading ``x``, a float value of known rank."""
     count = 0
     for first in list(index.model.graph.node):
-        if first.op_type != "ReduceMean" or id(first) in index.dead:
+        if first.op_type not in first_ops or id(first) in index.dead or not first.input:
             continue
         x = first.input[0]
         shape, dtype = index.graph.dims(x), _float_dtype(index, x)
         if shape is None or dtype is None:
             continue
         try:
-            lifted = _match_layer_norm(index, first, x, shape, dtype)
-        except DynamicDimensionError:  # normalizes over a dynamic axis: no LayerNorm cell
+            lifted = match(index, first, x, shape, dtype)
+        except DynamicDimensionError:  # normalizes over a dynamic axis: no layer for it
             continue
         if lifted is not None:
-            chain, fused = lifted
-            index.fuse(chain, fused)
+            index.fuse(*lifted)
             count += 1
     return count
 
@@ -426,23 +431,7 @@ def _layer_norm_reference(x, begin, eps, gamma, beta):
 
 
 def _lift_rms_norms(index: _Index) -> int:
-    count = 0
-    for square in list(index.model.graph.node):
-        if square.op_type not in ("Pow", "Mul") or id(square) in index.dead or not square.input:
-            continue
-        x = square.input[0]
-        shape, dtype = index.graph.dims(x), _float_dtype(index, x)
-        if shape is None or dtype is None or not shape:
-            continue
-        try:
-            lifted = _match_rms_norm(index, square, x, shape, dtype)
-        except DynamicDimensionError:  # normalizes over a dynamic axis: no RMSNorm cell
-            continue
-        if lifted is not None:
-            chain, fused = lifted
-            index.fuse(chain, fused)
-            count += 1
-    return count
+    return _lift_norms(index, ("Pow", "Mul"), _match_rms_norm)
 
 
 def _match_rms_norm(
@@ -450,6 +439,8 @@ def _match_rms_norm(
 ):
     """``x * 1/sqrt(mean(x², last axis) + eps) * weight`` (or ``x / sqrt(...)``), the way
     Llama-family models normalize."""
+    if not shape:
+        return None
     if square.op_type == "Pow" and index.scalar(square.input[1]) != 2.0:
         return None
     if square.op_type == "Mul" and list(square.input) != [x, x]:
