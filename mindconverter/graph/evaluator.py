@@ -80,17 +80,33 @@ def evaluate_chain(
     opset: int,
 ) -> np.ndarray | None:
     """Run ``nodes`` on ``x_value`` fed as ``x_name`` and return value ``out``; None on failure."""
-    elem = helper.np_dtype_to_tensor_dtype(x_value.dtype)
+    return evaluate_nodes(nodes, {x_name: x_value}, out, initializers, opset)
+
+
+def evaluate_nodes(
+    nodes: list[onnx.NodeProto],
+    feeds: dict[str, np.ndarray],
+    out: str,
+    initializers: list[onnx.TensorProto],
+    opset: int,
+) -> np.ndarray | None:
+    """Run ``nodes`` on ``feeds`` (value name -> array) and return value ``out``; None on
+    failure."""
     graph = helper.make_graph(
         [_without_metadata(node) for node in nodes],
         "chain",
-        [helper.make_tensor_value_info(x_name, elem, list(x_value.shape))],
+        [
+            helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(value.dtype), list(value.shape)
+            )
+            for name, value in feeds.items()
+        ],
         [helper.make_tensor_value_info(out, 0, None)],
         initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
-        outputs = ReferenceEvaluator(model).run(None, {x_name: x_value})
+        outputs = ReferenceEvaluator(model).run(None, feeds)
         return np.asarray(list(outputs)[0])
     except Exception:  # the chain is not what it seemed: the caller keeps it as it is
         return None
