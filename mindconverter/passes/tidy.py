@@ -29,6 +29,12 @@ _NOT_PURE = {
     "Dropout",
 }
 
+# Operators whose result has the broadcast shape of their operands.
+_ELEMENTWISE = {
+    "Add", "Sub", "Mul", "Div", "Where", "And", "Or", "Xor", "Not", "Cast", "Equal", "Less",
+    "Greater", "LessOrEqual", "GreaterOrEqual", "Neg", "Abs",
+}  # fmt: skip
+
 _IDENTITY_OPERAND = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0}  # x op c == x when c is this
 
 
@@ -79,15 +85,30 @@ def _remove_noops(graph: Graph) -> bool:
     for node in list(graph.model.graph.node):
         if len(node.output) != 1:
             continue
+        if _expand_without_true_mask(graph, node, all_true):
+            graph.edited()  # first: the expand is what lets the all-true operand go
+            changed = True
+            continue
         source = _same_as(graph, node, all_true)
         if source is not None and node.output[0] not in protected:
             _rename_readers(graph, node.output[0], source)
             graph.edited()
             changed = True
-        elif _fold_pair(graph, node) or _expand_without_true_mask(graph, node, all_true):
+        elif _fold_pair(graph, node) or _drop_zero_bias(graph, node):
             graph.edited()
             changed = True
     return changed
+
+
+def _drop_zero_bias(graph: Graph, node: onnx.NodeProto) -> bool:
+    """Attention adding a bias of zeros (the mask of a model that masks nothing) adds none."""
+    if node.domain != DOMAIN or node.op_type != "ScaledDotProductAttention" or len(node.input) < 4:
+        return False
+    bias = graph.constant(node.input[3])
+    if bias is None or bias.size == 0 or np.any(bias != 0):
+        return False
+    del node.input[3:]
+    return True
 
 
 def _expand_without_true_mask(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> bool:
@@ -135,8 +156,27 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
         return None
     if node.op_type == "And" and len(inputs) == 2:
         for keep, drop in ((0, 1), (1, 0)):
-            if inputs[drop] in all_true and _broadcasts_into(graph, inputs[drop], inputs[keep]):
+            if inputs[drop] not in all_true:
+                continue
+            if _broadcasts_into(graph, inputs[drop], inputs[keep]):
                 return inputs[keep]
+            narrow = graph.symbolic_shapes.get(inputs[keep])
+            if narrow is not None and _readers_broadcast(graph, out, narrow):
+                return inputs[keep]  # the all-true operand only widened what readers widen
+        return None
+    if node.op_type == "Where" and len(inputs) == 3 and inputs[0] in all_true:
+        chosen = graph.symbolic_shapes.get(inputs[1])
+        if chosen is not None and (
+            _broadcasts_into(graph, inputs[1], out) and _readers_broadcast(graph, out, chosen)
+        ):
+            return inputs[1]  # where(all true, a, b) is a, widened only where readers widen it
+        return None
+    if node.op_type == "Expand" and inputs:
+        narrow = graph.symbolic_shapes.get(inputs[0])
+        wide = graph.symbolic_shapes.get(out)
+        if narrow is not None and wide is not None and len(narrow) == len(wide):
+            if _readers_broadcast(graph, out, narrow):
+                return inputs[0]  # every reader broadcasts the value as the expand did
         return None
     if node.op_type == "Squeeze" and inputs:
         inner = graph.producers.get(inputs[0])
@@ -245,6 +285,57 @@ def _broadcasts_into(graph: Graph, operand: str, kept: str) -> bool:
     return all(dim == 1 or dim == other for dim, other in zip(small, aligned))
 
 
+def _readers_broadcast(graph: Graph, value: str, narrow: tuple, depth: int = 0) -> bool:
+    """Whether every reader of ``value`` would give results of the same shape if ``value`` had
+    the ``narrow`` shape (its own with some sizes 1): elementwise readers broadcast it against
+    their other operands, and attention adds it to scores of their own full shape."""
+    wide = graph.symbolic_shapes.get(value)
+    if wide is not None and len(narrow) < len(wide):
+        narrow = (1,) * (len(wide) - len(narrow)) + tuple(narrow)
+    if (
+        depth > 4
+        or wide is None
+        or len(narrow) != len(wide)
+        or any(dim != 1 and dim != other for dim, other in zip(narrow, wide))
+        or value in graph.outputs
+    ):
+        return False
+    readers = graph.consumer_nodes.get(value, [])
+    for reader in readers:
+        if reader.domain == DOMAIN and reader.op_type == "ScaledDotProductAttention":
+            if value in reader.input[3:] and value not in reader.input[:3]:
+                continue  # a bias: broadcast into the (batch, heads, query, key) scores
+            return False
+        if reader.domain not in ("", "ai.onnx") or reader.op_type not in _ELEMENTWISE:
+            return False
+        result = graph.symbolic_shapes.get(reader.output[0])
+        others = [graph.symbolic_shapes.get(name) for name in reader.input if name != value]
+        if result is None or any(shape is None for shape in others):
+            return False
+        shape = _broadcast_shape([narrow, *others])  # type: ignore[list-item]
+        if shape is None:
+            return False
+        if shape != result and not _readers_broadcast(graph, reader.output[0], shape, depth + 1):
+            return False
+    return bool(readers)
+
+
+def _broadcast_shape(shapes: list[tuple]) -> tuple | None:
+    """The numpy broadcast of symbolic shapes, or None where named sizes might differ."""
+    rank = max(len(shape) for shape in shapes)
+    result = []
+    for axis in range(rank):
+        dims = {
+            shape[axis - rank + len(shape)]
+            for shape in shapes
+            if axis - rank + len(shape) >= 0 and shape[axis - rank + len(shape)] != 1
+        }
+        if len(dims) > 1:
+            return None
+        result.append(dims.pop() if dims else 1)
+    return tuple(result)
+
+
 def _tensor_dtype(dtype: np.dtype) -> int | None:
     try:
         return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
@@ -253,14 +344,16 @@ def _tensor_dtype(dtype: np.dtype) -> int | None:
 
 
 def _all_true_values(graph: Graph) -> set[str]:
-    """Boolean values known to be all true: constants, and ``v >= 0`` for a ``v`` that counts
-    up from a non-negative start (``arange``, and unsqueezes, reshapes or expands of it)."""
+    """Boolean values known to be all true: constants, ``ones(shape)`` cast to bool, ``v >= 0``
+    for a ``v`` that counts up from a non-negative start (``arange``), and unsqueezes, reshapes
+    or expands of these."""
     found = {
         name
         for name in graph.initializers
         if graph.dtypes.get(name) == np.bool_ and np.all(graph.constant(name))
     }
     non_negative: set[str] = set()
+    non_zero: set[str] = set()
     for node in graph.nodes:
         if node.domain not in ("", "ai.onnx") or not node.outputs:
             continue
@@ -270,11 +363,17 @@ def _all_true_values(graph: Graph) -> set[str]:
             if start is not None and delta is not None and start >= 0 and delta > 0:
                 non_negative.add(node.outputs[0])
         elif node.op_type in ("Unsqueeze", "Reshape", "Expand", "Squeeze") and ins:
-            if ins[0] in non_negative:
-                non_negative.add(node.outputs[0])
+            for kind in (non_negative, found):
+                if ins[0] in kind:
+                    kind.add(node.outputs[0])
         elif node.op_type == "GreaterOrEqual" and len(ins) == 2 and ins[0] in non_negative:
             bound = graph.constant(ins[1])
             if bound is not None and np.all(bound <= 0):
+                found.add(node.outputs[0])
+        elif node.op_type == "ConstantOfShape" and np.all(node.attrs.get("value", 0) != 0):
+            non_zero.add(node.outputs[0])  # ones(shape): all true once cast to bool
+        elif node.op_type == "Cast" and ins and (ins[0] in non_zero or ins[0] in found):
+            if node.attrs.get("to") == onnx.TensorProto.BOOL:
                 found.add(node.outputs[0])
     return found
 

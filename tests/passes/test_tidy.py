@@ -204,3 +204,87 @@ def test_true_positions_that_only_widen_an_expanded_mask_are_removed(tmp_path):
     body = _construct(result)
     assert "logical_and" not in body and "arange" not in body, body
     assert_matches(model, tmp_path / "other", {"x": np.array([-1.0, 3.0], F32)}, shape=["2"])
+
+
+def _scores_plus_mask(mask_nodes, mask_value: str, initializers=None):
+    """``y = scores + where(mask, 0, -1e9)`` after ``mask_nodes`` built ``mask_value``."""
+    nodes = list(mask_nodes) + [
+        helper.make_node("Where", [mask_value, "zero_f", "minus_big"], ["bias"]),
+        helper.make_node("Add", ["scores", "bias"], ["y"]),
+    ]
+    constants = {"zero_f": np.array(0.0, F32), "minus_big": np.array(-1e9, F32)}
+    return _chain(
+        nodes,
+        [("scores", F32, [2, 2, 4, 4]), ("mask", np.int64, [2, 4])],
+        [2, 2, 4, 4],
+        {**constants, **(initializers or {})},
+    )
+
+
+def _mask_feeds():
+    mask = np.array([[0, 1, 1, 1], [1, 1, 1, 0]], np.int64)
+    scores = np.random.default_rng(0).standard_normal((2, 2, 4, 4)).astype(F32)
+    return {"scores": scores, "mask": mask}
+
+
+_PADDING = [
+    helper.make_node("Cast", ["mask"], ["mask_bool"], to=TensorProto.BOOL),
+    helper.make_node("Unsqueeze", ["mask_bool", "middle"], ["padding"]),
+]
+
+
+def test_true_operand_that_only_widens_what_readers_widen_is_removed(tmp_path):
+    """``and(arange(q)[:, None] >= 0, padding)`` is (b, 1, q, k); the scores it is added to
+    widen ``padding`` (b, 1, 1, k) the same way, so the ``and`` does nothing."""
+    positions = [
+        helper.make_node("Range", ["zero", "four", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["positions", "query_axes"], ["query"]),
+        helper.make_node("GreaterOrEqual", ["query", "zero"], ["valid"]),
+        helper.make_node("And", ["valid", "padding"], ["mask4"]),
+    ]
+    constants = {
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "four": np.array(4, np.int64),
+        "middle": np.array([1, 2], np.int64),
+        "query_axes": np.array([0, 1, 3], np.int64),
+    }
+    model = _scores_plus_mask(_PADDING + positions, "mask4", constants)
+    body = _construct(assert_matches(model, tmp_path, _mask_feeds()))
+    assert "logical_and" not in body, body
+
+
+def test_expand_that_readers_broadcast_anyway_is_removed(tmp_path):
+    expand = [helper.make_node("Expand", ["padding", "wide"], ["mask4"])]
+    constants = {"middle": np.array([1, 2], np.int64), "wide": np.array([2, 1, 4, 4], np.int64)}
+    model = _scores_plus_mask(_PADDING + expand, "mask4", constants)
+    body = _construct(assert_matches(model, tmp_path, _mask_feeds()))
+    assert "broadcast_to" not in body, body
+
+
+def test_expand_that_gives_the_result_its_shape_is_kept(tmp_path):
+    model = _chain(
+        [helper.make_node("Expand", ["x", "wide"], ["y"])],
+        [("x", F32, [2, 1])],
+        [2, 3],
+        {"wide": np.array([2, 3], np.int64)},
+    )
+    assert "broadcast_to" in _construct(assert_matches(model, tmp_path))
+
+
+def test_ones_cast_to_bool_are_an_all_true_mask(tmp_path):
+    ones = [
+        helper.make_node("Shape", ["mask"], ["size"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["size"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]),
+        ),
+        helper.make_node("Cast", ["ones"], ["everything"], to=TensorProto.BOOL),
+        helper.make_node("Unsqueeze", ["everything", "middle"], ["everything4"]),
+        helper.make_node("And", ["everything4", "padding"], ["mask4"]),
+    ]
+    model = _scores_plus_mask(_PADDING + ones, "mask4", {"middle": np.array([1, 2], np.int64)})
+    body = _construct(assert_matches(model, tmp_path, _mask_feeds()))
+    assert "logical_and" not in body and "ops.fill" not in body, body
