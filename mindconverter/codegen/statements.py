@@ -83,9 +83,13 @@ class StatementWriter:
             for n in mapped.node.inputs
             if n and n in self.scope.var_of and not _is_sizes(graph, n)
         }
-        if len(computed) == 1 or not mapped.node.outputs:
+        if not mapped.node.outputs:
             return True
         result = mapped.node.outputs[0]
+        if _looks_up(graph, mapped, source, result):
+            return False  # token ids become embeddings: a new kind of value, a new name
+        if len(computed) == 1:
+            return True
         return graph.dtypes.get(source) == graph.dtypes.get(result) and (
             graph.symbolic_shapes.get(source) == graph.symbolic_shapes.get(result)
         )
@@ -224,3 +228,15 @@ def source_output_name(value: str, outputs: list[str]) -> str:
     if value not in outputs or made_up:
         return ""
     return identifier(value, "out")
+
+
+def _looks_up(graph, mapped: MappedNode, source: str, result: str) -> bool:
+    """Whether ``mapped`` turns integer ids into floats by a lookup (an embedding)."""
+    before, after = graph.dtypes.get(source), graph.dtypes.get(result)
+    return (
+        mapped.node.op_type == "Gather"
+        and before is not None
+        and after is not None
+        and before.kind in "iu"
+        and after.kind == "f"
+    )

@@ -151,7 +151,8 @@ def squeeze(ctx: NodeContext):
 
 @mapper("Unsqueeze")
 def unsqueeze(ctx: NodeContext):
-    """Unsqueeze -> ops.unsqueeze for one axis, ops.reshape for several."""
+    """Unsqueeze -> ops.unsqueeze for one axis; several: ``x[:, None, None, :]``, or
+    ops.reshape to a static shape."""
     axes = axes_input_or_attr(ctx, 1, since=13)
     if axes is None:
         raise Unsupported("Unsqueeze without axes")
@@ -161,10 +162,10 @@ def unsqueeze(ctx: NodeContext):
         return Call("ops.unsqueeze", [Input(0)], {"dim": Lit(axes[0])})
     out_shape = ctx.output_shape(0)
     if out_shape is None or not is_static(out_shape):
-        expr = Input(0)
-        for axis in axes:
-            expr = Call("ops.unsqueeze", [expr], {"dim": Lit(axis)})
-        return expr
+        # x[:, None, None, :]: new axes where None stands, every size kept as it is
+        return Item(
+            Input(0), tuple(None if axis in axes else slice(None) for axis in range(out_rank))
+        )
     return Call("ops.reshape", [Input(0), Lit(tuple(int(d) for d in out_shape))])
 
 
@@ -173,6 +174,9 @@ def expand(ctx: NodeContext):
     """Expand -> ops.broadcast_to the (bidirectionally) broadcast shape."""
     in_shape = ctx.require_shape(0)
     if ctx.const(1) is None and shape_value(ctx, 1) is not None:
+        filled = _full_of_scalar(ctx, len(in_shape), shape_value(ctx, 1))
+        if filled is not None:
+            return filled
         return _expand_to_dynamic(ctx, len(in_shape), shape_value(ctx, 1))
     if ctx.const(1) is None:
         return _expand_computed(ctx, len(in_shape))
@@ -181,6 +185,19 @@ def expand(ctx: NodeContext):
     if out == tuple(in_shape):
         return Input(0)
     return Call("ops.broadcast_to", [ctx.operand(0), Lit(out)])
+
+
+def _full_of_scalar(ctx: NodeContext, in_rank: int, target: tuple):
+    """A one-number constant expanded to a computed shape: ``ops.full(shape, 15, dtype=...)``;
+    None when the expanded value is not a constant of one element."""
+    value = ctx.const(0)
+    if value is None or value.size != 1 or value.dtype.kind not in "biuf":
+        return None
+    dims = [1] * (in_rank - len(target)) + [
+        size if isinstance(size, int) else Item(Input(1), axis) for axis, size in enumerate(target)
+    ]
+    number = value.reshape(-1)[0].item()
+    return Call("ops.full", [tuple(dims), Lit(number)], {"dtype": DType(value.dtype.name)})
 
 
 def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):

@@ -125,9 +125,9 @@ class MindSporeModel(nn.Cell):
         x = x * self.weight
         out = ops.concat((x, x), axis=-1)
         cos = ops.cos(out)
-        cos = ops.unsqueeze(ops.unsqueeze(cos, dim=0), dim=1)
+        cos = cos[None, None, :, :]
         sin = ops.sin(out)
-        sin = ops.unsqueeze(ops.unsqueeze(sin, dim=0), dim=1)
+        sin = sin[None, None, :, :]
         range_ = ops.arange(0, shape, 1)
         range_ = ops.unsqueeze(range_, dim=1)
         range_ = range_ + shape_1
@@ -135,7 +135,7 @@ class MindSporeModel(nn.Cell):
         range_1 = ops.unsqueeze(range_1, dim=0)
         less_or_equal = range_1 <= range_
         less_or_equal = ops.where(less_or_equal, 0.0, -3.402823e38)
-        less_or_equal = ops.unsqueeze(ops.unsqueeze(less_or_equal, dim=0), dim=1)
+        less_or_equal = less_or_equal[None, None, :, :]
         embed_tokens = self.embed_tokens(input_ids)
         gather = past_keys[0]
         gather_1 = past_values[0]

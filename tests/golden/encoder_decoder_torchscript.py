@@ -87,44 +87,19 @@ class Encoder(nn.Cell):
         self.layers = Layers()
 
     def construct(self, input_ids, attention_mask):
-        input_ids = self.shared(input_ids)
-        x = input_ids[:, :, 15]
-        shape = ops.shape(x)[1]
-        out = ops.arange(0, shape, 1)
-        shape_1 = (ops.shape(x)[0], 1)
-        out = ops.broadcast_to(out, (shape_1[0], -1))
-        out = out + 2
-        out = self.embed_positions(out)
-        add = input_ids + out
+        x = self.shared(input_ids)
+        out = x[:, :, 15]
+        shape = ops.shape(out)[1]
+        embed_positions = ops.arange(0, shape, 1)
+        shape_1 = (ops.shape(out)[0], 1)
+        embed_positions = ops.broadcast_to(embed_positions, (shape_1[0], -1))
+        embed_positions = embed_positions + 2
+        embed_positions_1 = self.embed_positions(embed_positions)
+        add = x + embed_positions_1
         add = self.layernorm_embedding(add)
-        shape_2 = ops.scalar_to_tensor(ops.shape(attention_mask)[1], ms.int64)
-        shape_3 = ops.scalar_to_tensor(ops.shape(input_ids)[0], ms.int64)
-        range_ = ops.arange(0, shape_3, 1)
-        range_1 = ops.arange(0, shape_2, 1)
-        range_ = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
-        )
-        range_1 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
-        )
-        shape_4 = ops.cast(
-            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
-        )
-        flatten = ops.reshape(attention_mask, (-1, 1))
-        range_ = range_ * shape_4
-        add_1 = range_1 + range_
-        gather = ops.gather(flatten, add_1 % ops.shape(flatten)[0], 0)
-        shape_5 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
-        gather = ops.reshape(gather, shape_5)
-        shape_6 = (
-            ops.shape(attention_mask)[0],
-            1,
-            ops.shape(attention_mask)[1],
-            ops.shape(attention_mask)[1],
-        )
-        gather = ops.broadcast_to(gather, (shape_6[0], -1, shape_6[2], shape_6[3]))
-        add = self.layers(add, gather)
-        return range_1, add
+        attention_mask = attention_mask[:, None, None, :]
+        add = self.layers(add, attention_mask)
+        return add
 
 
 class EncoderAttention(nn.Cell):
@@ -217,71 +192,22 @@ class Decoder(nn.Cell):
         self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
         self.layers = Layers2()
 
-    def construct(self, hidden_states, decoder_input_ids, attention_mask, x):
-        decoder_input_ids = self.shared(decoder_input_ids)
-        shape = ops.scalar_to_tensor(ops.shape(decoder_input_ids)[0], ms.int64)
-        shape_1 = ops.scalar_to_tensor(ops.shape(decoder_input_ids)[1], ms.int64)
-        out = ops.arange(0, shape_1, 1)
-        shape_2 = (ops.shape(decoder_input_ids)[0], ops.shape(decoder_input_ids)[1])
-        constant_of_shape = ops.fill(ms.float32, shape_2, 1.0)
-        constant_of_shape = ops.cast(constant_of_shape, ms.bool_)
+    def construct(self, hidden_states, decoder_input_ids, attention_mask):
+        x = self.shared(decoder_input_ids)
+        shape = ops.scalar_to_tensor(ops.shape(x)[1], ms.int64)
+        out = ops.arange(0, shape, 1)
         range_ = ops.arange(0, shape, 1)
-        range_1 = ops.arange(0, shape_1, 1)
-        range_ = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
-        )
         unsqueeze = ops.unsqueeze(out, dim=0)
-        unsqueeze_1 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(out, dim=0), dim=1), dim=3
-        )
-        range_1 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
-        )
-        less_or_equal = range_1 <= unsqueeze_1
-        shape_3 = ops.cast(
-            ops.tuple_to_array((ops.shape(constant_of_shape)[1],)), ms.int64
-        )
-        flatten = ops.reshape(constant_of_shape, (-1, 1))
-        range_ = range_ * shape_3
-        add = range_1 + range_
-        gather = ops.gather(flatten, add % ops.shape(flatten)[0], 0)
-        shape_4 = (ops.shape(add)[0], 1, 1, ops.shape(add)[3])
-        gather = ops.reshape(gather, shape_4)
-        and_ = ops.logical_and(less_or_equal, gather)
-        shape_5 = (
-            ops.shape(decoder_input_ids)[0],
-            1,
-            ops.shape(decoder_input_ids)[1],
-            ops.shape(decoder_input_ids)[1],
-        )
-        and_ = ops.broadcast_to(and_, (shape_5[0], -1, shape_5[2], shape_5[3]))
-        shape_6 = ops.scalar_to_tensor(ops.shape(hidden_states)[0], ms.int64)
-        range_2 = ops.arange(0, shape_6, 1)
-        range_2 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_2, dim=1), dim=2), dim=3
-        )
-        shape_7 = ops.cast(
-            ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64
-        )
-        flatten_1 = ops.reshape(attention_mask, (-1, 1))
-        range_2 = range_2 * shape_7
-        add_1 = x + range_2
-        gather_1 = ops.gather(flatten_1, add_1 % ops.shape(flatten_1)[0], 0)
-        shape_8 = (ops.shape(add_1)[0], 1, 1, ops.shape(add_1)[3])
-        gather_1 = ops.reshape(gather_1, shape_8)
-        shape_9 = (
-            ops.shape(attention_mask)[0],
-            1,
-            ops.shape(decoder_input_ids)[1],
-            ops.shape(attention_mask)[1],
-        )
-        gather_1 = ops.broadcast_to(gather_1, (shape_9[0], -1, shape_9[2], shape_9[3]))
+        unsqueeze_1 = out[None, None, :, None]
+        range_ = range_[None, None, None, :]
+        less_or_equal = range_ <= unsqueeze_1
+        attention_mask = attention_mask[:, None, None, :]
         unsqueeze = unsqueeze + 2
-        unsqueeze = self.embed_positions(unsqueeze)
-        add_2 = decoder_input_ids + unsqueeze
-        add_2 = self.layernorm_embedding(add_2)
-        add_2 = self.layers(add_2, hidden_states, and_, gather_1)
-        return add_2
+        embed_positions = self.embed_positions(unsqueeze)
+        add = x + embed_positions
+        add = self.layernorm_embedding(add)
+        add = self.layers(add, hidden_states, less_or_equal, attention_mask)
+        return add
 
 
 class Model(nn.Cell):
@@ -294,9 +220,9 @@ class Model(nn.Cell):
 
     def construct(self, attention_mask, input_ids, decoder_input_ids):
         attention_mask = ops.cast(attention_mask, ms.bool_)
-        x, encoder = self.encoder(input_ids, attention_mask)
-        encoder = self.decoder(encoder, decoder_input_ids, attention_mask, x)
-        return encoder
+        x = self.encoder(input_ids, attention_mask)
+        x = self.decoder(x, decoder_input_ids, attention_mask)
+        return x
 
 
 class MindSporeModel(nn.Cell):

@@ -83,8 +83,8 @@ class MindSporeModel(nn.Cell):
         shape_1 = ops.shape(ids)[1]
         x = self.lm_head(ids)
         out = ops.arange(0, shape_1, 1)
-        out = self.wpe(out)
-        x = x + out
+        wpe = self.wpe(out)
+        x = x + wpe
         slice_ = self.causal[: shape[0]]
         slice_ = slice_[:, : shape[0]]
         for layer in self.h:

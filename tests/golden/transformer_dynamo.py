@@ -28,13 +28,13 @@ class BertEmbeddings(nn.Cell):
         out = ops.gather_elements(self.const, 1, x % 32)
         shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
         out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
-        input_ids = self.word_embeddings(input_ids)
-        out = self.token_type_embeddings(out)
-        input_ids = input_ids + out
+        word_embeddings = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(out)
+        word_embeddings = word_embeddings + token_type_embeddings
         position_embeddings = self.position_embeddings(x)
-        input_ids = input_ids + position_embeddings
-        input_ids = self.layer_norm(input_ids)
-        return input_ids
+        word_embeddings = word_embeddings + position_embeddings
+        word_embeddings = self.layer_norm(word_embeddings)
+        return word_embeddings
 
 
 class BertSelfAttention(nn.Cell):
@@ -175,32 +175,8 @@ class BertModel(nn.Cell):
     def construct(self, attention_mask, input_ids):
         x = self.embeddings(attention_mask, input_ids)
         out = ops.cast(attention_mask, ms.bool_)
-        shape = ops.shape(attention_mask)[0]
-        range_ = ops.arange(0, shape, 1)
-        shape_1 = ops.shape(attention_mask)[1]
-        range_1 = ops.arange(0, shape_1, 1)
-        range_ = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_, dim=1), dim=2), dim=3
-        )
-        unsqueeze = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=3
-        )
-        unsqueeze_1 = ops.unsqueeze(
-            ops.unsqueeze(ops.unsqueeze(range_1, dim=0), dim=1), dim=2
-        )
-        unsqueeze = unsqueeze >= 0
-        max_ = ops.maximum(range_, unsqueeze_1)
-        shape_2 = (ops.shape(max_)[0], 1, 1, ops.shape(max_)[3])
-        expand = ops.broadcast_to(range_, (shape_2[0], -1, -1, shape_2[3]))
-        expand = ops.unsqueeze(expand, dim=4)
-        expand_1 = ops.broadcast_to(unsqueeze_1, (shape_2[0], -1, -1, shape_2[3]))
-        expand_1 = ops.unsqueeze(expand_1, dim=4)
-        concat = ops.concat((expand, expand_1), axis=-1)
-        gather_nd = ops.gather_nd(
-            out, concat % ops.tuple_to_array((ops.shape(out)[0], ops.shape(out)[1]))
-        )
-        and_ = ops.logical_and(unsqueeze, gather_nd)
-        x = self.encoder(x, and_)
+        out = out[:, None, None, :]
+        x = self.encoder(x, out)
         pooler = self.pooler(x)
         return x, pooler
 
