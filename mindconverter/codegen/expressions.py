@@ -148,7 +148,7 @@ def _exporter_value_name(name: str) -> bool:
 
 
 # Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.
-HELPER_FUNCTIONS = {"rotate_half": {"ops"}}
+HELPER_FUNCTIONS = {"rotate_half": {"ops"}, "masked_softmax": {"ops", "math"}}
 
 
 def with_weight_dtype(cell: Cell) -> Cell:

@@ -31,6 +31,7 @@ RESERVED = {
     "UnconvertedOperator",
     "super",
     "rotate_half",  # helper functions the script may define (templates/)
+    "masked_softmax",
     "dynamic_inputs",
 }
 

@@ -16,10 +16,6 @@ from ..graph.internal_domain import DOMAIN
 from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Temp, Unsupported
 from .registry import mapper
 
-MASKED_ROWS_WHY = (
-    "MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here"
-)
-
 
 @dataclass(frozen=True)
 class SdpaOptions:
@@ -54,14 +50,9 @@ def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaO
     if not (options.masked_rows and bias is not None):
         probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
         return Call("ops.matmul", [probs, v])
-    masked = Temp(
-        BinOp("==", Call("ops.amax", [bias, Lit(-1)], {"keepdims": Lit(True)}), Lit(-math.inf)),
-        "masked_rows",
-        comment=MASKED_ROWS_WHY,
-    )
-    logits = Call("ops.where", [masked, Lit(0.0), logits])
-    probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
-    return Call("ops.matmul", [Call("ops.where", [masked, Lit(0.0), probs]), v])
+    # the script's masked_softmax keeps PyTorch's zeros for fully masked rows (its comment says why)
+    probs = Temp(Call("masked_softmax", [scores, bias]), "probs")
+    return Call("ops.matmul", [probs, v])
 
 
 @mapper("ScaledDotProductAttention", domain=DOMAIN)
