@@ -638,6 +638,50 @@ def _lift_linears(index: _Index) -> int:
     return count
 
 
+def _lift_flattened_linears(index: _Index) -> int:
+    """``reshape(gemm(reshape(x, (-1, c)), w, b), x.shape[:-1] + (n,))`` (GPT-2's ``Conv1D``,
+    ``torch.addmm`` on a flattened input) is one Linear on ``x``: nn.Dense takes any leading
+    dimensions."""
+    count = 0
+    for gemm in list(index.model.graph.node):
+        if gemm.op_type != "Gemm" or id(gemm) in index.dead or gemm.domain not in ("", "ai.onnx"):
+            continue
+        attrs = {attr.name: helper.get_attribute_value(attr) for attr in gemm.attribute}
+        if attrs.get("transA", 0) or attrs.get("transB", 0):
+            continue
+        if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
+            continue
+        flatten = index.producer.get(gemm.input[0])
+        weight = index.const(gemm.input[1])
+        if flatten is None or flatten.op_type != "Reshape" or weight is None or weight.ndim != 2:
+            continue
+        if index.sole_consumer(flatten.output[0], ("Gemm",)) is not gemm:
+            continue
+        x = flatten.input[0]
+        x_shape = index.graph.symbolic_shapes.get(x)
+        target = index.const(flatten.input[1])
+        in_features, out_features = (int(d) for d in weight.shape)
+        if x_shape is None or len(x_shape) < 3 or x_shape[-1] != in_features:
+            continue
+        if target is None or target.tolist() != [-1, in_features]:
+            continue
+        unflatten = index.sole_consumer(gemm.output[0], ("Reshape",))
+        if unflatten is None:
+            continue
+        if index.graph.symbolic_shapes.get(unflatten.output[0]) != (*x_shape[:-1], out_features):
+            continue
+        inputs = [x, gemm.input[1]]
+        if len(gemm.input) > 2 and gemm.input[2]:
+            bias = index.const(gemm.input[2])
+            if bias is None or bias.size != out_features:
+                continue
+            inputs.append(gemm.input[2])
+        fused = helper.make_node("Linear", inputs, [unflatten.output[0]], domain=DOMAIN)
+        index.fuse([gemm, flatten, unflatten], fused)
+        count += 1
+    return count
+
+
 # --- driver -------------------------------------------------------------------------------
 
 LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
@@ -647,6 +691,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("RotateHalf", _lift_rotate_halves),
     ("ApplyRotary", _lift_rotary_applications),
     ("Linear", _lift_linears),
+    ("FlattenedLinear", _lift_flattened_linears),
 ]
 
 

@@ -442,3 +442,43 @@ def test_transformer_block_lifts_every_layer(tmp_path):
     script = _script(result)
     assert script.count("nn.Dense(") == 2 and "nn.GELU(" in script and "nn.LayerNorm(" in script
     assert "epsilon=1e-12" in script
+
+
+def _conv1d_model(trans_b: int = 0):
+    """GPT-2's Conv1D as TorchScript exports it: addmm on a flattened input, unflattened back."""
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((4, 6) if not trans_b else (6, 4)).astype(F32)
+    nodes = [
+        helper.make_node("Reshape", ["x", "flat"], ["rows"]),
+        helper.make_node("Gemm", ["rows", "w", "b"], ["out"], transB=trans_b),
+        helper.make_node("Shape", ["x"], ["size"]),
+        helper.make_node("Gather", ["size", "lead"], ["leading"], axis=0),
+        helper.make_node("Concat", ["leading", "features"], ["target"], axis=0),
+        helper.make_node("Reshape", ["out", "target"], ["y"]),
+    ]
+    constants = {
+        "flat": np.array([-1, 4], np.int64),
+        "w": weight,
+        "b": rng.standard_normal(6).astype(F32),
+        "lead": np.array([0, 1], np.int64),
+        "features": np.array([6], np.int64),
+    }
+    return make_model(
+        nodes, [("x", F32, ["batch", "seq", 4])], [("y", F32, ["batch", "seq", 6])], constants
+    )
+
+
+def test_linear_on_a_flattened_input_is_one_dense_on_the_input(tmp_path):
+    model = _conv1d_model()
+    feeds = {"x": np.random.default_rng(1).standard_normal((2, 3, 4)).astype(F32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3,4"])
+    body = _script(result)
+    body = body[body.index("def construct") :]
+    assert "reshape" not in body and "self.fc(x)" in body.replace(" ", ""), body
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 5, 4)).astype(F32)}
+    assert_matches(model, tmp_path / "second", feeds, shape=["1,5,4"])
+
+
+def test_flattened_linear_with_transposed_weight_is_left_alone(tmp_path):
+    feeds = {"x": np.random.default_rng(1).standard_normal((2, 3, 4)).astype(F32)}
+    assert_matches(_conv1d_model(trans_b=1), tmp_path, feeds, shape=["2,3,4"])
