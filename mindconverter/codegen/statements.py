@@ -211,7 +211,33 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                     elif source is not None and source.op_type == "Concat" and role in "kv":
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
                         role = "key_states" if role == "k" else "value_states"
+                    elif source is not None and role in _SPLIT_ROLES:
+                        _name_fused_projection(roles, producers, source, role)
     return roles
+
+
+_SPLIT_ROLES = {
+    "q": "query",
+    "k": "key",
+    "v": "value",
+    "key_states": "key",
+    "value_states": "value",
+}
+
+
+def _name_fused_projection(roles: dict, producers: dict, source, role: str) -> None:
+    """``query``/``key``/``value`` for the parts of a fused projection's Split that a head
+    split (Reshape, Transpose) turns into ``q``/``k``/``v``."""
+    for _ in range(3):
+        if source.op_type not in ("Reshape", "Transpose") or not source.inputs:
+            return
+        name = source.inputs[0]
+        source = producers.get(name)
+        if source is not None and source.op_type == "Split":
+            roles.setdefault(name, _SPLIT_ROLES[role])
+            return
+        if source is None:
+            return
 
 
 def _is_sizes(graph, value: str) -> bool:

@@ -10,6 +10,15 @@ import mindspore as ms
 from mindspore import nn, ops
 
 
+def masked_softmax(scores, mask):
+    """Softmax of ``scores + mask`` over the last axis; a row the mask hides entirely (all -inf)
+    gives zeros, as PyTorch's scaled_dot_product_attention does."""
+    # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
+    masked_rows = ops.amax(mask, -1, keepdims=True) == -math.inf
+    probs = ops.softmax(ops.where(masked_rows, 0.0, scores + mask), axis=-1)
+    return ops.where(masked_rows, 0.0, probs)
+
+
 class SelfAttention(nn.Cell):
     """Recovered from model.encoder.layers.0.self_attn, model.decoder.layers.0.self_attn."""
 
@@ -27,13 +36,9 @@ class SelfAttention(nn.Cell):
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape).swapaxes(1, 2)
         attention_mask = ops.where(attention_mask, 0.0, -math.inf)
-        # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
-        masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(
-            ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
-        )
-        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
+        probs = masked_softmax(scores, attention_mask)
+        context = ops.matmul(probs, v)
         shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
         x = ops.reshape(context.swapaxes(1, 2), shape_1)
         x = self.out_proj(x)
@@ -120,13 +125,9 @@ class EncoderAttention(nn.Cell):
         v = ops.reshape(self.v_proj(hidden_states_1), shape_1).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
         attention_mask = ops.where(attention_mask, 0.0, -math.inf)
-        # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
-        masked_rows = ops.amax(attention_mask, -1, keepdims=True) == -math.inf
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
-        probs = ops.softmax(
-            ops.where(masked_rows, 0.0, scores + attention_mask), axis=-1
-        )
-        context = ops.matmul(ops.where(masked_rows, 0.0, probs), v)
+        probs = masked_softmax(scores, attention_mask)
+        context = ops.matmul(probs, v)
         shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
         x = ops.reshape(context.swapaxes(1, 2), shape_2)
         x = self.out_proj(x)

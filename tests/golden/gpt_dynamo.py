@@ -20,19 +20,19 @@ class CausalSelfAttention(nn.Cell):
 
     def construct(self, hidden_states, attention_mask):
         hidden_states = self.qkv(hidden_states)
-        x, out, split = ops.split(hidden_states, 16, axis=2)
-        shape = (ops.shape(x)[0], ops.shape(x)[1], 2, 8)
-        q = ops.reshape(x, shape).swapaxes(1, 2)
-        v = ops.reshape(split, shape).swapaxes(1, 2)
-        k = ops.reshape(out, shape).swapaxes(1, 2)
+        query, key, value = ops.split(hidden_states, 16, axis=2)
+        shape = (ops.shape(query)[0], ops.shape(query)[1], 2, 8)
+        q = ops.reshape(query, shape).swapaxes(1, 2)
+        v = ops.reshape(value, shape).swapaxes(1, 2)
+        k = ops.reshape(key, shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         context = context.swapaxes(1, 2)
         shape_1 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        reshape = ops.reshape(context, shape_1)
-        reshape = self.proj(reshape)
-        return reshape
+        x = ops.reshape(context, shape_1)
+        x = self.proj(x)
+        return x
 
 
 class GPTBlock(nn.Cell):
