@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.internal_domain import DOMAIN
 from .base import (
     BinOp,
     Call,
@@ -14,6 +15,7 @@ from .base import (
     Item,
     Lit,
     NodeContext,
+    Noted,
     Temp,
     Unsupported,
     normalize_axis,
@@ -71,6 +73,20 @@ def flatten(ctx: NodeContext):
     return Call("ops.reshape", [Input(0), (lead, Lit(-1))])
 
 
+RESHAPE_TO_TENSOR_WHY = (
+    "sizes passed one by one: MindSpore can crash reshaping to a shape held in a tensor"
+)
+
+
+def _sizes_tuple(ctx: NodeContext, index: int) -> bool:
+    """Whether input ``index`` is written as a tuple of Python sizes (a ``Dims`` node read only as
+    a shape), not as a tensor."""
+    producer = ctx.graph.producers.get(ctx.node.inputs[index])
+    if producer is None or producer.domain != DOMAIN or producer.op_type != "Dims":
+        return False
+    return not any(attr.name == "as_tensor" and attr.i for attr in producer.attribute)
+
+
 @mapper("Reshape")
 def reshape(ctx: NodeContext):
     """Reshape -> ops.reshape with ONNX's 0 (copy) resolved and -1 kept; a target computed from
@@ -80,7 +96,15 @@ def reshape(ctx: NodeContext):
     elif ctx.const(1) is None and shape_value(ctx, 1) is not None:
         target = list(shape_value(ctx, 1))
         if not any(isinstance(size, int) and size == 0 for size in target):
-            return Call("ops.reshape", [Input(0), Input(1)])
+            if _sizes_tuple(ctx, 1):
+                return Call("ops.reshape", [Input(0), Input(1)])
+            # a reshape to a shape *tensor* can crash MindSpore (SIGSEGV): pass its entries
+            return Noted(
+                Call(
+                    "ops.reshape", [Input(0), tuple(Item(Input(1), i) for i in range(len(target)))]
+                ),
+                RESHAPE_TO_TENSOR_WHY,
+            )
         target = [
             size if isinstance(size, int) else Item(Input(1), i) for i, size in enumerate(target)
         ]

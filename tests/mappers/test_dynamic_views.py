@@ -46,3 +46,31 @@ def test_new_axes_and_filled_shape(tmp_path, graph_mode):
         for g, w in zip(got, want):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_reshape_to_a_shape_also_read_as_a_tensor_passes_sizes(tmp_path, graph_mode):
+    """The target is a tensor in the script (another reader takes the shape as data): the
+    reshape gets its entries one by one, never the tensor (which can crash MindSpore)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["size"]),
+        helper.make_node("Reshape", ["x", "flat"], ["row"]),
+        helper.make_node("Reshape", ["row", "size"], ["y"]),
+        helper.make_node("Cast", ["size"], ["size_out"], to=onnx.TensorProto.FLOAT),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", 4])],
+        [("y", np.float32, None), ("size_out", np.float32, None)],
+        {"flat": np.array([-1], I64)},
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out", shape=["2,4"])
+    code = result.script_path.read_text()
+    assert "one by one" in code, code
+    for batch in (2, 3):
+        x = np.arange(batch * 4, dtype=np.float32).reshape(batch, 4)
+        want = run_onnxruntime(model, {"x": x}, ["y", "size_out"])
+        got = run_mindspore(result.script_path, result.checkpoint_path, [x], graph_mode=graph_mode)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
