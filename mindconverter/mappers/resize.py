@@ -240,8 +240,20 @@ def _computed_sizes(ctx: NodeContext) -> list | None:
         elif str(size) == str(dim):
             sizes.append(None)
         else:
-            raise Unsupported("Resize to sizes computed at run time from the data")
+            return None  # a size computed from the data
     return sizes
+
+
+def _resized_at_run_time(ctx: NodeContext) -> list[int] | None:
+    """The axes a Resize by computed sizes changes, when some size is only known at run time
+    (a position-embedding grid interpolated to the image's patch grid); None otherwise."""
+    if not ctx.has_input(3) or ctx.const(3) is not None:
+        return None
+    value = shape_value(ctx, 3)
+    dims = ctx.graph.symbolic_shapes.get(ctx.node.inputs[0])
+    if value is None or dims is None or len(value) != len(dims) or _computed_sizes(ctx):
+        return None
+    return [axis for axis, (size, dim) in enumerate(zip(value, dims)) if str(size) != str(dim)]
 
 
 def _optional_const(ctx: NodeContext, index: int, what: str) -> np.ndarray | None:
@@ -305,6 +317,10 @@ def resize(ctx: NodeContext):
             axes = ctx.attr("axes", range(rank)) if ctx.opset >= 18 else range(rank)
             axes = [normalize_axis(int(a), rank) for a in axes]
             return resize_by_run_time_scales(ctx, attrs, axes, 2)
+        resized = _resized_at_run_time(ctx)
+        stretched = _text(ctx.attr("keep_aspect_ratio_policy"), "stretch") == "stretch"
+        if resized is not None and stretched and (ctx.opset < 18 or ctx.attr("axes") is None):
+            return resize_by_run_time_scales(ctx, attrs, resized, 3, by_sizes=True)
         scales = _optional_const(ctx, 2, "the Resize scales")
         sizes = _computed_sizes(ctx) if ctx.has_input(3) and ctx.const(3) is None else None
         sizes = sizes if sizes is not None else _optional_const(ctx, 3, "the Resize sizes")

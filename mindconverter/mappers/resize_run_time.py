@@ -1,6 +1,6 @@
-"""Resize and Upsample whose scales are computed (or fed) at run time: the output sizes are
-only known then, so the script's ResizeByScales cell computes, per resized axis, the output
-length (floor of length x scale in float32, as onnxruntime), every output position's source
+"""Resize and Upsample whose scales or sizes are computed (or fed) at run time: the output sizes
+are only known then, so the script's ResizeByScales cell computes, per resized axis, the output
+length (floor of length x scale in float32, as onnxruntime; or the size given), every output position's source
 coordinate (the ONNX coordinate transformation) and gathers the neighbouring values with their
 nearest / linear / cubic weights (antialiased: taps widened by 1 / scale when shrinking), all
 with ops. tf_crop_and_resize needs the constant-scale path."""
@@ -23,7 +23,8 @@ _DEFINITION = '''class ResizeByScales(nn.Cell):
     """ONNX Resize by scales known only at run time: axes lists the resized axes (scales holds
     one factor per axis listed); mode 'nearest', 'linear' or 'cubic'; coordinates is ONNX's
     coordinate_transformation_mode; nearest_mode 'simple' is Upsample's (and Resize-10's)
-    rounding. Computed in float32."""
+    rounding; by_sizes: the second input holds the output size of every axis instead (the
+    scale is size / length). Computed in float32."""
 
     def __init__(
         self,
@@ -34,8 +35,10 @@ _DEFINITION = '''class ResizeByScales(nn.Cell):
         cubic_coeff_a=-0.75,
         exclude_outside=False,
         antialias=False,
+        by_sizes=False,
     ):
         super().__init__()
+        self.by_sizes = by_sizes
         self.axes = axes
         self.mode = mode
         self.coordinates = coordinates
@@ -86,9 +89,9 @@ _DEFINITION = '''class ResizeByScales(nn.Cell):
         total = ops.where(total == 0, ops.ones_like(total), total)
         return [weight / total for weight in weights]
 
-    def resize_axis(self, x, axis, scale):
+    def resize_axis(self, x, axis, scale, size=None):
         length = x.shape[axis]
-        size = int(ops.floor(scale * length))
+        size = int(ops.floor(scale * length)) if size is None else int(size)
         coordinates = self.source(scale, length, size)
         if self.mode == "nearest":
             index = ops.clamp(self.nearest(coordinates, scale), 0, length - 1)
@@ -122,6 +125,12 @@ _DEFINITION = '''class ResizeByScales(nn.Cell):
 
     def construct(self, x, scales):
         y = x.astype(ms.float32) if self.mode != "nearest" else x
+        if self.by_sizes:
+            for axis in self.axes:
+                size = int(scales[axis])
+                scale = size / y.shape[axis]
+                y = self.resize_axis(y, axis, scale, size)
+            return y.astype(x.dtype)
         scales = scales.astype(ms.float32)
         for i, axis in enumerate(self.axes):
             if float(scales[i]) != 1.0:
@@ -130,9 +139,10 @@ _DEFINITION = '''class ResizeByScales(nn.Cell):
 
 
 def resize_by_run_time_scales(
-    ctx: NodeContext, attrs: dict, axes: list[int], scales_index: int
+    ctx: NodeContext, attrs: dict, axes: list[int], scales_index: int, by_sizes: bool = False
 ) -> Cell:
-    """Resize / Upsample with run-time scales -> the script's ResizeByScales cell."""
+    """Resize / Upsample with run-time scales (or, ``by_sizes``, run-time sizes of every axis)
+    -> the script's ResizeByScales cell."""
     mode, coordinates = attrs["mode"], attrs["coordinate_transformation_mode"]
     if mode not in ("nearest", "linear", "cubic"):
         raise Unsupported(f"Resize mode '{mode}' with scales given at run time")
@@ -153,6 +163,8 @@ def resize_by_run_time_scales(
         kwargs["exclude_outside"] = True
     if attrs["antialias"]:
         kwargs["antialias"] = True
+    if by_sizes:
+        kwargs["by_sizes"] = True
     return Cell(
         "ResizeByScales",
         kwargs=kwargs,
