@@ -86,7 +86,11 @@ def fold_constants(
             result = [_shape_slice(shapes[node.input[0]], node)]
         elif node.op_type == "Size" and node.input[0] in shapes:
             result = [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
-        elif node.output and all(out in known for out in node.output):
+        elif (
+            node.output
+            and all(out in known for out in node.output)
+            and not all((not name) or name in constants for name in node.input)
+        ):  # computed from constants: evaluated below (symbolic values may be approximations)
             result = [known[out] for out in node.output]
         elif node.op_type == "CastLike" and node.input[0] in constants and len(node.input) > 1:
             target = (dtypes or {}).get(node.input[1])

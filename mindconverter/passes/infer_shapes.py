@@ -82,7 +82,7 @@ def run(graph: Graph, context: PassContext) -> bool:
         symbolic = infer_symbolic(graph.model)
         if symbolic is not None:
             graph.replace_model(symbolic.model)
-            graph.symbolic_values = symbolic.values
+            graph.symbolic_values = _vectors_only(graph, symbolic.values)
             return False
     graph.replace_model(infer_shapes(graph.model))
     graph.symbolic_values = {}
@@ -91,6 +91,14 @@ def run(graph: Graph, context: PassContext) -> bool:
         graph.replace_model(infer_shapes(graph.model))
         _name_unknown_sizes_until_settled(graph)
     return False
+
+
+def _vectors_only(graph: Graph, values: dict) -> dict:
+    """The symbolic values of scalars and vectors. onnxruntime's symbolic inference keeps a
+    reshaped value's data flat, so its value for a tensor of rank 2 or more reads as a vector
+    (a Slice over rows of such a tensor came out reversed element by element): dropped."""
+    shapes = graph.symbolic_shapes
+    return {name: value for name, value in values.items() if len(shapes.get(name, ())) <= 1}
 
 
 def _observe_missing_ranks(graph: Graph, context: PassContext) -> bool:
