@@ -96,7 +96,7 @@ def gather_elements(ctx: NodeContext):
     """GatherElements -> ops.gather_elements."""
     shape = ctx.require_shape(0)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
-    indices = _wrapped_indices(ctx, 1, int(shape[axis]))
+    indices = _wrapped_indices(ctx, 1, dim_expr(shape[axis], 0, axis))
     return Call("ops.gather_elements", [ctx.operand(0), Lit(axis), indices])
 
 

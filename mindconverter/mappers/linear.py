@@ -15,6 +15,7 @@ from .base import (
     Unsupported,
     Weight,
 )
+from .common import dim_expr
 from .registry import mapper
 
 
@@ -159,20 +160,39 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
     right = [ch for ch in tb if ch not in ta]
 
     def prod(chars):
-        return int(np.prod([sizes[ch] for ch in chars], dtype=np.int64))
+        return _einsum_product([sizes[ch] for ch in chars])
 
     a = _einsum_permute(a, ta, "".join(batch + left + contract))
     b = _einsum_permute(b, tb, "".join(batch + contract + right))
     bsz = tuple(sizes[ch] for ch in batch)
     if len(left) != 1 or len(contract) != 1:
-        a = Call("ops.reshape", [a, Lit(bsz + (prod(left), prod(contract)))])
+        a = Call("ops.reshape", [a, _einsum_shape(bsz + (prod(left), prod(contract)))])
     if len(right) != 1 or len(contract) != 1:
-        b = Call("ops.reshape", [b, Lit(bsz + (prod(contract), prod(right)))])
+        b = Call("ops.reshape", [b, _einsum_shape(bsz + (prod(contract), prod(right)))])
     expr = Call("ops.matmul", [a, b])
     term = "".join(batch + left + right)
     if len(left) != 1 or len(right) != 1:
-        expr = Call("ops.reshape", [expr, Lit(tuple(sizes[ch] for ch in term))])
+        expr = Call("ops.reshape", [expr, _einsum_shape(tuple(sizes[ch] for ch in term))])
     return expr, term
+
+
+def _einsum_product(values: list):
+    """The product of sizes: a number when all are known, else an expression (``b * 4``)."""
+    known = int(np.prod([v for v in values if isinstance(v, int)], dtype=np.int64))
+    dynamic = [v for v in values if not isinstance(v, int)]
+    if not dynamic:
+        return known
+    expr = dynamic[0]
+    for value in dynamic[1:]:
+        expr = BinOp("*", expr, value)
+    return expr if known == 1 else BinOp("*", expr, Lit(known))
+
+
+def _einsum_shape(values: tuple):
+    """A reshape target: a literal when every size is known, else a tuple of expressions."""
+    if all(isinstance(v, int) for v in values):
+        return Lit(tuple(values))
+    return tuple(Lit(v) if isinstance(v, int) else v for v in values)
 
 
 def _einsum_diagonals(expr, term: str):
@@ -195,11 +215,19 @@ def einsum(ctx: NodeContext):
         equation = equation.decode()
     shapes = [ctx.require_shape(i) for i in range(ctx.num_inputs)]
     terms, out = _parse_einsum(equation, [len(s) for s in shapes])
-    sizes: dict[str, int] = {}
-    for term, shape in zip(terms, shapes):
-        for ch, dim in zip(term, shape):
-            if sizes.setdefault(ch, int(dim)) != int(dim):
-                raise Unsupported(f"Einsum index '{ch}' with broadcast sizes {sizes[ch]} and {dim}")
+    sizes: dict[str, object] = {}  # each letter's size: a number, or read at run time
+    for index, (term, shape) in enumerate(zip(terms, shapes)):
+        for axis, (ch, dim) in enumerate(zip(term, shape)):
+            size = dim_expr(dim, index, axis)
+            known = sizes.setdefault(ch, size)
+            if isinstance(known, int) and isinstance(size, int) and known != size:
+                raise Unsupported(f"Einsum index '{ch}' with broadcast sizes {known} and {dim}")
+            if isinstance(known, int) != isinstance(size, int):
+                if 1 in (known, size):  # a size-1 axis broadcast against a dynamic one
+                    raise Unsupported(f"Einsum index '{ch}' broadcast against a dynamic size")
+                if not isinstance(size, int):
+                    continue
+                sizes[ch] = size  # the known size of the two
     exprs = [ctx.operand(i) for i in range(ctx.num_inputs)]
     for index, term in enumerate(terms):
         exprs[index], terms[index] = _einsum_diagonals(exprs[index], term)

@@ -205,10 +205,26 @@ def expand(ctx: NodeContext):
     if ctx.const(1) is None:
         return _expand_computed(ctx, len(in_shape))
     target = ctx.const_ints(1, "the Expand shape")
+    if not is_static(in_shape):  # a constant target over dynamic sizes: -1 keeps an input size
+        return _expand_over_dynamic(ctx, in_shape, target)
     out = tuple(int(d) for d in np.broadcast_shapes(tuple(in_shape), tuple(target)))
     if out == tuple(in_shape):
         return Input(0)
     return Call("ops.broadcast_to", [ctx.operand(0), Lit(out)])
+
+
+def _expand_over_dynamic(ctx: NodeContext, in_shape: tuple, target: list[int]):
+    """Expand a value with dynamic sizes to a constant target: where the target says 1 the
+    input's size stays (-1), elsewhere the target's size; None of it needs the input's sizes."""
+    out_rank = max(len(in_shape), len(target))
+    dims = []
+    for axis in range(out_rank):
+        in_axis, t_axis = axis - (out_rank - len(in_shape)), axis - (out_rank - len(target))
+        size = target[t_axis] if t_axis >= 0 else 1
+        dims.append(-1 if size == 1 and in_axis >= 0 else size)
+    if all(size == -1 for size in dims):
+        return Input(0)
+    return Call("ops.broadcast_to", [ctx.operand(0), Lit(tuple(dims))])
 
 
 def _full_of_scalar(ctx: NodeContext, in_rank: int, target: tuple):

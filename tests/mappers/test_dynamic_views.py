@@ -74,3 +74,55 @@ def test_reshape_to_a_shape_also_read_as_a_tensor_passes_sizes(tmp_path, graph_m
         got = run_mindspore(result.script_path, result.checkpoint_path, [x], graph_mode=graph_mode)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+def _dynamic_cases():
+    rng = np.random.default_rng(0)
+    return {
+        "einsum": (
+            [helper.make_node("Einsum", ["a", "b"], ["y"], equation="bijk,bjk->bi")],
+            [("a", np.float32, ["batch", 3, "seq", 4]), ("b", np.float32, ["batch", "seq", 4])],
+            {},
+            lambda n: [
+                rng.standard_normal((n, 3, n + 1, 4)).astype(np.float32),
+                rng.standard_normal((n, n + 1, 4)).astype(np.float32),
+            ],
+        ),
+        "gather_elements": (
+            [helper.make_node("GatherElements", ["a", "index"], ["y"], axis=1)],
+            [("a", np.float32, ["batch", "seq"]), ("index", I64, ["batch", "seq"])],
+            {},
+            lambda n: [
+                rng.standard_normal((n, n + 3)).astype(np.float32),
+                rng.integers(-n - 3, n + 3, (n, n + 3)).astype(I64),
+            ],
+        ),
+        "expand_to_constant": (
+            [helper.make_node("Expand", ["a", "target"], ["y"])],
+            [("a", np.float32, ["batch", 1, 3])],
+            {"target": np.array([1, 4, 1], I64)},
+            lambda n: [rng.standard_normal((n, 1, 3)).astype(np.float32)],
+        ),
+    }
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+@pytest.mark.parametrize("case", ["einsum", "gather_elements", "expand_to_constant"])
+def test_operators_over_dynamic_sizes_stay_dynamic(tmp_path, case, graph_mode):
+    """Einsum, GatherElements and Expand to a constant target read dynamic sizes at run time
+    instead of falling back to fixed sizes."""
+    nodes, inputs, constants, make_feeds = _dynamic_cases()[case]
+    model = make_model(nodes, inputs, [("y", np.float32, None)], constants)
+    onnx.save(model, tmp_path / "m.onnx")
+    first = make_feeds(2)
+    shapes = [",".join(str(d) for d in value.shape) for value in first]
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out", shape=shapes)
+    assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
+    for feeds in (first, make_feeds(3)):
+        names = [name for name, _, _ in inputs]
+        (want,) = run_onnxruntime(model, dict(zip(names, feeds)), ["y"])
+        (got,) = run_mindspore(
+            result.script_path, result.checkpoint_path, feeds, graph_mode=graph_mode
+        )
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
