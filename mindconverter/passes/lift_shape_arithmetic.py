@@ -89,15 +89,22 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
         return None
     if not all(python_expressible(item) for item in items):
         return None
+    candidates = _shape_sources(graph, name) + graph.inputs
+    items, whole = _whole_dims(graph, items, candidates)
+    if whole:  # the value now reads those sizes directly
+        graph.symbolic_values[name] = (
+            items[0]
+            if scalar and len(items) == 1 and not isinstance(value, tuple)
+            else tuple(items)
+        )
     symbols = sorted(
         {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
     )
     sources: list[str] = []
     axes: list[int] = []
     indices: list[int] = []
-    candidates = _shape_sources(graph, name) + graph.inputs
     for symbol in symbols:
-        found = next(
+        found = whole.get(symbol) or next(
             (
                 (tensor, graph.symbolic_shapes[tensor].index(symbol))
                 for tensor in candidates
@@ -127,6 +134,45 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     for entry in producer.metadata_props:
         node.metadata_props.add().CopyFrom(entry)
     return node
+
+
+def _whole_dims(graph: Graph, items, candidates: list[str]) -> tuple[list, dict]:
+    """``items`` with each expression that is a whole dimension of a candidate tensor (the
+    sequence length after a feature extractor, ``(n // 5 - 1) // 2``) replaced by a symbol of
+    its own, and where each such symbol is read: ``hidden_states.shape[1]``, not the formula
+    over the network input (which would pass that input down to every block)."""
+    import sympy
+
+    whole: dict[str, tuple[str, int]] = {}
+    result = []
+    for item in items:
+        if isinstance(item, int) or item.is_Symbol or item.is_Integer:
+            result.append(item)
+            continue
+        found = _dimension_equal_to(graph, item, candidates)
+        if found is None:
+            result.append(item)
+            continue
+        symbol = sympy.Symbol(f"whole_dim_{len(whole)}", integer=True)
+        whole[str(symbol)] = found
+        result.append(symbol)
+    return result, whole
+
+
+def _dimension_equal_to(graph: Graph, item, candidates: list[str]) -> tuple[str, int] | None:
+    import sympy
+
+    for tensor in candidates:
+        for axis, dim in enumerate(graph.symbolic_shapes.get(tensor, ())):
+            if not isinstance(dim, str) or not item.free_symbols:
+                continue
+            try:
+                named = sympy.sympify(dim, locals={str(s): s for s in item.free_symbols})
+                if named == item or sympy.expand(named - item) == 0:
+                    return tensor, axis
+            except (sympy.SympifyError, TypeError, ValueError, SyntaxError, AttributeError):
+                continue
+    return None
 
 
 def _read_as_shape(graph: Graph, name: str) -> bool:

@@ -44,3 +44,39 @@ def test_static_graphs_are_left_alone():
     before = [node.op_type for node in graph.model.graph.node]
     assert not lift_shape_arithmetic.run(graph, context)
     assert [node.op_type for node in graph.model.graph.node] == before == ["Reshape"]
+
+
+def test_size_equal_to_a_whole_dimension_is_read_from_that_tensor(tmp_path):
+    """A size computed by a formula over the network input (``n - 1``) that is a whole dimension
+    of a tensor the shape already reads is read from that tensor: blocks need not receive the
+    network input only for its size."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes = [
+        helper.make_node("Slice", ["x", "zero", "minus_one", "one"], ["h"]),
+        helper.make_node("Shape", ["h"], ["h_size"]),
+        helper.make_node("Gather", ["h_size", "first"], ["batch"]),
+        helper.make_node("Shape", ["x"], ["x_size"]),
+        helper.make_node("Gather", ["x_size", "second"], ["n"]),
+        helper.make_node("Sub", ["n", "one"], ["shorter"]),
+        helper.make_node("Concat", ["batch", "shorter", "tail"], ["target"], axis=0),
+        helper.make_node("Reshape", ["h", "target"], ["y"]),
+    ]
+    constants = {
+        "zero": np.array([0], np.int64),
+        "minus_one": np.array([-1], np.int64),
+        "one": np.array([1], np.int64),
+        "first": np.array([0], np.int64),
+        "second": np.array([1], np.int64),
+        "tail": np.array([2, 2], np.int64),
+    }
+    model = make_model(
+        nodes, [("x", np.float32, ["batch", "n", 4])], [("y", np.float32, None)], constants
+    )
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,5,4"])
+    code = result.script_path.read_text()
+    body = code[code.index("def construct") :]
+    assert "ops.shape(x)[1]" not in body and "- 1" not in body and "-1 +" not in body, body
