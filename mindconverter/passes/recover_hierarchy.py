@@ -13,7 +13,10 @@ into their parent, so recovery never changes what the network computes.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import re
+from collections import defaultdict
 from dataclasses import replace
 
 from ..graph import Graph
@@ -519,6 +522,7 @@ def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
     _settle(root)
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _settle(root)
+    _align_repeated_blocks(root)
     localize_sizes(graph, root)
     mapped = root.nodes()
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
@@ -536,6 +540,81 @@ def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
         block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")
     _mark_sequential(root, graph)
     return root
+
+
+def _align_repeated_blocks(root: Block) -> None:
+    """Give every instance of a repeated module (``layers.0``, ``layers.1``...) the item order of
+    the first, where its dependencies allow. The TorchScript exporter may order one layer's
+    nodes differently from the next (a cross-attention computing ``q`` before or after ``k``),
+    which would make their inputs come in a different order and the script define two classes
+    for one module, and unroll the layer loop."""
+    groups: dict[str, list[Block]] = defaultdict(list)
+    for block in _all_blocks(root)[1:]:
+        groups[re.sub(r"\.\d+(?=\.|$)", ".#", block.path)].append(block)
+    for blocks in groups.values():
+        if len(blocks) < 2:
+            continue
+        template = _item_keys(blocks[0])
+        rank = {key: index for index, key in enumerate(template)}
+        for block in blocks[1:]:
+            keys = _item_keys(block)
+            if keys == template or sorted(keys) != sorted(template):
+                continue
+            aligned = [item for _, item in sorted(zip(keys, block.items), key=lambda p: rank[p[0]])]
+            if _in_dependency_order(aligned):
+                block.items = aligned
+
+
+def _item_keys(block: Block) -> list[tuple]:
+    """Each item of ``block`` as a key that does not depend on the order of the items: its path
+    relative to the block and operator, refined three times by the keys of the items it reads
+    from and writes to (so the ``Dims`` shaping ``q`` and the one shaping ``k`` differ), then
+    numbered where keys still tie."""
+    labels: list = []
+    for item in block.items:
+        if isinstance(item, Block):
+            labels.append((item.path[len(block.path) :], "block"))
+        else:
+            labels.append((module_path(item.node)[len(block.path) :], item.node.op_type))
+    writes = [_writes(item) for item in block.items]
+    reads = [_reads(item) for item in block.items]
+    producer = {name: index for index, names in enumerate(writes) for name in names}
+    sources = [sorted({producer[n] for n in names if n in producer}) for names in reads]
+    users: list[list[int]] = [[] for _ in block.items]
+    for index, found in enumerate(sources):
+        for source in found:
+            users[source].append(index)
+    texts = [repr(label) for label in labels]
+    for _ in range(3):  # each round's label is a digest: sizes stay flat however wide the fan-out
+        texts = [
+            hashlib.blake2b(
+                repr(
+                    (
+                        texts[i],
+                        sorted(texts[j] for j in sources[i]),
+                        sorted(texts[j] for j in users[i]),
+                    )
+                ).encode(),
+                digest_size=12,
+            ).hexdigest()
+            for i in range(len(texts))
+        ]
+    keys, seen = [], defaultdict(int)
+    for text in texts:
+        keys.append((text, seen[text]))
+        seen[text] += 1
+    return keys
+
+
+def _in_dependency_order(items: list) -> bool:
+    """Whether every item comes after the items whose results it reads."""
+    written: set[str] = set()
+    everything = set().union(*(_writes(item) for item in items)) if items else set()
+    for item in items:
+        if (_reads(item) & everything) - written:
+            return False
+        written |= _writes(item)
+    return True
 
 
 def run(graph: Graph, context: PassContext) -> bool:

@@ -106,3 +106,43 @@ def test_bert_layers_take_hidden_states_and_mask_only():
     layers = _children(_children(encoder)["layer"])
     assert [len(layer.inputs) for layer in layers.values()] == [2, 2, 2]
     assert len({layer.inputs[1] for layer in layers.values()}) == 1  # one shared mask
+
+
+def test_layers_whose_nodes_come_in_another_order_share_one_class(tmp_path):
+    """The TorchScript exporter may list one layer's nodes in another order than the next
+    (``k`` before ``q``): the layers still become one class, run in one loop."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    rng = np.random.default_rng(0)
+    nodes, constants, current = [], {}, "x"
+    for layer in range(2):
+        scope = f"/encoder/layers.{layer}/attn"
+        for part in ("q", "k"):
+            constants[f"w{part}{layer}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        query = helper.make_node(
+            "MatMul", [current, f"wq{layer}"], [f"q{layer}"], name=f"{scope}/q/MatMul"
+        )
+        key = helper.make_node(
+            "MatMul", ["enc", f"wk{layer}"], [f"k{layer}"], name=f"{scope}/k/MatMul"
+        )
+        mixed = helper.make_node(
+            "Add", [f"q{layer}", f"k{layer}"], [f"a{layer}"], name=f"{scope}/Add"
+        )
+        done = helper.make_node(
+            "Relu", [f"a{layer}"], [f"h{layer}"], name=f"/encoder/layers.{layer}/act/Relu"
+        )
+        nodes += ([query, key] if layer == 0 else [key, query]) + [mixed, done]
+        current = f"h{layer}"
+    nodes.append(helper.make_node("Tanh", [current], ["y"], name="/head/Tanh"))
+    model = make_model(
+        nodes,
+        [("x", np.float32, [2, 4]), ("enc", np.float32, [2, 4])],
+        [("y", np.float32, [2, 4])],
+        constants,
+    )
+    result = assert_matches(model, tmp_path)
+    code = result.script_path.read_text()
+    assert code.count("class Attention") == 1 and "for layer in self.layers" in code, code
