@@ -160,18 +160,14 @@ def _whole_dims(graph: Graph, items, candidates: list[str]) -> tuple[list, dict]
 
 
 def _dimension_equal_to(graph: Graph, item, candidates: list[str]) -> tuple[str, int] | None:
-    import sympy
-
+    """Where a candidate tensor has ``item`` as a whole dimension. Compared as text (symbolic
+    inference writes derived sizes the way sympy prints them): dimension names come from the
+    model file and are never parsed or evaluated."""
+    wanted = str(item).replace(" ", "")
     for tensor in candidates:
         for axis, dim in enumerate(graph.symbolic_shapes.get(tensor, ())):
-            if not isinstance(dim, str) or not item.free_symbols:
-                continue
-            try:
-                named = sympy.sympify(dim, locals={str(s): s for s in item.free_symbols})
-                if named == item or sympy.expand(named - item) == 0:
-                    return tensor, axis
-            except (sympy.SympifyError, TypeError, ValueError, SyntaxError, AttributeError):
-                continue
+            if isinstance(dim, str) and dim.replace(" ", "") == wanted:
+                return tensor, axis
     return None
 
 
