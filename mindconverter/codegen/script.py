@@ -168,7 +168,20 @@ def _value_doc(graph, name: str, var: str) -> str:
 def _dims_text(shape: tuple) -> str:
     """``1, 3, 224, 224`` or ``batch, seq, 32``; dimension names keep only characters that are
     safe in a comment or docstring (they come from the model file)."""
-    return ", ".join(
-        str(dim) if isinstance(dim, int) else re.sub(r"[^A-Za-z0-9_+*/ -]", "_", str(dim))[:40]
-        for dim in shape
-    )
+    return ", ".join(str(dim) if isinstance(dim, int) else _dim_text(str(dim)) for dim in shape)
+
+
+# floor(a/b), where a and b hold at most one level of parentheses (inner floors come first)
+_FLOOR_DIVISION = re.compile(r"floor\(((?:[^()]|\([^()]*\))*?)/((?:[^()]|\([^()]*\))*)\)")
+
+
+def _dim_text(dim: str) -> str:
+    """A named or derived size as Python reads it: symbolic inference writes ``floor(h/7)``,
+    shown as ``(h // 7)``; rewritten as text, never evaluated."""
+    text = dim[:200]
+    for _ in range(8):  # innermost floor first
+        changed = re.sub(_FLOOR_DIVISION, r"(\1 // \2)", text)
+        if changed == text:
+            break
+        text = changed
+    return re.sub(r"[^A-Za-z0-9_+*/() -]", "_", text)[:60]

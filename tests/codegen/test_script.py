@@ -59,3 +59,14 @@ def test_an_unconverted_operator_is_located_in_construct():
 def test_format_code_formats_and_leaves_broken_code_alone():
     assert format_code("x = ( 1,2 )\n") == "x = (1, 2)\n"
     assert format_code("def (:\n") == "def (:\n"
+
+
+def test_derived_sizes_read_as_python_in_the_docstring():
+    """Symbolic inference's ``floor(h/7)`` is shown as ``(h // 7)``; anything unsafe in a
+    docstring still becomes ``_`` (dimension names come from the model file)."""
+    from mindconverter.codegen.script import _dims_text
+
+    shape = (1, "floor(floor(n/5)/2) - 1", "floor(height/7)*floor(width/7) + 1", 'a"""\nb')
+    text = _dims_text(shape)
+    assert text.startswith("1, ((n // 5) // 2) - 1, (height // 7)*(width // 7) + 1, ")
+    assert '"' not in text and "\n" not in text
