@@ -353,8 +353,8 @@ def _needs_copy(dims_node: MappedNode, block: Block, owner: Block, sizes: set[st
     if owner is not block:
         return True
     made = {n for m in block.nodes() for n in m.node.outputs if n}
-    needed = {
-        n for m in block.nodes() if m is not dims_node for n in m.node.inputs if n not in sizes
+    needed = {  # what the block's tensor computations read (other sizes don't count)
+        n for m in block.nodes() if not _is_dims(m) for n in m.node.inputs if n not in sizes
     }
     return any(n not in made and n not in needed for n in dims_node.node.inputs if n)
 

@@ -26,10 +26,10 @@ class BertEmbeddings(nn.Cell):
         shape = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
         x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.const, 1, x % 32)
-        shape_1 = (ops.shape(attention_mask)[0], ops.shape(attention_mask)[1])
-        out = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
+        shape_1 = (ops.shape(attention_mask)[0], ops.shape(out)[1])
+        expand = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
         word_embeddings = self.word_embeddings(input_ids)
-        token_type_embeddings = self.token_type_embeddings(out)
+        token_type_embeddings = self.token_type_embeddings(expand)
         word_embeddings = word_embeddings + token_type_embeddings
         position_embeddings = self.position_embeddings(x)
         word_embeddings = word_embeddings + position_embeddings

@@ -146,3 +146,41 @@ def test_layers_whose_nodes_come_in_another_order_share_one_class(tmp_path):
     result = assert_matches(model, tmp_path)
     code = result.script_path.read_text()
     assert code.count("class Attention") == 1 and "for layer in self.layers" in code, code
+
+
+def test_a_block_reading_two_sizes_of_a_network_input_reads_them_from_its_own_tensors(tmp_path):
+    """Two shape tuples in one block read the network's ``ids`` (a dynamo export reads sizes
+    from the graph input): the block computes them from its own tensors instead of taking
+    ``ids`` as an argument only for its sizes."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    scope = "/encoder/layer.0/attn"
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["h"], name="/embed/Gather"),
+        helper.make_node("MatMul", ["h", "w"], ["q"], name=f"{scope}/q/MatMul"),
+        helper.make_node("Shape", ["ids"], ["size"], name=f"{scope}/Shape"),
+        helper.make_node("Concat", ["size", "heads"], ["split"], axis=0, name=f"{scope}/Concat"),
+        helper.make_node("Reshape", ["q", "split"], ["q4"], name=f"{scope}/Reshape"),
+        helper.make_node("Relu", ["q4"], ["r"], name=f"{scope}/Relu"),
+        helper.make_node("Concat", ["size", "width"], ["merge"], axis=0, name=f"{scope}/Concat_1"),
+        helper.make_node("Reshape", ["r", "merge"], ["a"], name=f"{scope}/Reshape_1"),
+        helper.make_node("Tanh", ["a"], ["y"], name="/encoder/layer.0/act/Tanh"),
+    ]
+    rng = np.random.default_rng(0)
+    constants = {
+        "table": rng.standard_normal((10, 4)).astype(np.float32),
+        "w": rng.standard_normal((4, 4)).astype(np.float32),
+        "heads": np.array([2, 2], np.int64),
+        "width": np.array([4], np.int64),
+    }
+    model = make_model(
+        nodes, [("ids", np.int64, ["batch", "seq"])], [("y", np.float32, None)], constants
+    )
+    feeds = {"ids": rng.integers(0, 10, (2, 3)).astype(np.int64)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3"])
+    code = result.script_path.read_text()
+    attention = code[code.index("class Attention") : code.index("class Layer")]
+    assert "def construct(self, hidden_states):" in attention, attention
