@@ -90,7 +90,7 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     if not all(python_expressible(item) for item in items):
         return None
     candidates = _shape_sources(graph, name) + graph.inputs
-    items, whole = _whole_dims(graph, items, candidates)
+    items, whole = whole_dimensions(graph, items, candidates)
     if whole:  # the value now reads those sizes directly
         graph.symbolic_values[name] = (
             items[0]
@@ -136,7 +136,7 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     return node
 
 
-def _whole_dims(graph: Graph, items, candidates: list[str]) -> tuple[list, dict]:
+def whole_dimensions(graph: Graph, items, candidates: list[str]) -> tuple[list, dict]:
     """``items`` with each expression that is a whole dimension of a candidate tensor (the
     sequence length after a feature extractor, ``(n // 5 - 1) // 2``) replaced by a symbol of
     its own, and where each such symbol is read: ``hidden_states.shape[1]``, not the formula

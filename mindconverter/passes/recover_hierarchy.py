@@ -26,6 +26,7 @@ from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import MappedNode, NodeContext, Unsupported
 from ..mappers.symbolic import dims
 from .context import PassContext
+from .lift_shape_arithmetic import whole_dimensions
 
 
 def _parent(path: str) -> str:
@@ -365,23 +366,37 @@ def _local_copy(
     """The size computed from the tensors ``block`` holds, or None when it cannot be."""
     node = dims_node.node
     candidates = _candidates(graph, block, readers[0], sizes)
+    value = graph.symbolic_values.get(node.outputs[0])
+    if value is None:
+        return None
+    # a size that is a whole dimension of a tensor the block holds is read from it
+    items, whole = whole_dimensions(
+        graph, list(value if isinstance(value, tuple) else (value,)), candidates
+    )
+    symbols = sorted(
+        {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
+    )
     inputs, sources, axes = [], [], []
-    for symbol in node.attrs.get("symbols", []):
-        found = _source_for(graph, symbol, candidates)
+    for symbol in symbols:
+        found = whole.get(symbol) or _source_for(graph, symbol, candidates)
         if found is None:
             return None
         if found[0] not in inputs:
             inputs.append(found[0])
         sources.append(inputs.index(found[0]))
         axes.append(found[1])
-    attrs = {**node.attrs, "sources": sources, "axes": axes}
-    local = replace(node, inputs=inputs, attrs=attrs)
+    output = f"{node.outputs[0]}__{block.path}"
+    graph.symbolic_values[output] = tuple(items) if isinstance(value, tuple) else items[0]
+    attrs = {**node.attrs, "symbols": symbols, "sources": sources, "axes": axes}
+    local = replace(
+        node, name=f"{node.name}__{block.path}", inputs=inputs, attrs=attrs, outputs=[output]
+    )
     try:
         result = dims(NodeContext(graph, local))
     except Unsupported:
+        del graph.symbolic_values[output]
         return None
-    output = f"{node.outputs[0]}__{block.path}"
-    return MappedNode(replace(local, name=f"{node.name}__{block.path}", outputs=[output]), result)
+    return MappedNode(local, result)
 
 
 def _rewire(block: Block, reader: MappedNode, old: str, new: str) -> MappedNode:
