@@ -248,3 +248,44 @@ class DynamicDim:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
     __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
     __lt__ = __le__ = __gt__ = __ge__ = __neg__ = _refuse
+
+
+def whole_dimensions(graph, items, candidates: list[str]) -> tuple[list, dict]:
+    """``items`` with each expression that is a whole dimension of a candidate tensor (the
+    sequence length after a feature extractor, ``(n // 5 - 1) // 2``) replaced by a symbol of
+    its own, and where each such symbol is read: ``hidden_states.shape[1]``, not the formula
+    over the network input (which would pass that input down to every block)."""
+    import sympy
+
+    whole: dict[str, tuple[str, int]] = {}
+    result = []
+    # the new symbols' names must not be a dimension name of the model's own
+    taken = {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
+    for item in items:
+        if isinstance(item, int) or item.is_Symbol or item.is_Integer:
+            result.append(item)
+            continue
+        found = _dimension_equal_to(graph, item, candidates)
+        if found is None:
+            result.append(item)
+            continue
+        name = f"whole_dim_{len(whole)}"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        symbol = sympy.Symbol(name, integer=True)
+        whole[str(symbol)] = found
+        result.append(symbol)
+    return result, whole
+
+
+def _dimension_equal_to(graph, item, candidates: list[str]) -> tuple[str, int] | None:
+    """Where a candidate tensor has ``item`` as a whole dimension. Compared as text (symbolic
+    inference writes derived sizes the way sympy prints them): dimension names come from the
+    model file and are never parsed or evaluated."""
+    wanted = str(item).replace(" ", "")
+    for tensor in candidates:
+        for axis, dim in enumerate(graph.symbolic_shapes.get(tensor, ())):
+            if isinstance(dim, str) and dim.replace(" ", "") == wanted:
+                return tensor, axis
+    return None

@@ -20,7 +20,7 @@ from onnx import helper
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
 from ..graph.pruning import remove_dead_nodes
-from ..graph.symbolic import is_numeric, python_expressible
+from ..graph.symbolic import is_numeric, python_expressible, whole_dimensions
 from .context import PassContext
 
 # Inputs that take a shape or a size: a ``Dims`` value reaches them as Python integers. Any other
@@ -134,41 +134,6 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     for entry in producer.metadata_props:
         node.metadata_props.add().CopyFrom(entry)
     return node
-
-
-def whole_dimensions(graph: Graph, items, candidates: list[str]) -> tuple[list, dict]:
-    """``items`` with each expression that is a whole dimension of a candidate tensor (the
-    sequence length after a feature extractor, ``(n // 5 - 1) // 2``) replaced by a symbol of
-    its own, and where each such symbol is read: ``hidden_states.shape[1]``, not the formula
-    over the network input (which would pass that input down to every block)."""
-    import sympy
-
-    whole: dict[str, tuple[str, int]] = {}
-    result = []
-    for item in items:
-        if isinstance(item, int) or item.is_Symbol or item.is_Integer:
-            result.append(item)
-            continue
-        found = _dimension_equal_to(graph, item, candidates)
-        if found is None:
-            result.append(item)
-            continue
-        symbol = sympy.Symbol(f"whole_dim_{len(whole)}", integer=True)
-        whole[str(symbol)] = found
-        result.append(symbol)
-    return result, whole
-
-
-def _dimension_equal_to(graph: Graph, item, candidates: list[str]) -> tuple[str, int] | None:
-    """Where a candidate tensor has ``item`` as a whole dimension. Compared as text (symbolic
-    inference writes derived sizes the way sympy prints them): dimension names come from the
-    model file and are never parsed or evaluated."""
-    wanted = str(item).replace(" ", "")
-    for tensor in candidates:
-        for axis, dim in enumerate(graph.symbolic_shapes.get(tensor, ())):
-            if isinstance(dim, str) and dim.replace(" ", "") == wanted:
-                return tensor, axis
-    return None
 
 
 def _read_as_shape(graph: Graph, name: str) -> bool:

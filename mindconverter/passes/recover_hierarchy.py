@@ -22,11 +22,11 @@ from dataclasses import replace
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block, module_classes, module_path
+from ..graph.symbolic import whole_dimensions
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import MappedNode, NodeContext, Unsupported
 from ..mappers.symbolic import dims
 from .context import PassContext
-from .lift_shape_arithmetic import whole_dimensions
 
 
 def _parent(path: str) -> str:
