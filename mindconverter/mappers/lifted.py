@@ -108,6 +108,6 @@ def rotate_half(ctx: NodeContext):
 
 @mapper("ApplyRotary", domain=DOMAIN)
 def apply_rotary(ctx: NodeContext):
-    """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> that one line."""
+    """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> ``x * cos + rotate_half(x) * sin``."""
     turned = BinOp("*", Call("rotate_half", [Input(0)]), Input(2))
     return BinOp("+", BinOp("*", Input(0), Input(1)), turned)
