@@ -16,6 +16,7 @@ from onnx import helper
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.pruning import remove_dead_nodes
+from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
 # Operators whose result is not a function of their inputs and attributes alone.
@@ -298,6 +299,7 @@ def _readers_broadcast(graph: Graph, value: str, narrow: tuple, depth: int = 0) 
         or len(narrow) != len(wide)
         or any(dim != 1 and dim != other for dim, other in zip(narrow, wide))
         or value in graph.outputs
+        or value in subgraph_references(graph.model.graph)  # an If/Loop body reads it as is
     ):
         return False
     readers = graph.consumer_nodes.get(value, [])

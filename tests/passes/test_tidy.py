@@ -288,3 +288,43 @@ def test_ones_cast_to_bool_are_an_all_true_mask(tmp_path):
     model = _scores_plus_mask(_PADDING + ones, "mask4", {"middle": np.array([1, 2], np.int64)})
     body = _construct(assert_matches(model, tmp_path, _mask_feeds()))
     assert "logical_and" not in body and "ops.fill" not in body, body
+
+
+def test_a_value_an_if_body_reads_keeps_its_shape(tmp_path):
+    """The ``and`` widens the mask that ``bias`` is made from; an If body reads ``bias`` as it
+    is, so the ``and`` stays (narrowing it would change what the body sees)."""
+    positions = [
+        helper.make_node("Range", ["zero", "four", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["positions", "query_axes"], ["query"]),
+        helper.make_node("GreaterOrEqual", ["query", "zero"], ["valid"]),
+        helper.make_node("And", ["valid", "padding"], ["mask4"]),
+        helper.make_node("Where", ["mask4", "zero_f", "minus_big"], ["bias"]),
+        helper.make_node("Add", ["scores", "bias"], ["y"]),
+    ]
+    branch_out = helper.make_tensor_value_info("branch", TensorProto.FLOAT, None)
+    then_body = helper.make_graph(
+        [helper.make_node("Identity", ["bias"], ["branch"])], "then", [], [branch_out]
+    )
+    else_body = helper.make_graph(
+        [helper.make_node("Neg", ["bias"], ["branch"])], "else", [], [branch_out]
+    )
+    nodes = _PADDING + positions
+    nodes.append(
+        helper.make_node("If", ["flag"], ["z"], then_branch=then_body, else_branch=else_body)
+    )
+    constants = {
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "four": np.array(4, np.int64),
+        "middle": np.array([1, 2], np.int64),
+        "query_axes": np.array([0, 1, 3], np.int64),
+        "zero_f": np.array(0.0, F32),
+        "minus_big": np.array(-1e9, F32),
+    }
+    model = make_model(
+        nodes,
+        [("scores", F32, [2, 2, 4, 4]), ("mask", np.int64, [2, 4]), ("flag", np.bool_, [])],
+        [("y", F32, [2, 2, 4, 4]), ("z", F32, None)],
+        constants,
+    )
+    assert_matches(model, tmp_path, {**_mask_feeds(), "flag": np.array(True)})
