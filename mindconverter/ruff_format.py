@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import threading
+
+_FINDING = threading.Lock()  # sysconfig fills its variables lazily and not thread-safely
 
 
+@functools.cache
 def ruff_binary() -> str | None:
-    """The ruff executable installed with this package, else the one on ``PATH``.
+    """The ruff executable installed with this package, else the one on ``PATH`` (found once
+    per process, under a lock: conversions may run in several threads).
 
     The installed binary is found even when the environment is not activated, which spares a
     Python interpreter start (``python -m ruff``) on every conversion."""
-    try:
-        from ruff.__main__ import find_ruff_bin
+    with _FINDING:
+        try:
+            from ruff.__main__ import find_ruff_bin
 
-        return find_ruff_bin()
-    except (ImportError, FileNotFoundError):
-        return shutil.which("ruff")
+            return find_ruff_bin()
+        except (ImportError, FileNotFoundError, TypeError):
+            return shutil.which("ruff")
 
 
 def ruff_format(code: str, line_length: int, timeout: float = 120) -> str | None:
