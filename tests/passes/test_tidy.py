@@ -233,23 +233,26 @@ _PADDING = [
 ]
 
 
+# mask4 = and(arange(4)[None, None, :, None] >= 0, padding): all-true positions widen the mask
+_TRUE_POSITIONS = [
+    helper.make_node("Range", ["zero", "four", "one"], ["positions"]),
+    helper.make_node("Unsqueeze", ["positions", "query_axes"], ["query"]),
+    helper.make_node("GreaterOrEqual", ["query", "zero"], ["valid"]),
+    helper.make_node("And", ["valid", "padding"], ["mask4"]),
+]
+_POSITION_CONSTANTS = {
+    "zero": np.array(0, np.int64),
+    "one": np.array(1, np.int64),
+    "four": np.array(4, np.int64),
+    "middle": np.array([1, 2], np.int64),
+    "query_axes": np.array([0, 1, 3], np.int64),
+}
+
+
 def test_true_operand_that_only_widens_what_readers_widen_is_removed(tmp_path):
     """``and(arange(q)[:, None] >= 0, padding)`` is (b, 1, q, k); the scores it is added to
     widen ``padding`` (b, 1, 1, k) the same way, so the ``and`` does nothing."""
-    positions = [
-        helper.make_node("Range", ["zero", "four", "one"], ["positions"]),
-        helper.make_node("Unsqueeze", ["positions", "query_axes"], ["query"]),
-        helper.make_node("GreaterOrEqual", ["query", "zero"], ["valid"]),
-        helper.make_node("And", ["valid", "padding"], ["mask4"]),
-    ]
-    constants = {
-        "zero": np.array(0, np.int64),
-        "one": np.array(1, np.int64),
-        "four": np.array(4, np.int64),
-        "middle": np.array([1, 2], np.int64),
-        "query_axes": np.array([0, 1, 3], np.int64),
-    }
-    model = _scores_plus_mask(_PADDING + positions, "mask4", constants)
+    model = _scores_plus_mask(_PADDING + _TRUE_POSITIONS, "mask4", _POSITION_CONSTANTS)
     body = _construct(assert_matches(model, tmp_path, _mask_feeds()))
     assert "logical_and" not in body, body
 
@@ -293,11 +296,7 @@ def test_ones_cast_to_bool_are_an_all_true_mask(tmp_path):
 def test_a_value_an_if_body_reads_keeps_its_shape(tmp_path):
     """The ``and`` widens the mask that ``bias`` is made from; an If body reads ``bias`` as it
     is, so the ``and`` stays (narrowing it would change what the body sees)."""
-    positions = [
-        helper.make_node("Range", ["zero", "four", "one"], ["positions"]),
-        helper.make_node("Unsqueeze", ["positions", "query_axes"], ["query"]),
-        helper.make_node("GreaterOrEqual", ["query", "zero"], ["valid"]),
-        helper.make_node("And", ["valid", "padding"], ["mask4"]),
+    positions = _TRUE_POSITIONS + [
         helper.make_node("Where", ["mask4", "zero_f", "minus_big"], ["bias"]),
         helper.make_node("Add", ["scores", "bias"], ["y"]),
     ]
@@ -313,11 +312,7 @@ def test_a_value_an_if_body_reads_keeps_its_shape(tmp_path):
         helper.make_node("If", ["flag"], ["z"], then_branch=then_body, else_branch=else_body)
     )
     constants = {
-        "zero": np.array(0, np.int64),
-        "one": np.array(1, np.int64),
-        "four": np.array(4, np.int64),
-        "middle": np.array([1, 2], np.int64),
-        "query_axes": np.array([0, 1, 3], np.int64),
+        **_POSITION_CONSTANTS,
         "zero_f": np.array(0.0, F32),
         "minus_big": np.array(-1e9, F32),
     }
