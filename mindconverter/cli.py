@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--shape",
         nargs="+",
+        action="extend",  # repeated flags add up: --shape a=1,8 --shape b=1,8
         metavar="[NAME=]D,D,...",
         help="input shape(s), space-separated: one per input in order (e.g. 1,3,224,224), one per input "
         "with dynamic dimensions (fully static inputs, scalars included, may be left out; a static "
@@ -71,12 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--input_nodes",
         nargs="+",
+        action="extend",
         metavar="NAME",
         help="input names, in the order construct() takes them (default: the model's inputs)",
     )
     parser.add_argument(
         "--output_nodes",
         nargs="+",
+        action="extend",
         metavar="NAME",
         help="output names (default: the model's outputs); an inner value cuts the graph there",
     )

@@ -297,3 +297,15 @@ def test_zero_size_inputs_convert_and_run(tmp_path):
         got = run_mindspore(out / "m.py", out / "m.ckpt", [x, like])
         assert got[0].shape == want[0].shape and got[0].dtype == want[0].dtype
         np.testing.assert_allclose(got[0], want[0], rtol=1e-3)
+
+
+def test_a_repeated_flag_adds_to_the_earlier_one():
+    """``--shape a=1,8 --shape b=1,8`` gives both shapes (argparse's default keeps the last)."""
+    from mindconverter.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["--model_file", "m.onnx", "--shape", "a=1,8", "--shape", "b=2,8", "c=3,8"]
+        + ["--input_nodes", "a", "--input_nodes", "b", "--output_nodes", "y", "--output_nodes", "z"]
+    )
+    assert args.shape == ["a=1,8", "b=2,8", "c=3,8"]
+    assert args.input_nodes == ["a", "b"] and args.output_nodes == ["y", "z"]
