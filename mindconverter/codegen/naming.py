@@ -32,6 +32,7 @@ RESERVED = {
     "super",
     "rotate_half",  # helper functions the script may define (templates/)
     "masked_softmax",
+    "apply_rotary_pos_emb",
     "dynamic_inputs",
 }
 

@@ -124,6 +124,9 @@ def _rotary_role(graph: Graph, name: str, readers: list) -> str:
     if readers and all(node.op_type == "ApplyRotary" for node in readers):
         positions = {node.inputs.index(name) for node in readers if name in node.inputs}
         return {1: "cos", 2: "sin"}.get(positions.pop(), "") if len(positions) == 1 else ""
+    if readers and all(node.op_type == "ApplyRotaryPair" for node in readers):
+        positions = {node.inputs.index(name) for node in readers if name in node.inputs}
+        return {2: "cos", 3: "sin"}.get(positions.pop(), "") if len(positions) == 1 else ""
     if len(readers) < 2 or not all(node.op_type == "Mul" for node in readers):
         return ""
     rotated = []

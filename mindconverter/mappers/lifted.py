@@ -6,7 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.weight_steps import Transpose
-from .base import BinOp, Call, Cell, Input, NodeContext, Unsupported, Weight, normalize_axis
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    Input,
+    NodeContext,
+    Unpack,
+    Unsupported,
+    Weight,
+    normalize_axis,
+)
 from .registry import mapper
 
 DOMAIN = "ai.mindconverter"
@@ -104,6 +114,13 @@ def rotate_half(ctx: NodeContext):
     """RotateHalf (a lifted Slice/Slice/Neg/Concat over the last axis) -> the script's
     ``rotate_half`` function, as rotary position embeddings are written."""
     return Call("rotate_half", [Input(0)])
+
+
+@mapper("ApplyRotaryPair", domain=DOMAIN)
+def apply_rotary_pair(ctx: NodeContext):
+    """ApplyRotaryPair (the query's and the key's ApplyRotary by the same tables) -> the
+    script's ``apply_rotary_pos_emb(q, k, cos, sin)``, as mindnlp writes it."""
+    return Unpack(Call("apply_rotary_pos_emb", [Input(0), Input(1), Input(2), Input(3)]), 2)
 
 
 @mapper("ApplyRotary", domain=DOMAIN)

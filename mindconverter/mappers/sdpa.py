@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..graph.internal_domain import DOMAIN
 from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Temp, Unsupported
 from .registry import mapper
@@ -43,7 +45,8 @@ def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaO
     """``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` on (..., heads, seq, head_dim) tensors."""
     if options.kv_groups > 1:
         k = Temp(Call("ops.repeat_interleave", [k, Lit(options.kv_groups)], {"axis": Lit(1)}), "k")
-        v = Temp(Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)}), "v")
+        # the values' repeat is short enough to read inside the product that uses it
+        v = Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)})
     product = Call("ops.matmul", [q, Method(k, "swapaxes", [Lit(-1), Lit(-2)])])
     scores = Temp(_scaled(product, options), "scores")
     logits = scores if bias is None else BinOp("+", scores, bias)
@@ -69,4 +72,8 @@ def scaled_dot_product_attention(ctx: NodeContext):
         masked_rows=bool(int(ctx.attr("masked_rows", 0))),
     )
     bias = Input(3) if ctx.has_input(3) else None
+    if bias is not None and ctx.input_dtype(3) == np.dtype(bool):
+        # a mask of the positions to keep (passes/tidy.py): masked_softmax reads it as it is
+        if not options.masked_rows:
+            raise Unsupported("a boolean attention mask needs the fully-masked-rows softmax")
     return sdpa_expression(Input(0), Input(1), Input(2), bias, options)

@@ -593,6 +593,42 @@ def _match_rotary(index: _Index, add, plain, turned):
     return [rotate, plain, turned, add], fused
 
 
+def _pair_rotary_applications(index: _Index) -> int:
+    """Two ``ApplyRotary`` nodes turning the query and the key by the same ``cos`` and ``sin``
+    -> one ``ApplyRotaryPair(q, k, cos, sin)``, written as mindnlp writes it:
+    ``q, k = apply_rotary_pos_emb(q, k, cos, sin)``. The pair runs where the later of the two
+    ran; nothing may read the earlier one's result in between."""
+    position = {id(node): i for i, node in enumerate(index.model.graph.node)}
+    for last, fused in index.placed.items():
+        position[id(fused)] = position[last]
+    groups: dict[tuple[str, str, str], list] = defaultdict(list)
+    for node in index.placed.values():
+        if node.op_type == "ApplyRotary" and node.domain == DOMAIN and id(node) not in index.dead:
+            groups[(node.input[1], node.input[2], _scope(node))].append(node)
+    count = 0
+    for nodes in groups.values():
+        if len(nodes) != 2 or nodes[0].output[0] in index.pinned:
+            continue
+        first, second = sorted(nodes, key=lambda node: position[id(node)])
+        readers = index.live_readers(first.output[0])
+        if any(position.get(id(reader), -1) <= position[id(second)] for reader in readers):
+            continue
+        inputs = [first.input[0], second.input[0], first.input[1], first.input[2]]
+        outputs = [first.output[0], second.output[0]]
+        pair = helper.make_node("ApplyRotaryPair", inputs, outputs, domain=DOMAIN)
+        index.fuse([first, second], pair)
+        count += 1
+    return count
+
+
+def _scope(node: onnx.NodeProto) -> str:
+    """The module scope the exporter gave a node (dynamo's metadata, TorchScript's name)."""
+    for entry in node.metadata_props:
+        if entry.key == "pkg.torch.onnx.name_scopes":
+            return entry.value.rsplit(",", 1)[0]  # the last scope is the node's own
+    return node.name.rsplit("/", 1)[0] if node.name.startswith("/") else ""
+
+
 # --- Linear -------------------------------------------------------------------------------
 
 
@@ -690,6 +726,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("RMSNorm", _lift_rms_norms),
     ("RotateHalf", _lift_rotate_halves),
     ("ApplyRotary", _lift_rotary_applications),
+    ("ApplyRotaryPair", _pair_rotary_applications),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]
@@ -718,10 +755,11 @@ def lift_patterns(graph: Graph) -> dict[str, int]:
         return counts
     nodes = []
     for node in model.graph.node:
-        if id(node) in index.placed:
-            nodes.append(index.placed[id(node)])
-        elif id(node) not in index.dead:
-            nodes.append(node)
+        current = node
+        while id(current) in index.placed:  # a fused node may be fused again (a rotary pair)
+            current = index.placed[id(current)]
+        if id(current) not in index.dead:
+            nodes.append(current)
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     declare_internal_domain(model)

@@ -95,7 +95,11 @@ def _remove_noops(graph: Graph) -> bool:
             _rename_readers(graph, node.output[0], source)
             graph.edited()
             changed = True
-        elif _fold_pair(graph, node) or _drop_zero_bias(graph, node):
+        elif (
+            _fold_pair(graph, node)
+            or _drop_zero_bias(graph, node)
+            or _keep_mask_bias(graph, node, protected)
+        ):
             graph.edited()
             changed = True
     return changed
@@ -109,6 +113,28 @@ def _drop_zero_bias(graph: Graph, node: onnx.NodeProto) -> bool:
     if bias is None or bias.size == 0 or np.any(bias != 0):
         return False
     del node.input[3:]
+    return True
+
+
+def _keep_mask_bias(graph: Graph, node: onnx.NodeProto, protected: set[str]) -> bool:
+    """Attention whose bias is ``where(keep, 0, -inf)`` reads the boolean ``keep`` itself when
+    it keeps fully masked rows at zero: the script's ``masked_softmax`` takes either mask."""
+    if node.domain != DOMAIN or node.op_type != "ScaledDotProductAttention" or len(node.input) < 4:
+        return False
+    masked_rows = next((a.i for a in node.attribute if a.name == "masked_rows"), 0)
+    where = graph.producers.get(node.input[3])
+    if not masked_rows or where is None or where.op_type != "Where" or node.input[3] in protected:
+        return False
+    zero, minus_inf = (graph.constant(name) for name in where.input[1:])
+    if graph.dtypes.get(where.input[0]) != np.dtype(bool) or graph.dtypes.get(
+        where.output[0]
+    ) != np.dtype(np.float32):
+        return False
+    if zero is None or minus_inf is None or zero.size != 1 or minus_inf.size != 1:
+        return False
+    if zero.reshape(-1)[0] != 0 or minus_inf.reshape(-1)[0] != -np.inf:
+        return False
+    node.input[3] = where.input[0]
     return True
 
 

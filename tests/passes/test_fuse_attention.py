@@ -33,11 +33,17 @@ def _guarded(probs: str, out: str, v: str) -> list:
     ]
 
 
-def torchscript_attention(guard: bool = False):
+def torchscript_attention(guard: bool = False, keep_mask: bool = False):
     """q (B, H, S, D); the key (B, T, H, D) transposed to (B, H, D, T); sqrt(scale) on each side;
-    a float mask added; softmax; times v."""
+    a float mask added (``keep_mask``: made from a boolean one by ``where(keep, 0, -inf)``, as
+    scaled_dot_product_attention exports); softmax; times v."""
     root = math.sqrt(1.0 / math.sqrt(HEAD_DIM))
     nodes = [
+        _const("no_bias", 0.0),
+        _const("minus_inf", -np.inf),
+        helper.make_node("Where", ["keep", "no_bias", "minus_inf"], ["mask"]),
+    ] if keep_mask else []  # fmt: skip
+    nodes += [
         helper.make_node("Transpose", ["k_bthd"], ["kt"], perm=[0, 2, 3, 1]),
         _const("rq", root),
         _const("rk", root),
@@ -56,7 +62,7 @@ def torchscript_attention(guard: bool = False):
             ("q", F32, ["b", HEADS, "s", HEAD_DIM]),
             ("k_bthd", F32, ["b", "s", HEADS, HEAD_DIM]),
             ("v", F32, ["b", HEADS, "s", HEAD_DIM]),
-            ("mask", F32, ["b", 1, 1, "s"]),
+            ("keep", np.bool_, ["b", 1, 1, "s"]) if keep_mask else ("mask", F32, ["b", 1, 1, "s"]),
         ],
         [("out", F32, None)],
         opset=14,
@@ -228,6 +234,25 @@ def test_fully_masked_rows_give_zeros_like_the_guarded_export(tmp_path):
         mask[0] = -np.inf
         mask[1:, ..., -1] = -np.inf
         feeds["mask"] = mask
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_a_boolean_mask_is_read_as_it_is(tmp_path):
+    """``where(keep, 0, -inf)`` before guarded attention: the script hands ``keep`` to
+    masked_softmax (no conversion line per attention), and fully masked rows still give zeros."""
+    model = torchscript_attention(guard=True, keep_mask=True)
+    shape = ["2,2,3,4", "2,3,2,4", "2,2,3,4", "2,1,1,3"]
+    result = convert_fully(model, tmp_path, shape=shape)
+    script = result.script_path.read_text()
+    construct = script[script.index("    def construct(") :]
+    assert "masked_softmax(scores, keep)" in construct and "ops.where" not in construct
+    for batch, seq in (2, 3), (3, 5):
+        feeds = _feeds(model, {"b": batch, "s": seq})
+        keep = np.ones((batch, 1, 1, seq), bool)
+        keep[0] = False
+        keep[1:, ..., -1] = False
+        feeds["keep"] = keep
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
 
 

@@ -482,3 +482,45 @@ def test_linear_on_a_flattened_input_is_one_dense_on_the_input(tmp_path):
 def test_flattened_linear_with_transposed_weight_is_left_alone(tmp_path):
     feeds = {"x": np.random.default_rng(1).standard_normal((2, 3, 4)).astype(F32)}
     assert_matches(_conv1d_model(trans_b=1), tmp_path, feeds, shape=["2,3,4"])
+
+
+def _renamed(nodes: list, suffix: str, keep: tuple) -> list:
+    """Copies of ``nodes`` whose values (except ``keep``) end in ``suffix``."""
+    copies = []
+    for node in nodes:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copy.input[:] = [n if n in keep else n + suffix for n in node.input]
+        copy.output[:] = [n + suffix for n in node.output]
+        copies.append(copy)
+    return copies
+
+
+def test_query_and_key_turned_by_the_same_tables_are_one_call(tmp_path):
+    """mindnlp's ``q, k = apply_rotary_pos_emb(q, k, cos, sin)`` for the two rotations that
+    share their tables; onnxruntime's numbers at two shapes."""
+    nodes = _renamed(rotary_nodes(4), "_q", ("cos", "sin")) + _renamed(
+        rotary_nodes(4), "_k", ("cos", "sin")
+    )
+    nodes += [helper.make_node("Sub", ["y_q", "y_k"], ["y"])]
+    names = ("q_q", "q_k", "cos", "sin")
+    static = make_model(nodes, [(n, F32, [1, 2, 3, 8]) for n in names], [("y", F32, None)])
+    assert _lifted(static)[0] == {"RotateHalf": 2, "ApplyRotary": 2, "ApplyRotaryPair": 1}
+    spec = ["batch", 2, "sequence", 8]
+    model = make_model(nodes, [(n, F32, spec) for n in names], [("y", F32, None)])
+    feeds = {n: RNG.standard_normal((1, 2, 3, 8)).astype(F32) for n in names}
+    code = _script(assert_matches(model, tmp_path, feeds, shape=["1,2,3,8"] * 4))
+    assert "x, out = apply_rotary_pos_emb(q_q, q_k, cos, sin)" in code  # inputs stay as given
+    assert "def apply_rotary_pos_emb(q, k, cos, sin):" in code
+    other = {n: RNG.standard_normal((2, 2, 5, 8)).astype(F32) for n in names}
+    assert_matches(model, tmp_path / "other", other, shape=["2,2,5,8"] * 4)
+
+
+def test_rotations_by_different_tables_stay_apart():
+    nodes = _renamed(rotary_nodes(4), "_q", ("cos", "sin")) + _renamed(
+        rotary_nodes(4), "_k", ("cos",)
+    )
+    nodes += [helper.make_node("Sub", ["y_q", "y_k"], ["y"])]
+    names = ("q_q", "q_k", "cos", "sin", "sin_k")
+    model = make_model(nodes, [(n, F32, [1, 2, 3, 8]) for n in names], [("y", F32, None)])
+    assert "ApplyRotaryPair" not in _lifted(model)[0]
