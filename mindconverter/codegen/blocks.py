@@ -12,6 +12,7 @@ from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
 from .roles import input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
+from .sizes import drop_size_only_values, drop_unused_sizes
 from .statements import StatementWriter, source_output_name
 
 
@@ -29,6 +30,18 @@ def is_cell_list(block: Block) -> bool:
         and not layer_leaves
         and all(item.name.isdigit() for item in block.items if isinstance(item, Block))
     )
+
+
+def _live_reads(block: Block, readers: dict[str, int], outputs: list[str]) -> dict[str, int]:
+    """Reads by nodes whose result something uses (a reshape folded into the transpose that
+    reads it is written nowhere: its reads do not count)."""
+    counts: dict[str, int] = {}
+    for mapped in block.nodes():
+        if any(out in readers or out in outputs for out in mapped.node.outputs if out):
+            for name in mapped.node.inputs:
+                if name:
+                    counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 class BlockWriter:
@@ -66,6 +79,8 @@ class BlockWriter:
                 hint = base if bases.count(base) == 1 else name
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
+        scope.params = list(inputs)
+        scope.live_reads = _live_reads(block, readers, outputs)
         scope.remaining_uses = readers
         scope.reads, scope.layer_reads = dict(readers), layer_reads(block.items)
         scope.remaining_uses_all = set(readers) | set(outputs)
@@ -84,6 +99,9 @@ class BlockWriter:
             else self.exprs.const(graph.constants[name], name, None)
             for name in outputs
         ]
+        if scope.size_names:
+            drop_size_only_values(scope, returns)
+            drop_unused_sizes(scope)
         self.state.scope = outer
         return BlockInstance(block, scope.cls, args, returns)
 

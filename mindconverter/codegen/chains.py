@@ -15,7 +15,7 @@ from typing import Any
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block
-from ..mappers.base import Call, Cell, Input, Lit, MappedNode, Method, Temp, expression_parts
+from ..mappers.base import Call, Cell, Input, Item, Lit, MappedNode, Method, Temp, expression_parts
 
 
 def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
@@ -69,11 +69,15 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
                     item.node, inputs=[source.node.inputs[0], *item.node.inputs[1:]]
                 )
                 absorbed.add(id(source))
-    return _inlined_layers(graph, mapped, parents, absorbed)
+    return _inlined_layers(graph, mapped, parents, absorbed, tree)
 
 
 def _inlined_layers(
-    graph: Graph, mapped: list[MappedNode], parents: dict[int, Block], absorbed: set[int]
+    graph: Graph,
+    mapped: list[MappedNode],
+    parents: dict[int, Block],
+    absorbed: set[int],
+    root: Block,
 ) -> set[str]:
     """Results of a layer call (``self.q_proj(hidden_states)``) that the head split right after
     it reads and nothing else does: written inside it,
@@ -91,14 +95,18 @@ def _inlined_layers(
         if not item.converted or not isinstance(item.result, Cell) or len(outputs) != 1:
             continue
         out = outputs[0]
-        found = readers.get(out, [])
+        parent = parents.get(id(item))
+        found = [
+            other
+            for other in readers.get(out, [])
+            if not _sizes_named_elsewhere(graph, other, out, parent, root)
+        ]
         if out in graph.outputs or len(found) != 1:
             continue
         reader = found[0]
         head_split = isinstance(reader.result, Method) and _is_call(
             reader.result.value, "ops.reshape"
         )
-        parent = parents.get(id(item))
         if not head_split or parent is None or parents.get(id(reader)) is not parent:
             continue
         positions = [i for i, name in enumerate(reader.node.inputs) if name == out]
@@ -109,6 +117,37 @@ def _inlined_layers(
         if all(_only_sizes(other, absorbed) for other in between):
             inlined.add(out)
     return inlined
+
+
+def _sizes_named_elsewhere(
+    graph: Graph, reader: MappedNode, value: str, block: Block | None, root: Block
+) -> bool:
+    """Whether ``reader`` is a tuple of sizes that reads ``value`` only for dimensions an input
+    of ``block`` has too: they are written as that input's names (codegen/sizes.py), so the
+    tuple does not read ``value`` at all."""
+    if reader.node.op_type != "Dims" or reader.node.domain != DOMAIN or block is None:
+        return False
+    inputs = graph.inputs if block is root else block.inputs
+    known = {d for n in inputs for d in graph.symbolic_shapes.get(n) or () if isinstance(d, str)}
+    shape = graph.symbolic_shapes.get(value) or ()
+    positions = {Input(i) for i, name in enumerate(reader.node.inputs) if name == value}
+    parts = list(expression_parts(reader.result))
+    axes = [
+        part.index
+        for part in parts
+        if isinstance(part, Item)
+        and _is_call(part.value, "ops.shape")
+        and part.value.args[0] in positions
+    ]
+    reads = sum(1 for part in parts if isinstance(part, Input) and part in positions)
+    return (
+        bool(axes)
+        and reads == len(axes)  # read for its sizes only
+        and all(
+            isinstance(axis, int) and -len(shape) <= axis < len(shape) and shape[axis] in known
+            for axis in axes
+        )
+    )
 
 
 def _only_sizes(item: Any, absorbed: set[int]) -> bool:

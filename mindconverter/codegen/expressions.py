@@ -39,6 +39,7 @@ from .literals import literal
 from .naming import comment_text, identifier
 from .rendered import CheckpointEntry
 from .scope import BlockScope, RenderState
+from .sizes import hoist_long_sizes, named_size, picked_size, shape_read
 
 INLINE_CONST_LIMIT = 16
 
@@ -148,7 +149,14 @@ def _exporter_value_name(name: str) -> bool:
 
 
 # Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.
-HELPER_FUNCTIONS = {"rotate_half": {"ops"}, "masked_softmax": {"ops", "math"}}
+# characters a ``construct`` line holds after its indent before the formatter wraps it
+CONSTRUCT_WIDTH = 80
+
+HELPER_FUNCTIONS = {
+    "rotate_half": {"ops"},
+    "apply_rotary_pos_emb": {"ops", "rotate_half"},
+    "masked_softmax": {"ops", "math", "ms"},
+}
 
 
 def with_weight_dtype(cell: Cell) -> Cell:
@@ -285,6 +293,13 @@ class ExpressionWriter:
             text = f"-{self.expr(value.operand, mapped, 7)}"
             return f"({text})" if parent_prec > 5 else text
         if isinstance(value, Item):
+            read = shape_read(value, mapped)
+            named = read and named_size(self.state.graph, self.scope, *read)
+            if named:
+                return named
+            picked = picked_size(self.scope, value, mapped)
+            if picked is not None:
+                return picked
             index = value.index
             index_text = (
                 ", ".join(self.index_part(i, mapped) for i in index)
@@ -352,6 +367,7 @@ class ExpressionWriter:
 
     def statement_line(self, line: str) -> None:
         """Append a ``construct`` line, below the comments its expressions carry."""
+        line = hoist_long_sizes(self.scope, line, CONSTRUCT_WIDTH)
         body = self.scope.cls.body
         body.extend(f"# {note}" for note in self.scope.notes if f"# {note}" not in body)
         self.scope.notes.clear()
@@ -506,10 +522,11 @@ class ExpressionWriter:
         whole and trainable, e.g. a position table sliced in the network), else a constant."""
         array = self.state.graph.constants[name]
         node = mapped.node
-        if node.op_type == "ApplyRotary" and name in node.inputs[1:3] and array.size > 1:
+        tables = {"ApplyRotary": 1, "ApplyRotaryPair": 2}.get(node.op_type)
+        if tables and name in node.inputs[tables : tables + 2] and array.size > 1:
             # rotary tables of a static export, folded to constants
             if name not in self.scope.held_constants:
-                role = "cos" if node.inputs.index(name) == 1 else "sin"
+                role = "cos" if node.inputs.index(name) == tables else "sin"
                 frozen = Param(Weight(array, ""), role=role, trainable=False)
                 self.scope.held_constants[name] = self.param(frozen, mapped)
             return self.scope.held_constants[name]

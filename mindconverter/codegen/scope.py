@@ -91,6 +91,12 @@ class BlockScope:
     held_weights: dict[tuple, tuple[str, str]] = field(default_factory=dict)
     # frozen constants already held by an attribute of this block, by graph value
     held_constants: dict[str, str] = field(default_factory=dict)
+    params: list[str] = field(default_factory=list)  # the values ``construct`` takes, in order
+    live_reads: dict[str, int] = field(default_factory=dict)  # reads by nodes that are written
+    size_names: dict[str, str] = field(default_factory=dict)  # dimension symbol -> variable
+    size_lines: int = 0  # lines unpacking inputs' sizes at the top of ``construct``
+    # sizes tuples written where they are read -> their items' text (``shape[0]`` -> ``batch``)
+    inlined_sizes: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass

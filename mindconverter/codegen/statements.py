@@ -12,6 +12,9 @@ from .naming import identifier
 from .rendered import UnconvertedSite
 from .scope import BlockScope, RenderState
 
+# longest sizes tuple written inside the expression that reads it (a longer one keeps its name)
+_INLINE_SIZES_LIMIT = 40
+
 
 class StatementWriter:
     """Appends one node's statement(s) to the current block."""
@@ -108,11 +111,29 @@ class StatementWriter:
         names = []
         for i in range(count):
             if used[i]:
-                names.append(self.output_variable(mapped, i, reuse))
+                own = self._turned_in_place(mapped, i) if count > 1 else None
+                names.append(self.output_variable(mapped, i, own or reuse))
                 reuse = None
             else:
                 names.append("_")
         return ", ".join(names)
+
+    def _turned_in_place(self, mapped: MappedNode, index: int) -> str | None:
+        """For a rotary pair, the variable of the input that output ``index`` turns, when this
+        node is its last reader: ``q, k = apply_rotary_pos_emb(q, k, cos, sin)``."""
+        node = mapped.node
+        if node.op_type != "ApplyRotaryPair" or node.domain != DOMAIN:
+            return None
+        source = node.inputs[index]
+        if (
+            source not in self.scope.var_of
+            or source in self.scope.no_reuse
+            or source in self.scope.protected
+            or self.scope.reads.get(source, 0) != 1
+            or self.scope.remaining_uses.get(source, 0) != 0
+        ):
+            return None
+        return self.scope.var_of[source]
 
     def statement(self, mapped: MappedNode) -> None:
         """Append the construct() line(s) for one node (comments of unused results are dropped)."""
@@ -152,6 +173,15 @@ class StatementWriter:
             return
         text = self.exprs.expr(result, mapped)
         self.consume_inputs(mapped)
+        if mapped.node.outputs and self._inline_sizes(mapped, text):
+            self.scope.var_of[mapped.node.outputs[0]] = text
+            self.scope.inlined_sizes[mapped.node.outputs[0]] = (
+                [self.exprs.expr(item, mapped) for item in mapped.result]
+                if isinstance(mapped.result, tuple)
+                else []
+            )
+            self.scope.no_reuse.add(mapped.node.outputs[0])
+            return
         if mapped.node.outputs and mapped.node.outputs[0] in self.state.inlined:
             self.scope.var_of[mapped.node.outputs[0]] = text  # its one reader writes the call
             self.scope.no_reuse.add(mapped.node.outputs[0])  # an expression, never a target
@@ -159,6 +189,26 @@ class StatementWriter:
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
             self.exprs.statement_line(f"{targets} = {text}")
+
+    def _inline_sizes(self, mapped: MappedNode, text: str) -> bool:
+        """A short tuple of named sizes with one reader is written where it is read:
+        ``ops.reshape(context, (batch, sequence, -1))``, and one named size is its name. It
+        reads no tensor, so no variable it names can change before its reader runs."""
+        out = mapped.node.outputs[0]
+        if (
+            mapped.node.op_type != "Dims"
+            or mapped.node.domain != DOMAIN
+            or out in self.scope.protected
+        ):
+            return False
+        if text.isidentifier():
+            return True  # one named size: readers use its name
+        return (
+            isinstance(mapped.result, tuple)
+            and self.scope.live_reads.get(out, 0) == 1
+            and "(" not in text[1:]
+            and len(text) <= _INLINE_SIZES_LIMIT
+        )
 
     def placeholder(self, mapped: MappedNode) -> None:
         """An unconverted node: a clearly marked placeholder cell that keeps the file importable."""
@@ -205,9 +255,12 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                 while name and name not in roles:
                     roles[name] = role
                     source = producers.get(name)
-                    name = ""
+                    value, name = name, ""
                     if source is not None and source.op_type == "ApplyRotary":
                         name = source.inputs[0] if source.domain == DOMAIN else ""
+                    elif source is not None and source.op_type == "ApplyRotaryPair":
+                        turned = source.outputs.index(value)
+                        name = source.inputs[turned] if source.domain == DOMAIN else ""
                     elif source is not None and source.op_type == "Concat" and role in "kv":
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
                         role = "key_states" if role == "k" else "value_states"

@@ -49,7 +49,7 @@ def test_heads_split_and_merged_in_one_statement_each(tmp_path):
     )
     code = result.script_path.read_text()
     assert ".swapaxes(1, 2)" in code and "ops.transpose" not in code
-    assert "ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], 2, 4)).swapaxes(1, 2)" in code
+    assert "ops.reshape(x, (batch, sequence, 2, 4)).swapaxes(1, 2)" in code
 
 
 def test_a_merge_reading_sizes_of_the_swapped_value_stays_two_statements(tmp_path):

@@ -31,6 +31,11 @@ def rotate_half(x):
     return ops.concat((-x[..., half:], x[..., :half]), axis=-1)
 
 
+def apply_rotary_pos_emb(q, k, cos, sin):
+    """Rotary position embeddings: the queries and the keys turned by the same tables."""
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
 class LlamaAttention(nn.Cell):
     """Recovered from layers.0.self_attn, layers.1.self_attn."""
 
@@ -42,25 +47,20 @@ class LlamaAttention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        q_proj = self.q_proj(hidden_states)
-        shape = (ops.shape(q_proj)[0], ops.shape(q_proj)[1], 4, 4)
-        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states)
-        shape_1 = (ops.shape(k_proj)[0], ops.shape(k_proj)[1], 2, 4)
-        key_states = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
-        value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        key_states = key_states * cos + rotate_half(key_states) * sin
+        batch, seq, _ = hidden_states.shape
+        q = ops.reshape(self.q_proj(hidden_states), (batch, seq, 4, 4)).swapaxes(1, 2)
+        shape = (batch, seq, 2, 4)
+        key_states = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
+        value_states = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
+        q, key_states = apply_rotary_pos_emb(q, key_states, cos, sin)
         k = ops.concat((past_key, key_states), axis=2)
         v = ops.concat((past_value, value_states), axis=2)
         k_1 = ops.repeat_interleave(k, 2, axis=1)
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        v_1 = ops.repeat_interleave(v, 2, axis=1)
-        context = ops.matmul(probs, v_1)
+        context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
         context = context.swapaxes(1, 2)
-        shape_2 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        x = ops.reshape(context, shape_2)
+        x = ops.reshape(context, (batch, seq, 16))
         x = self.o_proj(x)
         return k, v, x
 
@@ -116,9 +116,11 @@ class MindSporeModel(nn.Cell):
         self.lm_head = nn.Dense(in_channels=16, out_channels=48, has_bias=False)
 
     def construct(self, input_ids, past_keys, past_values):
-        shape = ops.scalar_to_tensor(ops.shape(input_ids)[1], ms.int64)
-        shape_1 = ops.scalar_to_tensor(ops.shape(past_keys)[3], ms.int64)
-        shape_2 = ops.shape(past_keys)[3] + ops.shape(input_ids)[1]
+        seq = input_ids.shape[1]
+        past = past_keys.shape[3]
+        shape = ops.scalar_to_tensor(seq, ms.int64)
+        shape_1 = ops.scalar_to_tensor(past, ms.int64)
+        shape_2 = past + seq
         x = ops.arange(shape_1, shape_2, 1)
         x = ops.cast(x, ms.float32)
         x = ops.unsqueeze(x, dim=1)

@@ -31,6 +31,11 @@ def rotate_half(x):
     return ops.concat((-x[..., half:], x[..., :half]), axis=-1)
 
 
+def apply_rotary_pos_emb(q, k, cos, sin):
+    """Rotary position embeddings: the queries and the keys turned by the same tables."""
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
 class SelfAttention(nn.Cell):
     """Recovered from layers.0.self_attn, layers.1.self_attn."""
 
@@ -42,22 +47,20 @@ class SelfAttention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 4, 4)
+        batch, sequence, _ = hidden_states.shape
+        shape = (batch, sequence, 4, 4)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
-        shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], 2, 4)
+        shape_1 = (batch, sequence, 2, 4)
         key_states = ops.reshape(self.k_proj(hidden_states), shape_1).swapaxes(1, 2)
         value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        key_states = key_states * cos + rotate_half(key_states) * sin
+        q, key_states = apply_rotary_pos_emb(q, key_states, cos, sin)
         k = ops.concat((past_key, key_states), axis=2)
         v = ops.concat((past_value, value_states), axis=2)
         k_1 = ops.repeat_interleave(k, 2, axis=1)
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
-        v_1 = ops.repeat_interleave(v, 2, axis=1)
-        context = ops.matmul(probs, v_1)
-        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        x = ops.reshape(context.swapaxes(1, 2), shape_2)
+        context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
+        x = ops.reshape(context.swapaxes(1, 2), (batch, sequence, -1))
         x = self.o_proj(x)
         return k, v, x
 
@@ -112,9 +115,11 @@ class MindSporeModel(nn.Cell):
         self.lm_head = nn.Dense(in_channels=16, out_channels=48, has_bias=False)
 
     def construct(self, input_ids, past_keys, past_values):
-        shape = ops.scalar_to_tensor(ops.shape(input_ids)[1], ms.int64)
-        shape_1 = ops.scalar_to_tensor(ops.shape(past_keys)[3], ms.int64)
-        shape_2 = ops.shape(past_keys)[3] + ops.shape(input_ids)[1]
+        sequence = input_ids.shape[1]
+        past = past_keys.shape[3]
+        shape = ops.scalar_to_tensor(sequence, ms.int64)
+        shape_1 = ops.scalar_to_tensor(past, ms.int64)
+        shape_2 = past + sequence
         x = ops.arange(shape_1, shape_2, 1)
         x = ops.cast(x, ms.float32)
         x = ops.unsqueeze(x, dim=1)

@@ -11,8 +11,11 @@ from mindspore import nn, ops
 
 
 def masked_softmax(scores, mask):
-    """Softmax of ``scores + mask`` over the last axis; a row the mask hides entirely (all -inf)
-    gives zeros, as PyTorch's scaled_dot_product_attention does."""
+    """Softmax of ``scores + mask`` over the last axis (a boolean mask marks the positions to
+    keep); a row the mask hides entirely gives zeros, as PyTorch's scaled_dot_product_attention
+    does."""
+    if mask.dtype == ms.bool_:
+        mask = ops.where(mask, 0.0, -math.inf)
     # MindSpore's softmax zeroes the whole tensor when a row is all -inf: such rows give 0 here
     masked_rows = ops.amax(mask, -1, keepdims=True) == -math.inf
     probs = ops.softmax(ops.where(masked_rows, 0.0, scores + mask), axis=-1)
@@ -30,17 +33,16 @@ class SelfAttention(nn.Cell):
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, attention_mask):
-        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
+        batch_size, seq_len, _ = hidden_states.shape
+        shape = (batch_size, seq_len, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape).swapaxes(1, 2)
-        attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
-        shape_1 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        x = ops.reshape(context.swapaxes(1, 2), shape_1)
+        x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
         x = self.out_proj(x)
         return x
 
@@ -92,12 +94,10 @@ class Encoder(nn.Cell):
         self.layers = Layers()
 
     def construct(self, input_ids, attention_mask):
+        batch_size, seq_len = input_ids.shape
         x = self.shared(input_ids)
-        out = x[:, :, 15]
-        shape = ops.shape(out)[1]
-        embed_positions = ops.arange(0, shape, 1)
-        shape_1 = (ops.shape(out)[0], 1)
-        embed_positions = ops.broadcast_to(embed_positions, (shape_1[0], -1))
+        embed_positions = ops.arange(0, seq_len, 1)
+        embed_positions = ops.broadcast_to(embed_positions, (batch_size, -1))
         embed_positions = embed_positions + 2
         embed_positions_1 = self.embed_positions(embed_positions)
         add = x + embed_positions_1
@@ -118,18 +118,18 @@ class EncoderAttention(nn.Cell):
         self.out_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, hidden_states_1, attention_mask):
-        shape = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1, 8)
+        batch_size, seq_len, _ = hidden_states.shape
+        seq_len_1 = hidden_states_1.shape[1]
+        shape = (batch_size, seq_len, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states_1)
-        shape_1 = (ops.shape(hidden_states_1)[0], ops.shape(hidden_states_1)[1], -1, 8)
+        shape_1 = (batch_size, seq_len_1, -1, 8)
         v = ops.reshape(self.v_proj(hidden_states_1), shape_1).swapaxes(1, 2)
         k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
-        attention_mask = ops.where(attention_mask, 0.0, -math.inf)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
-        shape_2 = (ops.shape(hidden_states)[0], ops.shape(hidden_states)[1], -1)
-        x = ops.reshape(context.swapaxes(1, 2), shape_2)
+        x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
         x = self.out_proj(x)
         return x
 
@@ -194,8 +194,9 @@ class Decoder(nn.Cell):
         self.layers = Layers2()
 
     def construct(self, hidden_states, decoder_input_ids, attention_mask):
+        seq_len = decoder_input_ids.shape[1]
         x = self.shared(decoder_input_ids)
-        shape = ops.scalar_to_tensor(ops.shape(x)[1], ms.int64)
+        shape = ops.scalar_to_tensor(seq_len, ms.int64)
         out = ops.arange(0, shape, 1)
         range_ = ops.arange(0, shape, 1)
         unsqueeze = ops.unsqueeze(out, dim=0)

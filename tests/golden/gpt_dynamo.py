@@ -19,9 +19,10 @@ class CausalSelfAttention(nn.Cell):
         self.proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, attention_mask):
+        batch, sequence, _ = hidden_states.shape
         hidden_states = self.qkv(hidden_states)
         query, key, value = ops.split(hidden_states, 16, axis=2)
-        shape = (ops.shape(query)[0], ops.shape(query)[1], 2, 8)
+        shape = (batch, sequence, 2, 8)
         q = ops.reshape(query, shape).swapaxes(1, 2)
         v = ops.reshape(value, shape).swapaxes(1, 2)
         k = ops.reshape(key, shape).swapaxes(1, 2)
@@ -29,8 +30,7 @@ class CausalSelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         context = context.swapaxes(1, 2)
-        shape_1 = (ops.shape(context)[0], ops.shape(context)[1], 16)
-        x = ops.reshape(context, shape_1)
+        x = ops.reshape(context, (batch, sequence, 16))
         x = self.proj(x)
         return x
 
@@ -79,10 +79,10 @@ class MindSporeModel(nn.Cell):
         self.lm_head_1.weight = self.lm_head.embedding_table
 
     def construct(self, ids):
-        shape = ops.cast(ops.tuple_to_array((ops.shape(ids)[1],)), ms.int64)
-        shape_1 = ops.shape(ids)[1]
+        sequence = ids.shape[1]
+        shape = ops.cast(ops.tuple_to_array((sequence,)), ms.int64)
         x = self.lm_head(ids)
-        out = ops.arange(0, shape_1, 1)
+        out = ops.arange(0, sequence, 1)
         wpe = self.wpe(out)
         x = x + wpe
         slice_ = self.causal[: shape[0]]

@@ -23,11 +23,11 @@ class BertEmbeddings(nn.Cell):
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
     def construct(self, attention_mask, input_ids):
-        shape = ops.cast(ops.tuple_to_array((ops.shape(attention_mask)[1],)), ms.int64)
+        batch, sequence = attention_mask.shape
+        shape = ops.cast(ops.tuple_to_array((sequence,)), ms.int64)
         x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.const, 1, x % 32)
-        shape_1 = (ops.shape(attention_mask)[0], ops.shape(out)[1])
-        expand = ops.broadcast_to(out, (shape_1[0], shape_1[1]))
+        expand = ops.broadcast_to(out, (batch, sequence))
         word_embeddings = self.word_embeddings(input_ids)
         token_type_embeddings = self.token_type_embeddings(expand)
         word_embeddings = word_embeddings + token_type_embeddings
@@ -47,17 +47,16 @@ class BertSelfAttention(nn.Cell):
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
     def construct(self, hidden_states, attention_mask):
-        query = self.query(hidden_states)
-        shape = (ops.shape(query)[0], ops.shape(query)[1], -1, 16)
-        q = ops.reshape(query, shape).swapaxes(1, 2)
+        batch, sequence, _ = hidden_states.shape
+        shape = (batch, sequence, -1, 16)
+        q = ops.reshape(self.query(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(self.key(hidden_states), shape).swapaxes(1, 2)
         v = ops.reshape(self.value(hidden_states), shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(16)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         context = context.swapaxes(1, 2)
-        shape_1 = (ops.shape(context)[0], ops.shape(context)[1], -1)
-        x = ops.reshape(context, shape_1)
+        x = ops.reshape(context, (batch, sequence, -1))
         return x
 
 

@@ -25,9 +25,9 @@ class PatchEmbeddings(nn.Cell):
         )
 
     def construct(self, pixel_values):
-        pixel_values = self.projection(pixel_values)
-        shape = (ops.shape(pixel_values)[0], 16, -1)
-        x = ops.reshape(pixel_values, shape).swapaxes(1, 2)
+        batch_size = pixel_values.shape[0]
+        shape = (batch_size, 16, -1)
+        x = ops.reshape(self.projection(pixel_values), shape).swapaxes(1, 2)
         return x
 
 
@@ -41,9 +41,9 @@ class Embeddings(nn.Cell):
         self.position_embeddings = Parameter(ops.zeros((1, 5, 16), ms.float32))
 
     def construct(self, pixel_values):
+        batch_size = pixel_values.shape[0]
         x = self.patch_embeddings(pixel_values)
-        shape = (ops.shape(pixel_values)[0], 1, 1)
-        out = ops.broadcast_to(self.cls_token, (shape[0], -1, -1))
+        out = ops.broadcast_to(self.cls_token, (batch_size, -1, -1))
         concat = ops.concat((out, x), axis=1)
         concat = concat + self.position_embeddings
         return concat
@@ -60,7 +60,8 @@ class Attention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states):
-        shape = (ops.shape(hidden_states)[0], 5, -1, 8)
+        batch_size = hidden_states.shape[0]
+        shape = (batch_size, 5, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
         k_proj = self.k_proj(hidden_states)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
@@ -68,8 +69,7 @@ class Attention(nn.Cell):
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
-        shape_1 = (ops.shape(hidden_states)[0], 5, -1)
-        x = ops.reshape(context.swapaxes(1, 2), shape_1)
+        x = ops.reshape(context.swapaxes(1, 2), (batch_size, 5, -1))
         x = self.o_proj(x)
         return x
 

@@ -1,0 +1,91 @@
+"""Named sizes (codegen/sizes.py): a block's dynamic dimensions read once, at the top of
+``construct``, under names that are plain words; numbers stay onnxruntime's at two shapes."""
+
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from tests.helpers import assert_matches, make_model
+
+F32 = np.float32
+
+
+def _heads_model(batch: str, sequence: str):
+    """x (batch, sequence, 8) split into 2 heads of 4, scaled, merged back."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Mul", ["q", "scale"], ["scaled"]),
+        helper.make_node("Transpose", ["scaled"], ["back"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["back", "merged"], ["y"]),
+    ]
+    constants = {
+        "heads": np.array([0, 0, 2, 4], np.int64),
+        "merged": np.array([0, 0, 8], np.int64),
+        "scale": np.array(0.5, F32),
+    }
+    return make_model(
+        nodes, [("x", F32, [batch, sequence, 8])], [("y", F32, [batch, sequence, 8])], constants
+    )
+
+
+def _construct(result) -> str:
+    code = result.script_path.read_text()
+    return code[code.index("    def construct(") : code.index("def dynamic_inputs")]
+
+
+def _feeds(*shape):
+    return {"x": np.random.default_rng(0).standard_normal(shape).astype(F32)}
+
+
+def _converted_at_two_shapes(model, tmp_path) -> str:
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+    return _construct(result)
+
+
+def test_sizes_are_unpacked_once_under_the_exports_names(tmp_path):
+    construct = _converted_at_two_shapes(_heads_model("batch", "sequence"), tmp_path)
+    assert construct.count("batch, sequence, _ = x.shape") == 1
+    assert "ops.shape(" not in construct
+    assert "ops.reshape(out, (batch, sequence, 8))" in construct  # one reader: written inline
+
+
+@pytest.mark.parametrize(
+    "batch, sequence",
+    [
+        ("s0", "s1"),  # dynamo's symbols
+        ("unk__3", "LayerNormalizationout_dim_1"),  # made by shape inference
+    ],
+)
+def test_made_up_dimension_names_fall_back_to_names_by_axis(tmp_path, batch, sequence):
+    construct = _converted_at_two_shapes(_heads_model(batch, sequence), tmp_path)
+    assert "batch_size, seq_len, _ = x.shape" in construct
+
+
+def test_hostile_dimension_names_become_plain_identifiers(tmp_path):
+    model = _heads_model("__import__('os').system('echo owned')", "x; import os")
+    construct = _converted_at_two_shapes(model, tmp_path)
+    unpack = construct.splitlines()[1].strip()
+    assert re.fullmatch(r"\w+, \w+, _ = x\.shape", unpack), unpack
+    assert "(" not in unpack and ";" not in construct and "'" not in construct
+
+
+def test_a_size_nothing_reads_is_not_unpacked(tmp_path):
+    """Only the batch is dynamic where the merge reads it: one name, no unpacking."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sizes"], end=1),
+        helper.make_node("Concat", ["sizes", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F32, ["batch", "sequence", 8])],
+        [("y", F32, ["batch", None])],
+        {"rest": np.array([-1], np.int64)},
+    )
+    construct = _converted_at_two_shapes(model, tmp_path)
+    assert "batch = x.shape[0]" in construct
+    assert "sequence" not in construct and "_ =" not in construct
