@@ -12,10 +12,13 @@ For each script it reports, from the script's syntax tree alone:
   ``+ 0``, a scalar ``ms.Tensor`` where a Python number works, one tuple of sizes built again
   in the same function, reshape of a reshape, transpose of a transpose, ``ops.gather`` with a
   constant index, a ``nn.LayerNorm`` tied to the input's rank);
-- ``unrolled_calls`` (``self.layer[0](...)``) and ``loops`` (``for layer in self.layers``);
+- ``unrolled_calls`` (``self.layer[0](...)`` outside a loop) and ``loops``
+  (``for layer in self.layers``);
 - ``mixed_containers``: ``nn.CellList``/``nn.SequentialCell`` holding instances of several classes;
 - ``size_only_params``: block parameters used only where a size is read or given;
 - ``renamed_meanings``: variables assigned again with a value that does not read them;
+- ``tied_copies``: ``self.fc_1.weight = self.fc.weight``, a layer written again for each
+  application instead of one layer applied in a loop;
 - ``ruff_check`` / ``ruff_imports`` / ``ruff_format``: whether ``ruff check --isolated`` (default
   rules), its import-order rule (``I``) and ``ruff format --check`` pass.
 """
@@ -258,6 +261,21 @@ def _ruff(args: list[str], code: str) -> bool:
     return done.returncode == 0
 
 
+def _tied_copies(tree: ast.Module) -> int:
+    """``self.fc_1.weight = self.fc.weight`` lines: a layer the source applies again written as
+    a second copy sharing the first one's Parameters (ALBERT before its loop)."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    copy, first = _name(stmt.targets[0]), _name(stmt.value)
+                    holder, _, param = copy.rpartition(".")
+                    if param and first == f"{re.sub(r'_[0-9]+$', '', holder)}.{param}" != copy:
+                        count += 1
+    return count
+
+
 def measure(code: str, run_ruff: bool = True) -> dict:
     """The readability properties of one generated script."""
     tree = ast.parse(code)
@@ -276,12 +294,19 @@ def measure(code: str, run_ruff: bool = True) -> dict:
             if cls.name != "MindSporeModel":
                 size_only += sum(_size_only(fn, p) for p in fn.params)
             renamed += _renamed_meanings(fn)
+            in_loops = {
+                id(inner)
+                for loop in ast.walk(func)
+                if isinstance(loop, ast.For)
+                for inner in ast.walk(loop)
+            }
             for node in ast.walk(func):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Subscript)
                     and _name(node.func.value).startswith("self.")
                     and _is_number(node.func.slice)
+                    and id(node) not in in_loops  # one layer applied in a loop (ALBERT)
                 ):
                     unrolled += 1
                 loops += isinstance(node, ast.For)
@@ -296,6 +321,7 @@ def measure(code: str, run_ruff: bool = True) -> dict:
         "mixed_containers": _mixed_containers(tree),
         "size_only_params": size_only,
         "renamed_meanings": renamed,
+        "tied_copies": _tied_copies(tree),
     }
     if run_ruff:
         result["ruff_check"] = _ruff(["check", "--isolated", "--quiet"], code)
@@ -316,6 +342,7 @@ def summary(results: dict[str, dict]) -> dict:
         "mixed_containers",
         "size_only_params",
         "renamed_meanings",
+        "tied_copies",
     ):
         total[key] = sum(r[key] for r in rows)
     total["attention_lines_median"] = statistics.median(lengths) if lengths else 0

@@ -18,7 +18,7 @@ from .statements import StatementWriter, source_output_name
 
 def is_cell_list(block: Block) -> bool:
     """A container of numbered layers that is not a simple chain (a ModuleList of layers taking
-    several inputs, like BERT's ``encoder.layer``)."""
+    several inputs, like BERT's ``encoder.layer``; ALBERT's list of one shared layer)."""
     if block.sequential or not block.path:
         return False
     numbered = [item for item in block.items if isinstance(item, Block) and item.name.isdigit()]
@@ -26,7 +26,7 @@ def is_cell_list(block: Block) -> bool:
     # layers of the list itself (leaf modules named by index) would lose their names
     layer_leaves = [m for m in leaves if module_path(m.node).rsplit(".", 1)[0] == block.path]
     return (
-        len(numbered) >= 2
+        len(numbered) >= 1
         and not layer_leaves
         and all(item.name.isdigit() for item in block.items if isinstance(item, Block))
     )
@@ -186,7 +186,8 @@ class BlockWriter:
         self.scope.cls.init_lines.append([f"self.{attr} = "] + elements)
         keys = {part.key for part in elements if isinstance(part, ClassRef)}
         layers = [numbered[index] for index in sorted(numbered)]
-        run = self._loopable(container, layers) if len(keys) == 1 else None
+        loopable = len(keys) == 1 and all(b.repeats == 1 for b in layers)
+        run = self._loopable(container, layers) if loopable else None
         looped = False
         for item in container.items:
             if run is not None and item is layers[0]:
@@ -319,8 +320,36 @@ class BlockWriter:
         base = source_output_name(layer.outputs[position], self.state.graph.outputs)
         return per_layer_base(base) if base else f"{attr}_output"
 
+    def repeat_call(self, child: Block, callee: str) -> None:
+        """``for _ in range(3): hidden_states = callee(hidden_states, mask)`` for a module the
+        source applies several times in a row with the same weights."""
+        carried_in, _, last_out = child.carried
+        scope = self.scope
+        args = [scope.var_of[name] for name in child.inputs]
+        for mapped in child.nodes():
+            for name in mapped.node.inputs:
+                if name in scope.remaining_uses:
+                    scope.remaining_uses[name] -= 1
+        named = scope.is_root and source_output_name(last_out, self.state.graph.outputs)
+        var = scope.var_of[carried_in]
+        if (
+            named
+            or carried_in in scope.no_reuse
+            or carried_in in scope.protected
+            or scope.remaining_uses.get(carried_in, 0) > 0
+        ):
+            var = self.exprs.new_variable(named or "hidden_states")
+            scope.cls.body.append(f"{var} = {scope.var_of[carried_in]}")
+        args[child.inputs.index(carried_in)] = var
+        scope.cls.body.append(f"for _ in range({child.repeats}):")
+        scope.cls.body.append(f"    {var} = {callee}({', '.join(args)})")
+        scope.var_of[last_out] = var
+
     def call_block(self, child: Block, callee: str, attr: str) -> None:
         """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""
+        if child.repeats > 1:
+            self.repeat_call(child, callee)
+            return
         call = f"{callee}({', '.join(self.scope.var_of[name] for name in child.inputs)})"
         for mapped in child.nodes():
             for name in mapped.node.inputs:

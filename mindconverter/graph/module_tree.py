@@ -22,6 +22,10 @@ class Block:
     outputs: list[str] = field(default_factory=list)
     sequential: bool = False  # render as nn.SequentialCell of its items
     indices: list[int] = field(default_factory=list)  # for sequential blocks: each item's index
+    # a module applied ``repeats`` times in a row with its weights shared (ALBERT's layer): the
+    # items are the first application; ``carried`` is (value in, first result, last result)
+    repeats: int = 1
+    carried: tuple[str, str, str] = ("", "", "")
 
     @property
     def name(self) -> str:

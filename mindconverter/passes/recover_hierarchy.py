@@ -22,6 +22,7 @@ from dataclasses import replace
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block, module_classes, module_path
+from ..graph.shared_modules import Repeat, find_repeats
 from ..graph.symbolic import whole_dimensions
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import MappedNode, NodeContext, Unsupported
@@ -38,6 +39,8 @@ def _interface(block: Block, graph: Graph, read_outside: set[str]) -> None:
     for mapped in block.nodes():
         consumed.extend(n for n in mapped.node.inputs if n)
         produced.extend(n for n in mapped.node.outputs if n)
+    # a repeated module inside gives its last application's result
+    produced.extend(b.carried[2] for b in _all_blocks(block) if b.repeats > 1)
     made = set(produced)
     seen = set()
     block.inputs = []
@@ -55,7 +58,10 @@ def _reads(item) -> set[str]:
 
 def _writes(item) -> set[str]:
     nodes = item.nodes() if isinstance(item, Block) else [item]
-    return {n for m in nodes for n in m.node.outputs if n}
+    written = {n for m in nodes for n in m.node.outputs if n}
+    if isinstance(item, Block):
+        written |= {b.carried[2] for b in _all_blocks(item) if b.repeats > 1}
+    return written
 
 
 def _order_items(items: list) -> list | None:
@@ -437,6 +443,9 @@ def localize_sizes(graph: Graph, root: Block) -> None:
             owner.items.remove(dims_node)
 
 
+# a leaf name under which nodes hoisted before a repeated module's loop join its parent
+_HOISTED = "#hoisted"  # never a module name: always a leaf
+
 # the scope dynamo gives nodes it adds for its own run-time checks (``sym_size`` reads)
 _HOOK_SCOPE = "_empty_nn_module_stack"
 
@@ -506,9 +515,41 @@ def _ancestors(path: str) -> list[str]:
 
 
 def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
-    """The module tree of the model from exporter hints, else from repeated structure."""
+    """The module tree of the model from exporter hints, else from repeated structure; a module
+    applied several times in a row with shared weights is one block run in a loop, unless the
+    tree cannot keep it as one block."""
     paths = {id(m): module_path(m.node) for m in mapped}
     _place_unscoped(graph, mapped, paths)
+    repeats = find_repeats(graph, mapped, paths)
+    if repeats:
+        root = _blocks(graph, mapped, dict(paths), repeats)
+        if _repeats_kept(root, repeats):
+            return root
+    return _blocks(graph, mapped, paths, [])
+
+
+def _repeats_kept(root: Block, repeats: list[Repeat]) -> bool:
+    """Whether each repeated module is still one block called from a block's ``construct``
+    (not dissolved into its parent, not an element of an ``nn.SequentialCell``)."""
+    found = {b.path: b for b in _all_blocks(root) if b.repeats > 1}
+    if set(found) != {r.path for r in repeats}:
+        return False
+    return not any(
+        b.sequential and any(child.repeats > 1 for child in _all_blocks(b))
+        for b in _all_blocks(root)
+    )
+
+
+def _blocks(
+    graph: Graph, mapped: list[MappedNode], paths: dict[int, str], repeats: list[Repeat]
+) -> Block:
+    dropped: set[int] = set()
+    for repeat in repeats:
+        outer = re.sub(r"(\.\d+)+$", "", repeat.path)  # the module list holding the module
+        for m in repeat.hoisted:
+            paths[id(m)] = f"{_parent(outer)}.{_HOISTED}" if _parent(outer) else _HOISTED
+        dropped.update(id(m) for m in repeat.later)
+    mapped = [m for m in mapped if id(m) not in dropped]
     modules: set[str] = set()
     classes: dict[str, str] = {}
     for m in mapped:
@@ -532,6 +573,10 @@ def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
         path = paths[id(m)]
         owner = path if path in has_children else _parent(path)
         block_for(owner).items.append(m)
+    for repeat in repeats:
+        if repeat.path in blocks:
+            blocks[repeat.path].repeats = repeat.count
+            blocks[repeat.path].carried = (repeat.carried_in, repeat.first_out, repeat.last_out)
     if not root.child_blocks():
         root = mine_repeated_blocks(graph, mapped)
     _settle(root)
@@ -546,10 +591,21 @@ def recover_blocks(graph: Graph, mapped: list[MappedNode]) -> Block:
         for name in m.node.inputs:
             if name:
                 readers.setdefault(name, set()).add(id(m))
+    # inside a repeated module, its result is read after it: by its next application
+    loop_results = {
+        id(inner): b.carried[1]
+        for b in _all_blocks(root)
+        if b.repeats > 1
+        for inner in _all_blocks(b)
+    }
     for block in _all_blocks(root)[1:]:
         inside = {id(m) for m in block.nodes()}
         outside = {name for name, who in readers.items() if who - inside} | set(graph.outputs)
+        if id(block) in loop_results:
+            outside.add(loop_results[id(block)])
         _interface(block, graph, outside)
+        if block.repeats > 1:
+            block.outputs = [block.carried[1]]  # the block gives one application's result
         # arguments: float tensors (hidden states) before masks and ids, then by first use inside;
         # the same for every instance of a repeated block
         block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")

@@ -71,18 +71,6 @@ class Layer(nn.Cell):
         return add
 
 
-class Layers(nn.Cell):
-    """Recovered from model.encoder.layers."""
-
-    def __init__(self):
-        super().__init__()
-        self.model_encoder_layers_0 = Layer()
-
-    def construct(self, hidden_states, attention_mask):
-        hidden_states = self.model_encoder_layers_0(hidden_states, attention_mask)
-        return hidden_states
-
-
 class Encoder(nn.Cell):
     """Recovered from model.encoder."""
 
@@ -91,7 +79,7 @@ class Encoder(nn.Cell):
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
         self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.layers = Layers()
+        self.layers = nn.CellList([Layer()])
 
     def construct(self, input_ids, attention_mask):
         batch_size, seq_len = input_ids.shape
@@ -103,7 +91,8 @@ class Encoder(nn.Cell):
         add = x + embed_positions_1
         add = self.layernorm_embedding(add)
         attention_mask = attention_mask[:, None, None, :]
-        add = self.layers(add, attention_mask)
+        for layer in self.layers:
+            add = layer(add, attention_mask)
         return add
 
 
@@ -167,22 +156,6 @@ class Layer2(nn.Cell):
         return add_1
 
 
-class Layers2(nn.Cell):
-    """Recovered from model.decoder.layers."""
-
-    def __init__(self):
-        super().__init__()
-        self.model_decoder_layers_0 = Layer2()
-
-    def construct(
-        self, hidden_states, hidden_states_1, attention_mask, attention_mask_1
-    ):
-        hidden_states = self.model_decoder_layers_0(
-            hidden_states, hidden_states_1, attention_mask, attention_mask_1
-        )
-        return hidden_states
-
-
 class Decoder(nn.Cell):
     """Recovered from model.decoder."""
 
@@ -191,7 +164,7 @@ class Decoder(nn.Cell):
         self.shared = nn.Embedding(vocab_size=40, embedding_size=16)
         self.embed_positions = nn.Embedding(vocab_size=34, embedding_size=16)
         self.layernorm_embedding = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.layers = Layers2()
+        self.layers = nn.CellList([Layer2()])
 
     def construct(self, hidden_states, decoder_input_ids, attention_mask):
         seq_len = decoder_input_ids.shape[1]
@@ -208,7 +181,8 @@ class Decoder(nn.Cell):
         embed_positions = self.embed_positions(unsqueeze)
         add = x + embed_positions
         add = self.layernorm_embedding(add)
-        add = self.layers(add, hidden_states, less_or_equal, attention_mask)
+        for layer in self.layers:
+            add = layer(add, hidden_states, less_or_equal, attention_mask)
         return add
 
 
