@@ -7,10 +7,11 @@ tensor symbolic shape inference gave the same symbol) is the name. The line read
 before any statement can overwrite their variables, so the names are right wherever they are
 used.
 
-Names come from the export's dimension names when they are plain words (``batch``,
-``sequence_length``; never code: only letters and underscores survive), else from the axis:
-``batch_size`` for the first, ``seq_len`` for a ``(batch, sequence[, features])`` input,
-``height, width`` for an image's two spatial axes, ``<input>_dim<axis>`` otherwise.
+Names come from the axis: ``batch_size`` for the first, ``seq_len`` for a
+``(batch, sequence[, features])`` input, ``height, width`` for an image's two spatial axes,
+``<input>_len`` for a cache's one length, ``<input>_dim<axis>`` otherwise; the network's own
+``construct`` uses the export's dimension names when they are plain words (``batch``,
+``sequence_length``; never code: only letters and underscores survive).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def named_size(graph: Graph, scope: BlockScope, tensor: str, axis: int) -> str |
     targets = []
     for index, dim in enumerate(shape):
         if isinstance(dim, str) and dim not in scope.size_names:
-            hint = _size_hint(dim, index, shape, var)
+            hint = _size_hint(dim, index, shape, var, scope.is_root)
             scope.size_names[dim] = scope.cls.variables.claim(hint, "size")
             targets.append(scope.size_names[dim])
         else:
@@ -171,8 +172,11 @@ def _input_with(graph: Graph, scope: BlockScope, tensor: str, symbol: str) -> st
     return None
 
 
-def _size_hint(dim: str, axis: int, shape: tuple, var: str) -> str:
-    if _PLAIN_WORD.fullmatch(dim) and not _MADE_UP.search(dim):
+def _size_hint(dim: str, axis: int, shape: tuple, var: str, is_root: bool) -> str:
+    """The network's own ``construct`` uses the export's dimension names; a block's names come
+    from the axis alone, so that every instance of a module (whose inputs shape inference may
+    give other symbols) reads the same and shares one class."""
+    if is_root and _PLAIN_WORD.fullmatch(dim) and not _MADE_UP.search(dim):
         return dim
     dynamic = [i for i, d in enumerate(shape) if isinstance(d, str)]
     if axis == 0:
@@ -181,4 +185,6 @@ def _size_hint(dim: str, axis: int, shape: tuple, var: str) -> str:
         return "seq_len"
     if len(shape) == 4 and axis in (2, 3) and dynamic[-2:] == [2, 3]:
         return ("height", "width")[axis - 2]
+    if dynamic == [0, axis]:
+        return f"{var}_len"  # the one length of a cache (batch, heads, past, head_dim)
     return f"{var}_dim{axis}"

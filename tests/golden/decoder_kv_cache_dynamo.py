@@ -47,11 +47,12 @@ class LlamaAttention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        batch, seq, _ = hidden_states.shape
-        q = ops.reshape(self.q_proj(hidden_states), (batch, seq, 4, 4)).swapaxes(1, 2)
-        shape = (batch, seq, 2, 4)
-        key_states = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
-        value_states = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
+        batch_size, seq_len, _ = hidden_states.shape
+        shape = (batch_size, seq_len, 4, 4)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
+        shape_1 = (batch_size, seq_len, 2, 4)
+        key_states = ops.reshape(self.k_proj(hidden_states), shape_1).swapaxes(1, 2)
+        value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
         q, key_states = apply_rotary_pos_emb(q, key_states, cos, sin)
         k = ops.concat((past_key, key_states), axis=2)
         v = ops.concat((past_value, value_states), axis=2)
@@ -60,7 +61,7 @@ class LlamaAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
         context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch, seq, 16))
+        x = ops.reshape(context, (batch_size, seq_len, 16))
         x = self.o_proj(x)
         return k, v, x
 

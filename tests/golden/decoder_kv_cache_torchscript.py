@@ -47,10 +47,10 @@ class SelfAttention(nn.Cell):
         self.o_proj = nn.Dense(in_channels=16, out_channels=16, has_bias=False)
 
     def construct(self, hidden_states, cos, sin, past_key, past_value, attention_mask):
-        batch, sequence, _ = hidden_states.shape
-        shape = (batch, sequence, 4, 4)
+        batch_size, seq_len, _ = hidden_states.shape
+        shape = (batch_size, seq_len, 4, 4)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
-        shape_1 = (batch, sequence, 2, 4)
+        shape_1 = (batch_size, seq_len, 2, 4)
         key_states = ops.reshape(self.k_proj(hidden_states), shape_1).swapaxes(1, 2)
         value_states = ops.reshape(self.v_proj(hidden_states), shape_1).swapaxes(1, 2)
         q, key_states = apply_rotary_pos_emb(q, key_states, cos, sin)
@@ -60,7 +60,7 @@ class SelfAttention(nn.Cell):
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
-        x = ops.reshape(context.swapaxes(1, 2), (batch, sequence, -1))
+        x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
         x = self.o_proj(x)
         return k, v, x
 

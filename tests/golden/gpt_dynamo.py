@@ -19,10 +19,10 @@ class CausalSelfAttention(nn.Cell):
         self.proj = nn.Dense(in_channels=16, out_channels=16)
 
     def construct(self, hidden_states, attention_mask):
-        batch, sequence, _ = hidden_states.shape
+        batch_size, seq_len, _ = hidden_states.shape
         hidden_states = self.qkv(hidden_states)
         query, key, value = ops.split(hidden_states, 16, axis=2)
-        shape = (batch, sequence, 2, 8)
+        shape = (batch_size, seq_len, 2, 8)
         q = ops.reshape(query, shape).swapaxes(1, 2)
         v = ops.reshape(value, shape).swapaxes(1, 2)
         k = ops.reshape(key, shape).swapaxes(1, 2)
@@ -30,7 +30,7 @@ class CausalSelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch, sequence, 16))
+        x = ops.reshape(context, (batch_size, seq_len, 16))
         x = self.proj(x)
         return x
 

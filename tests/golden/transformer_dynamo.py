@@ -23,11 +23,11 @@ class BertEmbeddings(nn.Cell):
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
     def construct(self, attention_mask, input_ids):
-        batch, sequence = attention_mask.shape
-        shape = ops.cast(ops.tuple_to_array((sequence,)), ms.int64)
+        batch_size, seq_len = attention_mask.shape
+        shape = ops.cast(ops.tuple_to_array((seq_len,)), ms.int64)
         x = self.position_ids[:, : shape[0]]
         out = ops.gather_elements(self.const, 1, x % 32)
-        expand = ops.broadcast_to(out, (batch, sequence))
+        expand = ops.broadcast_to(out, (batch_size, seq_len))
         word_embeddings = self.word_embeddings(input_ids)
         token_type_embeddings = self.token_type_embeddings(expand)
         word_embeddings = word_embeddings + token_type_embeddings
@@ -47,8 +47,8 @@ class BertSelfAttention(nn.Cell):
         self.value = nn.Dense(in_channels=32, out_channels=32)
 
     def construct(self, hidden_states, attention_mask):
-        batch, sequence, _ = hidden_states.shape
-        shape = (batch, sequence, -1, 16)
+        batch_size, seq_len, _ = hidden_states.shape
+        shape = (batch_size, seq_len, -1, 16)
         q = ops.reshape(self.query(hidden_states), shape).swapaxes(1, 2)
         k = ops.reshape(self.key(hidden_states), shape).swapaxes(1, 2)
         v = ops.reshape(self.value(hidden_states), shape).swapaxes(1, 2)
@@ -56,7 +56,7 @@ class BertSelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch, sequence, -1))
+        x = ops.reshape(context, (batch_size, seq_len, -1))
         return x
 
 
