@@ -10,6 +10,7 @@ from ..mappers.base import Cell
 from .expressions import ExpressionWriter, with_exporter_note
 from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
+from .returns import inline_returned_slices
 from .roles import input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
 from .sizes import drop_size_only_values, drop_unused_sizes
@@ -99,6 +100,8 @@ class BlockWriter:
             else self.exprs.const(graph.constants[name], name, None)
             for name in outputs
         ]
+        if not is_root:
+            returns = inline_returned_slices(scope.cls.body, returns)
         if scope.size_names:
             drop_size_only_values(scope, returns)
             drop_unused_sizes(scope)

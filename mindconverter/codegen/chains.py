@@ -9,13 +9,25 @@ the same two operators run in the same order.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import Block
-from ..mappers.base import Call, Cell, Input, Item, Lit, MappedNode, Method, Temp, expression_parts
+from ..mappers.base import (
+    Call,
+    Cell,
+    Input,
+    Item,
+    Lit,
+    MappedNode,
+    Method,
+    Temp,
+    Weight,
+    expression_parts,
+)
+from .blocks import is_cell_list
 
 
 def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
@@ -27,7 +39,8 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
     readers: dict[str, int] = {name: 1 for name in graph.outputs}
     for item in mapped:
         for name in item.node.inputs:
-            if name:
+            # a sizes tuple reading only sizes the block names does not read the value
+            if name and not _sizes_named_elsewhere(graph, item, name, parents.get(id(item)), tree):
                 readers[name] = readers.get(name, 0) + 1
     for item in mapped:
         if item.converted and item.node.op_type == "Transpose":
@@ -61,9 +74,14 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
                 isinstance(source.result, Method)
                 and _is_call(item.result, "ops.reshape")
                 and item.result.args[0] == Input(0)
-                and _reads_of_input(item.result) == 1  # sizes read from it stay right
+                and _reads_of_input(item.result) - _size_reads(item.result) == 1
+                and not _has_temp(item.result)
                 and len(source.node.inputs) == 1
             ):
+                # sizes it read from the swapped value come from the same axes before the swap
+                rank = len(graph.symbolic_shapes.get(item.node.inputs[0]) or ())
+                swapped = [a % rank if rank else a for a in _swapped_by(source.result)]
+                item.result = _swap_size_reads(item.result, dict(zip(swapped, swapped[::-1])), rank)
                 item.result = replace(item.result, args=[source.result, *item.result.args[1:]])
                 item.node = replace(
                     item.node, inputs=[source.node.inputs[0], *item.node.inputs[1:]]
@@ -119,6 +137,56 @@ def _inlined_layers(
     return inlined
 
 
+def _block_inputs(graph: Graph, block: Block | None, root: Block) -> list[str]:
+    """The values the ``construct`` writing ``block``'s statements takes (none known for a
+    list of layers, whose statements its parent writes)."""
+    if block is None or is_cell_list(block):
+        return []
+    return graph.inputs if block is root else block.inputs
+
+
+def _known_symbols(graph: Graph, inputs: list[str]) -> set[str]:
+    """Dimension symbols of the block's inputs: sizes codegen/sizes.py names."""
+    return {d for n in inputs for d in graph.symbolic_shapes.get(n) or () if isinstance(d, str)}
+
+
+def _size_reads(value: Any) -> int:
+    """How many times ``value`` reads a size of its node's first input (``ops.shape(x)[i]``)."""
+    return sum(
+        1
+        for part in expression_parts(value)
+        if isinstance(part, Item)
+        and _is_call(part.value, "ops.shape")
+        and part.value.args == [Input(0)]
+        and isinstance(part.index, int)
+    )
+
+
+def _swapped_by(method: Any) -> list[int]:
+    """The two axes of an ``x.swapaxes(a, b)`` expression."""
+    return [arg.value if isinstance(arg, Lit) else arg for arg in method.args]
+
+
+def _swap_size_reads(value: Any, axes: dict[int, int], rank: int) -> Any:
+    """``value`` with each ``ops.shape(x)[a]`` of its first input reading axis ``axes[a]``."""
+    if (
+        isinstance(value, Item)
+        and _is_call(value.value, "ops.shape")
+        and value.value.args == [Input(0)]
+        and isinstance(value.index, int)
+    ):
+        axis = value.index % rank if rank else value.index
+        return replace(value, index=axes.get(axis, axis))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_swap_size_reads(v, axes, rank) for v in value)
+    if is_dataclass(value) and not isinstance(value, (type, Weight)):
+        changes = {
+            f.name: _swap_size_reads(getattr(value, f.name), axes, rank) for f in fields(value)
+        }
+        return replace(value, **changes)
+    return value
+
+
 def _sizes_named_elsewhere(
     graph: Graph, reader: MappedNode, value: str, block: Block | None, root: Block
 ) -> bool:
@@ -127,8 +195,7 @@ def _sizes_named_elsewhere(
     tuple does not read ``value`` at all."""
     if reader.node.op_type != "Dims" or reader.node.domain != DOMAIN or block is None:
         return False
-    inputs = graph.inputs if block is root else block.inputs
-    known = {d for n in inputs for d in graph.symbolic_shapes.get(n) or () if isinstance(d, str)}
+    known = _known_symbols(graph, _block_inputs(graph, block, root))
     shape = graph.symbolic_shapes.get(value) or ()
     positions = {Input(i) for i, name in enumerate(reader.node.inputs) if name == value}
     parts = list(expression_parts(reader.result))

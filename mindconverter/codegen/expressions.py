@@ -39,7 +39,7 @@ from .literals import literal
 from .naming import comment_text, identifier
 from .rendered import CheckpointEntry
 from .scope import BlockScope, RenderState
-from .sizes import hoist_long_sizes, named_size, picked_size, shape_read
+from .sizes import hoist_long_sizes, named_size, named_sizes_tuple, picked_size, shape_read
 
 INLINE_CONST_LIMIT = 16
 
@@ -332,7 +332,8 @@ class ExpressionWriter:
             inner = ", ".join(self.expr(v, mapped) for v in value)
             if isinstance(value, list):
                 return f"[{inner}]"
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
+            text = f"({inner},)" if len(value) == 1 else f"({inner})"
+            return named_sizes_tuple(self.scope, text) or text
         if isinstance(value, (int, float, bool, str, np.integer, np.floating)) or value is None:
             self.note_literal(value)
             return literal(value)

@@ -95,6 +95,7 @@ class BlockScope:
     live_reads: dict[str, int] = field(default_factory=dict)  # reads by nodes that are written
     size_names: dict[str, str] = field(default_factory=dict)  # dimension symbol -> variable
     size_lines: int = 0  # lines unpacking inputs' sizes at the top of ``construct``
+    size_texts: dict[str, str] = field(default_factory=dict)  # sizes tuple text -> first value
     # sizes tuples written where they are read -> their items' text (``shape[0]`` -> ``batch``)
     inlined_sizes: dict[str, list[str]] = field(default_factory=dict)
 

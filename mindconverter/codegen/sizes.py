@@ -84,6 +84,13 @@ def named_size(graph: Graph, scope: BlockScope, tensor: str, axis: int) -> str |
     return scope.size_names[symbol]
 
 
+def named_sizes_tuple(scope: BlockScope, text: str) -> str | None:
+    """The variable already holding the sizes tuple ``text`` in this block, if any."""
+    value = scope.size_texts.get(text)
+    name = scope.var_of.get(value, "") if value is not None else ""
+    return name if name.isidentifier() else None
+
+
 def picked_size(scope: BlockScope, item: Item, mapped: MappedNode) -> str | None:
     """``batch`` for item 0 of a sizes tuple written inline, not ``(batch, 1)[0]``."""
     if not isinstance(item.value, Input) or not isinstance(item.index, (int, np.integer)):
@@ -120,11 +127,11 @@ def drop_size_only_values(scope: BlockScope, returns: list[str]) -> None:
         changed = False
         for index in range(len(body) - 1, scope.size_lines - 1, -1):
             match = _ASSIGNMENT.fullmatch(body[index])
-            if match is None or "self." in match.group(2) or match.group(1) in returns:
+            if match is None or "self." in match.group(2):
                 continue
             name = match.group(1)
-            if any(re.search(rf"\b{name}\b", line) for line in body[index + 1 :]):
-                continue
+            if any(re.search(rf"\b{name}\b", line) for line in [*body[index + 1 :], *returns]):
+                continue  # read later, or returned (``return x, hidden_states[0]``)
             del body[index]
             while index > scope.size_lines and body[index - 1].startswith("#"):
                 del body[index - 1]  # its comment goes with it

@@ -173,6 +173,8 @@ class StatementWriter:
             return
         text = self.exprs.expr(result, mapped)
         self.consume_inputs(mapped)
+        if mapped.node.outputs and self._same_sizes(mapped, text):
+            return
         if mapped.node.outputs and self._inline_sizes(mapped, text):
             self.scope.var_of[mapped.node.outputs[0]] = text
             self.scope.inlined_sizes[mapped.node.outputs[0]] = (
@@ -189,6 +191,23 @@ class StatementWriter:
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
             self.exprs.statement_line(f"{targets} = {text}")
+
+    def _same_sizes(self, mapped: MappedNode, text: str) -> bool:
+        """A sizes tuple written before in this block, word for word, is read from its name
+        (two exporter nodes computing ``(batch_size, seq_len, -1, 16)`` are one ``shape``)."""
+        node = mapped.node
+        if node.op_type != "Dims" or node.domain != DOMAIN or "ops.shape(" in text:
+            return False
+        out = node.outputs[0]
+        earlier = self.scope.size_texts.get(text)
+        if earlier is None or out in self.scope.protected:
+            self.scope.size_texts.setdefault(text, out)
+            return False
+        self.scope.var_of[out] = self.scope.var_of[earlier]
+        self.scope.no_reuse.add(out)
+        if earlier in self.scope.inlined_sizes:
+            self.scope.inlined_sizes[out] = self.scope.inlined_sizes[earlier]
+        return True
 
     def _inline_sizes(self, mapped: MappedNode, text: str) -> bool:
         """A short tuple of named sizes with one reader is written where it is read:

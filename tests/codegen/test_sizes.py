@@ -50,7 +50,7 @@ def test_sizes_are_unpacked_once_under_the_exports_names(tmp_path):
     construct = _converted_at_two_shapes(_heads_model("batch", "sequence"), tmp_path)
     assert construct.count("batch, sequence, _ = x.shape") == 1
     assert "ops.shape(" not in construct
-    assert "ops.reshape(out, (batch, sequence, 8))" in construct  # one reader: written inline
+    assert "ops.reshape(out.swapaxes(1, 2), (batch, sequence, 8))" in construct  # inline
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,14 @@ def test_a_size_nothing_reads_is_not_unpacked(tmp_path):
     construct = _converted_at_two_shapes(model, tmp_path)
     assert "batch = x.shape[0]" in construct
     assert "sequence" not in construct and "_ =" not in construct
+
+
+def test_a_value_a_returned_expression_reads_is_kept():
+    """``return x, hidden_states[0]`` reads ``hidden_states``: its line is not dead."""
+    from mindconverter.codegen.scope import BlockScope
+    from mindconverter.codegen.sizes import drop_size_only_values
+
+    scope = BlockScope()
+    scope.cls.body = ["hidden_states = ops.cast(hidden_states, ms.bool_)", "y = x * 2"]
+    drop_size_only_values(scope, ["x", "hidden_states[0]"])
+    assert scope.cls.body == ["hidden_states = ops.cast(hidden_states, ms.bool_)"]

@@ -60,10 +60,9 @@ class LlamaAttention(nn.Cell):
         scores = ops.matmul(q, k_1.swapaxes(-1, -2)) / math.sqrt(4)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
-        context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch_size, seq_len, 16))
-        x = self.o_proj(x)
-        return k, v, x
+        out = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, 16))
+        out = self.o_proj(out)
+        return k, v, out
 
 
 class LlamaLayer(nn.Cell):

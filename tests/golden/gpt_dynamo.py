@@ -29,10 +29,9 @@ class CausalSelfAttention(nn.Cell):
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
-        context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch_size, seq_len, 16))
-        x = self.proj(x)
-        return x
+        out = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, 16))
+        out = self.proj(out)
+        return out
 
 
 class GPTBlock(nn.Cell):

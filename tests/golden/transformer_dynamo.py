@@ -55,9 +55,8 @@ class BertSelfAttention(nn.Cell):
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(16)
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
-        context = context.swapaxes(1, 2)
-        x = ops.reshape(context, (batch_size, seq_len, -1))
-        return x
+        out = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
+        return out
 
 
 class BertSelfOutput(nn.Cell):
