@@ -155,6 +155,7 @@ CONSTRUCT_WIDTH = 80
 HELPER_FUNCTIONS = {
     "rotate_half": {"ops"},
     "apply_rotary_pos_emb": {"ops", "rotate_half"},
+    "apply_partial_rotary_pos_emb": {"ops", "rotate_half"},
     "masked_softmax": {"ops", "math", "ms"},
 }
 

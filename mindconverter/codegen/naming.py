@@ -33,6 +33,7 @@ RESERVED = {
     "rotate_half",  # helper functions the script may define (templates/)
     "masked_softmax",
     "apply_rotary_pos_emb",
+    "apply_partial_rotary_pos_emb",
     "dynamic_inputs",
 }
 

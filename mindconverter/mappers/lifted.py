@@ -120,6 +120,10 @@ def rotate_half(ctx: NodeContext):
 def apply_rotary_pair(ctx: NodeContext):
     """ApplyRotaryPair (the query's and the key's ApplyRotary by the same tables) -> the
     script's ``apply_rotary_pos_emb(q, k, cos, sin)``, as mindnlp writes it."""
+    rotary_dim = ctx.attr("rotary_dim", 0)
+    if rotary_dim:  # GPT-NeoX turns only the first features of each head
+        args = [Input(0), Input(1), Input(2), Input(3), int(rotary_dim)]
+        return Unpack(Call("apply_partial_rotary_pos_emb", args), 2)
     return Unpack(Call("apply_rotary_pos_emb", [Input(0), Input(1), Input(2), Input(3)]), 2)
 
 

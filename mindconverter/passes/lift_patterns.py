@@ -621,6 +621,103 @@ def _pair_rotary_applications(index: _Index) -> int:
     return count
 
 
+def _fold_partial_rotaries(index: _Index) -> int:
+    """GPT-NeoX's partial rotary: a pair turning the first ``r`` features of the query and the
+    key (``q[..., :r]``), each concatenated back with its untouched rest (``q[..., r:]``) ->
+    one ``ApplyRotaryPair(q, k, cos, sin, rotary_dim=r)``, written
+    ``q, k = apply_partial_rotary_pos_emb(q, k, cos, sin, 4)``."""
+    position = _positions(index)
+    count = 0
+    for pair in list(index.placed.values()):
+        if pair.op_type != "ApplyRotaryPair" or pair.domain != DOMAIN or id(pair) in index.dead:
+            continue
+        if any(a.name == "rotary_dim" for a in pair.attribute):
+            continue
+        q_part, k_part = (_partial_rotation(index, pair, side) for side in (0, 1))
+        if q_part is None or k_part is None or q_part[3] != k_part[3]:
+            continue
+        (q, q_slices, q_concat, dim), (k, k_slices, k_concat, _) = q_part, k_part
+        first, last = sorted((q_concat, k_concat), key=lambda node: position.get(id(node), -1))
+        readers = index.live_readers(first.output[0])
+        if any(position.get(id(r), -1) <= position.get(id(last), -1) for r in readers):
+            continue  # the earlier result is read before the later one is made
+        fused = helper.make_node(
+            "ApplyRotaryPair",
+            [q, k, pair.input[2], pair.input[3]],
+            [q_concat.output[0], k_concat.output[0]],
+            domain=DOMAIN,
+            rotary_dim=dim,
+        )
+        index.fuse([*q_slices, *k_slices, pair, first, last], fused)
+        count += 1
+    return count
+
+
+def _positions(index: _Index) -> dict[int, int]:
+    """Graph order of original nodes and of the fused nodes standing in their place."""
+    position = {id(node): i for i, node in enumerate(index.model.graph.node)}
+    for last, fused in index.placed.items():
+        if last in position:
+            position[id(fused)] = position[last]
+    return position
+
+
+def _partial_rotation(index: _Index, pair, side: int):
+    """``(x, [turned slice, rest slice], concat, r)`` when side ``side`` of ``pair`` turns
+    ``x[..., :r]`` and its result is concatenated with ``x[..., r:]``; else None."""
+    turned = index.producer.get(pair.input[side])
+    bounds = _last_axis_slice(index, turned)
+    if (
+        bounds is None
+        or bounds[1] != 0
+        or bounds[2] <= 0
+        or index.live_readers(turned.output[0]) != [pair]
+    ):
+        return None
+    source, _, dim = bounds
+    if pair.output[side] in index.pinned:
+        return None
+    concat = index.sole_consumer(pair.output[side], ("Concat",))
+    if concat is None or len(concat.input) != 2 or concat.input[0] != pair.output[side]:
+        return None
+    shape = _shape_of(index, source)
+    rank = len(shape)
+    axis = next((a.i for a in concat.attribute if a.name == "axis"), 0)
+    rest = index.producer.get(concat.input[1])
+    rest_bounds = _last_axis_slice(index, rest)
+    if not rank or axis % rank != rank - 1 or rest_bounds is None:
+        return None
+    if rest_bounds[0] != source or rest_bounds[1] != dim or rest_bounds[2] < shape[-1]:
+        return None
+    if index.live_readers(rest.output[0]) != [concat]:
+        return None
+    return source, [turned, rest], concat, dim
+
+
+def _shape_of(index: _Index, name: str) -> tuple:
+    """A value's shape, its dynamic dimensions as names (the last one is what matters here)."""
+    return tuple(index.graph.symbolic_shapes.get(name) or index.shapes.get(name) or ())
+
+
+def _last_axis_slice(index: _Index, node) -> tuple[str, int, int] | None:
+    """``(data, start, end)`` of a step-1 Slice over the last axis with constant bounds."""
+    if node is None or node.op_type != "Slice" or node.domain not in ("", "ai.onnx"):
+        return None
+    shape = _shape_of(index, node.input[0])
+    if not shape or len(node.input) < 4:
+        return None
+    values = [index.const(name) if name else None for name in node.input[1:5]]
+    if any(v is None or v.size != 1 for v in values[:3]):
+        return None
+    step = values[3] if len(values) > 3 and values[3] is not None else None
+    if step is not None and (step.size != 1 or int(step.reshape(-1)[0]) != 1):
+        return None
+    start, end, axis = (int(v.reshape(-1)[0]) for v in values[:3])  # type: ignore[union-attr]
+    if axis % len(shape) != len(shape) - 1 or not isinstance(shape[-1], int) or start < 0:
+        return None
+    return node.input[0], start, min(end, int(shape[-1]))
+
+
 def _scope(node: onnx.NodeProto) -> str:
     """The module scope the exporter gave a node (dynamo's metadata, TorchScript's name)."""
     for entry in node.metadata_props:
@@ -727,6 +824,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("RotateHalf", _lift_rotate_halves),
     ("ApplyRotary", _lift_rotary_applications),
     ("ApplyRotaryPair", _pair_rotary_applications),
+    ("PartialRotary", _fold_partial_rotaries),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]

@@ -524,3 +524,60 @@ def test_rotations_by_different_tables_stay_apart():
     names = ("q_q", "q_k", "cos", "sin", "sin_k")
     model = make_model(nodes, [(n, F32, [1, 2, 3, 8]) for n in names], [("y", F32, None)])
     assert "ApplyRotaryPair" not in _lifted(model)[0]
+
+
+def _partial_rotary_nodes(rest_first: bool = False) -> list:
+    """GPT-NeoX's partial rotary on (b, h, s, 8): the first 4 features of q and k turned by the
+    same tables, each concatenated back with its untouched rest."""
+    nodes = [
+        _c("zero_p", [0], np.int64),
+        _c("four", [4], np.int64),
+        _c("big", [2**62], np.int64),
+        _c("axis", [3], np.int64),
+    ]
+    for name in ("q", "k"):
+        nodes += [
+            helper.make_node("Slice", [name, "zero_p", "four", "axis"], [f"{name}_rot"]),
+            helper.make_node("Slice", [name, "four", "big", "axis"], [f"{name}_pass"]),
+        ]
+        turned = _renamed(rotary_nodes(2), f"_{name}", ("cos", "sin"))
+        for node in turned:  # rotary_nodes turns "q": here it turns this head's first half
+            node.input[:] = [f"{name}_rot" if n == f"q_{name}" else n for n in node.input]
+        nodes += turned
+    for name in ("q", "k"):  # both turned first, then put back together (as NeoX runs it)
+        parts = [f"{name}_pass", f"y_{name}"] if rest_first else [f"y_{name}", f"{name}_pass"]
+        nodes.append(helper.make_node("Concat", parts, [f"{name}_out"], axis=-1))
+    nodes.append(helper.make_node("Sub", ["q_out", "k_out"], ["y"]))
+    return nodes
+
+
+def test_a_partial_rotary_is_one_call_on_the_whole_heads(tmp_path):
+    spec = ["batch", 2, "sequence", 8]
+    table = ["batch", 2, "sequence", 4]
+    inputs = [("q", F32, spec), ("k", F32, spec), ("cos", F32, table), ("sin", F32, table)]
+    static = make_model(
+        _partial_rotary_nodes(),
+        [(n, F32, [1, 2, 3, d]) for n, d in (("q", 8), ("k", 8), ("cos", 4), ("sin", 4))],
+        [("y", F32, None)],
+    )
+    assert _lifted(static)[0]["PartialRotary"] == 1
+    model = make_model(_partial_rotary_nodes(), inputs, [("y", F32, None)])
+
+    def feeds(b, s):
+        sizes = {"q": 8, "k": 8, "cos": 4, "sin": 4}
+        return {n: RNG.standard_normal((b, 2, s, d)).astype(F32) for n, d in sizes.items()}
+
+    shapes = ["1,2,3,8", "1,2,3,8", "1,2,3,4", "1,2,3,4"]
+    code = _script(assert_matches(model, tmp_path, feeds(1, 3), shape=shapes))
+    assert "= apply_partial_rotary_pos_emb(q, k, cos, sin, 4)" in code
+    assert "def apply_partial_rotary_pos_emb(q, k, cos, sin, rotary_dim):" in code
+    assert_matches(model, tmp_path / "other", feeds(2, 5), shape=shapes)
+
+
+def test_a_rest_put_first_is_no_partial_rotary():
+    static = make_model(
+        _partial_rotary_nodes(rest_first=True),
+        [(n, F32, [1, 2, 3, d]) for n, d in (("q", 8), ("k", 8), ("cos", 4), ("sin", 4))],
+        [("y", F32, None)],
+    )
+    assert "PartialRotary" not in _lifted(static)[0]
