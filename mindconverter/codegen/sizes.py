@@ -92,13 +92,15 @@ def named_sizes_tuple(scope: BlockScope, text: str) -> str | None:
 
 
 def picked_size(scope: BlockScope, item: Item, mapped: MappedNode) -> str | None:
-    """``batch`` for item 0 of a sizes tuple written inline, not ``(batch, 1)[0]``."""
+    """``batch`` for item 0 of a sizes tuple, not ``(batch, 1)[0]`` or ``shape[0]``."""
     if not isinstance(item.value, Input) or not isinstance(item.index, (int, np.integer)):
         return None
     parts = scope.inlined_sizes.get(mapped.node.inputs[item.value.index])
     if not parts or not -len(parts) <= int(item.index) < len(parts):
         return None
     part = parts[int(item.index)]
+    if not part:
+        return None  # not a name: read from the tuple
     return part if part.isidentifier() or part.isdigit() else f"({part})"
 
 

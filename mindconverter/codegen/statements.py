@@ -191,6 +191,12 @@ class StatementWriter:
         if mapped.node.outputs and mapped.node.outputs[0] in self.scope.remaining_uses_all:
             targets = self.targets(mapped, 1)
             self.exprs.statement_line(f"{targets} = {text}")
+            if _is_dims(mapped) and isinstance(mapped.result, tuple):
+                # ``shape[0]`` reads ``batch_size`` itself: a name never changes value
+                parts = [self.exprs.expr(item, mapped) for item in mapped.result]
+                self.scope.inlined_sizes[mapped.node.outputs[0]] = [
+                    part if part.isidentifier() or part.isdigit() else "" for part in parts
+                ]
 
     def _same_sizes(self, mapped: MappedNode, text: str) -> bool:
         """A sizes tuple written before in this block, word for word, is read from its name
@@ -310,6 +316,10 @@ def _name_fused_projection(roles: dict, producers: dict, source, role: str) -> N
             return
         if source is None:
             return
+
+
+def _is_dims(mapped: MappedNode) -> bool:
+    return mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN
 
 
 def _is_sizes(graph, value: str) -> bool:

@@ -100,3 +100,24 @@ def test_a_value_a_returned_expression_reads_is_kept():
     scope.cls.body = ["hidden_states = ops.cast(hidden_states, ms.bool_)", "y = x * 2"]
     drop_size_only_values(scope, ["x", "hidden_states[0]"])
     assert scope.cls.body == ["hidden_states = ops.cast(hidden_states, ms.bool_)"]
+
+
+def test_an_item_of_a_named_sizes_tuple_is_the_size_itself(tmp_path):
+    """DeiT's two tokens expanded over the batch read ``batch``, not ``shape[0]``."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sizes"], start=0, end=1),
+        helper.make_node("Concat", ["sizes", "one", "one"], ["target"], axis=0),
+        helper.make_node("Expand", ["cls", "target"], ["cls_b"]),
+        helper.make_node("Expand", ["dist", "target"], ["dist_b"]),
+        helper.make_node("Concat", ["cls_b", "dist_b", "x"], ["y"], axis=1),
+    ]
+    constants = {
+        "one": np.array([1], np.int64),
+        "cls": np.random.default_rng(1).standard_normal((1, 1, 8)).astype(F32),
+        "dist": np.random.default_rng(2).standard_normal((1, 1, 8)).astype(F32),
+    }
+    model = make_model(
+        nodes, [("x", F32, ["batch", "sequence", 8])], [("y", F32, None)], constants
+    )
+    construct = _converted_at_two_shapes(model, tmp_path)
+    assert "(shape[0]" not in construct and construct.count("(batch, -1, -1)") == 2
