@@ -11,6 +11,7 @@ application once and calls it ``n`` times.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -80,8 +81,16 @@ def _applied_module(path: str, repeat: Repeat, paths: dict[int, str]) -> str:
 def _signature(m, path: str, paths: dict[int, str]) -> tuple:
     relative = paths[id(m)][len(path) :]
     relative = re.sub(r"_\d+(?=\.|$)", "", relative)  # TorchScript's query_1 for a second call
-    attrs = tuple(sorted((k, repr(v)) for k, v in m.node.attrs.items()))
+    attrs = tuple(sorted((k, _attribute_key(v)) for k, v in m.node.attrs.items()))
     return m.node.op_type, m.node.domain, relative, attrs
+
+
+def _attribute_key(value: Any) -> str:
+    """An attribute compared whole: tensors by their bytes (numpy's repr elides large ones)."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16)
+        return f"{value.dtype}{value.shape}{digest.hexdigest()}"
+    return repr(value)
 
 
 def _split(
@@ -157,6 +166,8 @@ def _chained(
     if carried is None:
         return None
     outside_in, (node_index, output_index) = carried
+    if any(outside_in in m.node.inputs for part in parts[1:] for m in part):
+        return None  # later calls read the first input itself too: not one carried value
     outs = [part[node_index].node.outputs[output_index] for part in parts]
     if not _only_chained_reads(graph, parts, outs, readers):
         return None

@@ -116,8 +116,6 @@ def test_an_item_of_a_named_sizes_tuple_is_the_size_itself(tmp_path):
         "cls": np.random.default_rng(1).standard_normal((1, 1, 8)).astype(F32),
         "dist": np.random.default_rng(2).standard_normal((1, 1, 8)).astype(F32),
     }
-    model = make_model(
-        nodes, [("x", F32, ["batch", "sequence", 8])], [("y", F32, None)], constants
-    )
+    model = make_model(nodes, [("x", F32, ["batch", "sequence", 8])], [("y", F32, None)], constants)
     construct = _converted_at_two_shapes(model, tmp_path)
     assert "(shape[0]" not in construct and construct.count("(batch, -1, -1)") == 2

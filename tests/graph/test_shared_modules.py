@@ -31,7 +31,9 @@ def _application(index: int, source: str, weights: tuple[str, str], mask: str) -
     ]
 
 
-def _shared_layer_model(times: int = 3, same_values: bool = True, chained: bool = True):
+def _shared_layer_model(
+    times: int = 3, same_values: bool = True, chained: bool = True, mask: str = "mask"
+):
     """x -> encoder.proj -> encoder.layers.0 applied ``times`` times -> y."""
     nodes = [helper.make_node("MatMul", ["x", "w_in"], ["h0"], name="/encoder/proj/MatMul")]
     weights = {"w_in": RNG.standard_normal((4, 8)).astype(F32)}
@@ -43,7 +45,7 @@ def _shared_layer_model(times: int = 3, same_values: bool = True, chained: bool 
             names = (f"w{index}", "b")  # a weight of its own: a different layer
             weights[f"w{index}"] = RNG.standard_normal((8, 8)).astype(F32)
         source = f"h{index}" if chained or not index else "h0"
-        nodes += _application(index, source, names, "mask")
+        nodes += _application(index, source, names, mask)
     last = f"h{times}"
     if not chained:
         nodes.append(helper.make_node("Add", ["h1", last], ["y"], name="/head/Add"))
@@ -129,10 +131,13 @@ def test_dynamo_calls_of_a_shared_layer_share_their_scope_and_the_mask_computed_
     assert code.count("ops.cast(") == 1 and code.count("nn.Dense(") == 2
 
 
-@pytest.mark.parametrize("same_values, chained", [(False, True), (True, False)])
-def test_different_weights_or_unchained_calls_stay_separate(tmp_path, same_values, chained):
+@pytest.mark.parametrize(
+    "same_values, chained, mask", [(False, True, "mask"), (True, False, "mask"), (True, True, "h0")]
+)
+def test_different_weights_or_unchained_calls_stay_separate(tmp_path, same_values, chained, mask):
     """A layer with weights of its own is another layer; the same layer applied to two inputs
-    that do not follow each other (a Siamese pair) is not a loop."""
-    model = _shared_layer_model(3, same_values=same_values, chained=chained)
+    that do not follow each other (a Siamese pair) is not a loop, nor are calls that each read
+    the first call's input besides the previous result."""
+    model = _shared_layer_model(3, same_values=same_values, chained=chained, mask=mask)
     code = _converted_at_two_shapes(model, tmp_path).script_path.read_text()
     assert "range(" not in code
