@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
+from .sizes import ASSIGNMENT
+
 _SLICE = re.compile(r"([A-Za-z_]\w*)\[[^\[\]()]*\]")
-_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*) = (.*)")
 
 
 def inline_returned_slices(body: list[str], returns: list[str]) -> list[str]:
@@ -22,7 +23,7 @@ def inline_returned_slices(body: list[str], returns: list[str]) -> list[str]:
         )
         if index is None:
             continue
-        match = _ASSIGNMENT.fullmatch(body[index])
+        match = ASSIGNMENT.fullmatch(body[index])
         sliced = _SLICE.fullmatch(match.group(2)) if match else None
         if match is None or sliced is None:
             continue

@@ -96,8 +96,8 @@ class BlockScope:
     size_names: dict[str, str] = field(default_factory=dict)  # dimension symbol -> variable
     size_lines: int = 0  # lines unpacking inputs' sizes at the top of ``construct``
     size_texts: dict[str, str] = field(default_factory=dict)  # sizes tuple text -> first value
-    # sizes tuples written where they are read -> their items' text (``shape[0]`` -> ``batch``)
-    inlined_sizes: dict[str, list[str]] = field(default_factory=dict)
+    # sizes tuples -> their items' text (``shape[0]`` -> ``batch``; "" where not a name)
+    size_parts: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -29,7 +29,7 @@ from .scope import BlockScope
 # dynamo's s0 (digits), single letters
 _PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z_]{2,40}")
 _MADE_UP = re.compile(r"unk|out_?dim|dynamic_ax", re.IGNORECASE)
-_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*) = (.*)")
+ASSIGNMENT = re.compile(r"([A-Za-z_]\w*) = (.*)")  # ``name = expression``
 
 
 def shape_read(value: Any, mapped: MappedNode) -> tuple[str, int] | None:
@@ -95,7 +95,7 @@ def picked_size(scope: BlockScope, item: Item, mapped: MappedNode) -> str | None
     """``batch`` for item 0 of a sizes tuple, not ``(batch, 1)[0]`` or ``shape[0]``."""
     if not isinstance(item.value, Input) or not isinstance(item.index, (int, np.integer)):
         return None
-    parts = scope.inlined_sizes.get(mapped.node.inputs[item.value.index])
+    parts = scope.size_parts.get(mapped.node.inputs[item.value.index])
     if not parts or not -len(parts) <= int(item.index) < len(parts):
         return None
     part = parts[int(item.index)]
@@ -107,7 +107,7 @@ def picked_size(scope: BlockScope, item: Item, mapped: MappedNode) -> str | None
 def hoist_long_sizes(scope: BlockScope, line: str, width: int) -> str:
     """A sizes tuple written inline goes back to its own ``shape = (...)`` line when the line
     reading it is longer than ``width`` (the formatter would wrap it)."""
-    for value in scope.inlined_sizes:
+    for value in scope.size_parts:
         if len(line) <= width:
             break
         text = scope.var_of.get(value, "")
@@ -128,7 +128,7 @@ def drop_size_only_values(scope: BlockScope, returns: list[str]) -> None:
     while changed:
         changed = False
         for index in range(len(body) - 1, scope.size_lines - 1, -1):
-            match = _ASSIGNMENT.fullmatch(body[index])
+            match = ASSIGNMENT.fullmatch(body[index])
             if match is None or "self." in match.group(2):
                 continue
             name = match.group(1)

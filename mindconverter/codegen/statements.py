@@ -33,7 +33,7 @@ class StatementWriter:
         named = self.scope.is_root and source_output_name(out, self.state.graph.outputs)
         if named:  # the network's results keep the source's output names
             name = self.exprs.new_variable(named)
-        elif mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN:
+        elif _is_dims(mapped):
             name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
             self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
@@ -177,11 +177,7 @@ class StatementWriter:
             return
         if mapped.node.outputs and self._inline_sizes(mapped, text):
             self.scope.var_of[mapped.node.outputs[0]] = text
-            self.scope.inlined_sizes[mapped.node.outputs[0]] = (
-                [self.exprs.expr(item, mapped) for item in mapped.result]
-                if isinstance(mapped.result, tuple)
-                else []
-            )
+            self.scope.size_parts[mapped.node.outputs[0]] = self._size_parts(mapped)
             self.scope.no_reuse.add(mapped.node.outputs[0])
             return
         if mapped.node.outputs and mapped.node.outputs[0] in self.state.inlined:
@@ -193,26 +189,31 @@ class StatementWriter:
             self.exprs.statement_line(f"{targets} = {text}")
             if _is_dims(mapped) and isinstance(mapped.result, tuple):
                 # ``shape[0]`` reads ``batch_size`` itself: a name never changes value
-                parts = [self.exprs.expr(item, mapped) for item in mapped.result]
-                self.scope.inlined_sizes[mapped.node.outputs[0]] = [
-                    part if part.isidentifier() or part.isdigit() else "" for part in parts
+                self.scope.size_parts[mapped.node.outputs[0]] = [
+                    part if part.isidentifier() or part.isdigit() else ""
+                    for part in self._size_parts(mapped)
                 ]
+
+    def _size_parts(self, mapped: MappedNode) -> list[str]:
+        """Each item of a sizes tuple as it is written (none for one size)."""
+        if not isinstance(mapped.result, tuple):
+            return []
+        return [self.exprs.expr(item, mapped) for item in mapped.result]
 
     def _same_sizes(self, mapped: MappedNode, text: str) -> bool:
         """A sizes tuple written before in this block, word for word, is read from its name
         (two exporter nodes computing ``(batch_size, seq_len, -1, 16)`` are one ``shape``)."""
-        node = mapped.node
-        if node.op_type != "Dims" or node.domain != DOMAIN or "ops.shape(" in text:
+        if not _is_dims(mapped) or "ops.shape(" in text:
             return False
-        out = node.outputs[0]
+        out = mapped.node.outputs[0]
         earlier = self.scope.size_texts.get(text)
         if earlier is None or out in self.scope.protected:
             self.scope.size_texts.setdefault(text, out)
             return False
         self.scope.var_of[out] = self.scope.var_of[earlier]
         self.scope.no_reuse.add(out)
-        if earlier in self.scope.inlined_sizes:
-            self.scope.inlined_sizes[out] = self.scope.inlined_sizes[earlier]
+        if earlier in self.scope.size_parts:
+            self.scope.size_parts[out] = self.scope.size_parts[earlier]
         return True
 
     def _inline_sizes(self, mapped: MappedNode, text: str) -> bool:
@@ -220,11 +221,7 @@ class StatementWriter:
         ``ops.reshape(context, (batch, sequence, -1))``, and one named size is its name. It
         reads no tensor, so no variable it names can change before its reader runs."""
         out = mapped.node.outputs[0]
-        if (
-            mapped.node.op_type != "Dims"
-            or mapped.node.domain != DOMAIN
-            or out in self.scope.protected
-        ):
+        if not _is_dims(mapped) or out in self.scope.protected:
             return False
         if text.isidentifier():
             return True  # one named size: readers use its name
