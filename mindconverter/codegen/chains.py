@@ -150,16 +150,19 @@ def _known_symbols(graph: Graph, inputs: list[str]) -> set[str]:
     return {d for n in inputs for d in graph.symbolic_shapes.get(n) or () if isinstance(d, str)}
 
 
-def _size_reads(value: Any) -> int:
-    """How many times ``value`` reads a size of its node's first input (``ops.shape(x)[i]``)."""
-    return sum(
-        1
-        for part in expression_parts(value)
-        if isinstance(part, Item)
+def _first_input_size(part: Any) -> bool:
+    """Whether ``part`` is ``ops.shape(x)[axis]`` of its node's first input."""
+    return (
+        isinstance(part, Item)
         and _is_call(part.value, "ops.shape")
         and part.value.args == [Input(0)]
         and isinstance(part.index, int)
     )
+
+
+def _size_reads(value: Any) -> int:
+    """How many times ``value`` reads a size of its node's first input (``ops.shape(x)[i]``)."""
+    return sum(1 for part in expression_parts(value) if _first_input_size(part))
 
 
 def _swapped_by(method: Any) -> list[int]:
@@ -169,12 +172,7 @@ def _swapped_by(method: Any) -> list[int]:
 
 def _swap_size_reads(value: Any, axes: dict[int, int], rank: int) -> Any:
     """``value`` with each ``ops.shape(x)[a]`` of its first input reading axis ``axes[a]``."""
-    if (
-        isinstance(value, Item)
-        and _is_call(value.value, "ops.shape")
-        and value.value.args == [Input(0)]
-        and isinstance(value.index, int)
-    ):
+    if _first_input_size(value):
         axis = value.index % rank if rank else value.index
         return replace(value, index=axes.get(axis, axis))
     if isinstance(value, (list, tuple)):

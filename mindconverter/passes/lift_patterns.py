@@ -598,9 +598,7 @@ def _pair_rotary_applications(index: _Index) -> int:
     -> one ``ApplyRotaryPair(q, k, cos, sin)``, written as mindnlp writes it:
     ``q, k = apply_rotary_pos_emb(q, k, cos, sin)``. The pair runs where the later of the two
     ran; nothing may read the earlier one's result in between."""
-    position = {id(node): i for i, node in enumerate(index.model.graph.node)}
-    for last, fused in index.placed.items():
-        position[id(fused)] = position[last]
+    position = _positions(index)
     groups: dict[tuple[str, str, str], list] = defaultdict(list)
     for node in index.placed.values():
         if node.op_type == "ApplyRotary" and node.domain == DOMAIN and id(node) not in index.dead:
