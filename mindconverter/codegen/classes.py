@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from .class_variants import Variants
 from .naming import Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
@@ -29,46 +30,142 @@ def class_hint_from_path(path: str) -> str:
 def merge_classes(
     instances: list[BlockInstance], taken: frozenset[str] | set[str] = frozenset()
 ) -> dict:
-    """Group block instances by their text; literals that differ become constructor arguments.
-    Class names avoid ``taken`` (classes the script defines otherwise)."""
+    """Group block instances by their text, texts that differ only in optional parts into one
+    class (:mod:`.class_variants`); literals that differ become constructor arguments. Every
+    text's key maps to its class; class names avoid ``taken`` (classes the script defines
+    otherwise)."""
     groups: dict = {}
     for instance in instances:
         groups.setdefault(instance.key, []).append(instance)
     namer = Namer({"MindSporeModel", *taken})
-    classes = {}
-    for key, members in groups.items():
-        first = members[0]
-        varying = [
-            i
-            for i in range(len(first.builder.slots))
-            if len({m.builder.slots[i][2] for m in members}) > 1
-        ]
-        # slots that carry the same values in every instance share one argument
-        vectors = {i: tuple(m.builder.slots[i][2] for m in members) for i in varying}
-        distinct = list(dict.fromkeys(vectors.values()))
-        labels = [
-            next(first.builder.slots[i][0] for i in varying if vectors[i] == v) for v in distinct
-        ]
-        params = Namer(set())
-        by_vector = {}
-        for vector, label in zip(distinct, labels):
-            owner = next(i for i in varying if vectors[i] == vector)
-            attribute = first.builder.slots[owner][1]
-            hint = label if labels.count(label) == 1 else f"{attribute}_{label}"
-            by_vector[vector] = params.claim(hint, "value")
-        names = {i: by_vector[vectors[i]] for i in varying}
-        block = first.block
-        hint = block.class_hint or class_hint_from_path(block.path)
-        classes[key] = {"name": namer.claim_class(hint), "params": names, "members": members}
-    for info in classes.values():
-        first = info["members"][0]
+    order = {id(instance): index for index, instance in enumerate(instances)}
+    classes: dict = {}
+    for variants in _variants(groups):
+        members = sorted(
+            (m for key in variants.sources for m in groups[key]), key=lambda m: order[id(m)]
+        )
+        _fill_absent(variants, groups)
+        values = {
+            id(m): [_value(source, m.builder) for source in variants.sources[m.key]]
+            for m in members
+        }
+        info = {
+            "name": namer.claim_class(variants.hint),
+            "members": members,
+            "sources": variants.sources,
+            "variants": variants,
+            **_arguments(variants, members, values),
+        }
+        for key in variants.sources:
+            classes[key] = info
+    for info in unique(classes):
+        variants, first = info["variants"], info["members"][0]
+        template = ClassBuilder(
+            slots=[(*label, v) for label, v in zip(variants.labels, info["first"])]
+        )
         info["init"] = [
-            join(line, first.builder, info["params"], classes) for line in first.builder.init_lines
+            variants.init_line(line, join(line, template, info["params"], classes))
+            for line in variants.lines
         ]
+        info["body"] = variants.construct_lines()
+        info["args"], info["returns"] = first.args, first.returns
         paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
         more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
         info["doc"] = f"Recovered from {paths}{more}."
     return classes
+
+
+def unique(classes: dict) -> list[dict]:
+    """Each class once (texts merged into one class share it)."""
+    return list({id(info): info for info in classes.values()}.values())
+
+
+def _variants(groups: dict) -> list[Variants]:
+    """The classes: each text joins the first class it fits, or starts one."""
+    found: list[Variants] = []
+    for key, members in groups.items():
+        first = members[0]
+        hint = first.block.class_hint or class_hint_from_path(first.block.path)
+        for index, variants in enumerate(found):
+            merged = variants.merged(key, hint, first.builder, first.args, first.returns)
+            if merged is not None:
+                found[index] = merged
+                break
+        else:
+            found.append(Variants.start(key, hint, first.builder, first.args, first.returns))
+    return found
+
+
+def signature(info: dict) -> list[str]:
+    """The constructor's parameters, those with a default last (``stride=1``)."""
+    names = list(dict.fromkeys(info["params"].values())) + [name for name, _ in info["flags"]]
+    defaults = info["defaults"]
+    return [n for n in names if n not in defaults] + [
+        f"{n}={defaults[n]}" for n in names if n in defaults
+    ]
+
+
+def _value(source, builder: ClassBuilder) -> str:
+    kind, value = source
+    return builder.slots[value][2] if kind == "slot" else value
+
+
+def _fill_absent(variants: Variants, groups: dict) -> None:
+    """A literal of a layer some texts do not hold: for them, the value of a literal that
+    agrees with it wherever both exist (so both stay one argument), else the first value."""
+    sources = variants.sources
+    for index in range(len(variants.labels)):
+        present = [k for k in sources if sources[k][index] is not None]
+        if len(present) == len(sources):
+            continue
+        mine = [_value(sources[k][index], m.builder) for k in present for m in groups[k]]
+        twin = next(
+            (
+                other
+                for other in range(len(variants.labels))
+                if all(sources[k][other] is not None for k in sources)
+                and [_value(sources[k][other], m.builder) for k in present for m in groups[k]]
+                == mine
+            ),
+            None,
+        )
+        for key in sources:
+            if sources[key][index] is None:
+                sources[key][index] = (
+                    sources[key][twin] if twin is not None else ("literal", mine[0])
+                )
+
+
+def _arguments(variants: Variants, members: list, values: dict) -> dict:
+    """Constructor arguments: one per distinct vector of values across the instances (slots
+    that always agree share one), and a ``has_<layer>`` flag per optional layer."""
+    varying = [
+        i for i in range(len(variants.labels)) if len({values[id(m)][i] for m in members}) > 1
+    ]
+    vectors = {i: tuple(values[id(m)][i] for m in members) for i in varying}
+    distinct = list(dict.fromkeys(vectors.values()))
+    labels = [next(variants.labels[i][0] for i in varying if vectors[i] == v) for v in distinct]
+    params = Namer(set())
+    by_vector = {}
+    for vector, label in zip(distinct, labels):
+        owner = next(i for i in varying if vectors[i] == vector)
+        attribute = variants.labels[owner][1]
+        hint = label if labels.count(label) == 1 else f"{attribute}_{label}"
+        by_vector[vector] = params.claim(hint, "value")
+    flags = [
+        (params.claim(f"has_{attribute}", "flag"), attribute)
+        for attribute in sorted(variants.optional)
+    ]
+    names = {i: by_vector[vectors[i]] for i in varying}
+    # an argument some texts left at MindSpore's default takes that default
+    defaults = {
+        names[i]: source[1]
+        for i in varying
+        for source in (sources[i] for sources in variants.sources.values())
+        if source is not None and source[0] == "default"
+    }
+    defaults.update({name: "False" for name, _ in flags})
+    return {"params": names, "flags": flags, "defaults": defaults, "first": values[id(members[0])]}
 
 
 def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str:
@@ -79,13 +176,19 @@ def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str
             text.append(params.get(part.index, builder.slots[part.index][2]))
         elif isinstance(part, ClassRef):
             info = classes[part.key]
+            sources = info["sources"][part.key]
             seen, pairs = set(), []
             for i, name in info["params"].items():
                 if name not in seen:
                     seen.add(name)
-                    pairs.append(
-                        f"{name}={params.get(part.slots[i], builder.slots[part.slots[i]][2])}"
-                    )
+                    kind, value = sources[i]
+                    if kind == "slot":
+                        j = part.slots[value]
+                        value = params.get(j, builder.slots[j][2])
+                    if info["defaults"].get(name) != value:
+                        pairs.append(f"{name}={value}")
+            held = info["variants"].held[part.key]
+            pairs += [f"{name}=True" for name, attribute in info["flags"] if attribute in held]
             args = ", ".join(pairs)
             text.append(f"{info['name']}({args})")
         else:

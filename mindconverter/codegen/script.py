@@ -16,7 +16,7 @@ from ..templating import render_template
 from ..version import __version__
 from .blocks import BlockWriter
 from .chains import fold_head_reshapes
-from .classes import join, merge_classes
+from .classes import join, merge_classes, signature, unique
 from .expressions import ExpressionWriter
 from .naming import comment_text
 from .rendered import RenderedModel, UnconvertedSite
@@ -106,13 +106,13 @@ def fill_template(
             dict(
                 name=c["name"],
                 doc=c["doc"],
-                params=list(dict.fromkeys(c["params"].values())),
+                params=signature(c),
                 init=c["init"],
-                args=", ".join(["self"] + c["members"][0].args),
-                body=c["members"][0].builder.body,
-                returns=", ".join(c["members"][0].returns),
+                args=", ".join(["self"] + c["args"]),
+                body=c["body"],
+                returns=", ".join(c["returns"]),
             )
-            for c in classes.values()
+            for c in unique(classes)
         ],
         args=", ".join(["self"] + input_vars),
         returns=", ".join(returns),

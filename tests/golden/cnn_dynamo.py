@@ -9,46 +9,15 @@ from mindspore import nn, ops
 
 
 class BasicBlock(nn.Cell):
-    """Recovered from layer1.0, layer1.1, layer2.1, layer3.1."""
+    """Recovered from layer1.0, layer1.1, layer2.0, layer2.1 and 2 more."""
 
-    def __init__(self, in_channels):
-        super().__init__()
-        self.conv1 = nn.Conv2d(
-            in_channels=in_channels,
-            out_channels=in_channels,
-            kernel_size=3,
-            pad_mode="pad",
-            padding=1,
-            has_bias=True,
-        )
-        self.conv2 = nn.Conv2d(
-            in_channels=in_channels,
-            out_channels=in_channels,
-            kernel_size=3,
-            pad_mode="pad",
-            padding=1,
-            has_bias=True,
-        )
-
-    def construct(self, x):
-        out = self.conv1(x)
-        out = ops.relu(out)
-        out = self.conv2(out)
-        out = out + x
-        out = ops.relu(out)
-        return out
-
-
-class BasicBlock2(nn.Cell):
-    """Recovered from layer2.0, layer3.0."""
-
-    def __init__(self, in_channels, out_channels):
+    def __init__(self, in_channels, out_channels, stride=1, has_downsample=False):
         super().__init__()
         self.conv1 = nn.Conv2d(
             in_channels=in_channels,
             out_channels=out_channels,
             kernel_size=3,
-            stride=2,
+            stride=stride,
             pad_mode="pad",
             padding=1,
             has_bias=True,
@@ -61,24 +30,29 @@ class BasicBlock2(nn.Cell):
             padding=1,
             has_bias=True,
         )
-        self.downsample = nn.SequentialCell(
-            [
-                nn.Conv2d(
-                    in_channels=in_channels,
-                    out_channels=out_channels,
-                    kernel_size=1,
-                    stride=2,
-                    pad_mode="valid",
-                    has_bias=True,
-                )
-            ]
+        self.downsample = (
+            nn.SequentialCell(
+                [
+                    nn.Conv2d(
+                        in_channels=in_channels,
+                        out_channels=out_channels,
+                        kernel_size=1,
+                        stride=stride,
+                        pad_mode="valid",
+                        has_bias=True,
+                    )
+                ]
+            )
+            if has_downsample
+            else None
         )
 
     def construct(self, x):
         out = self.conv1(x)
         out = ops.relu(out)
         out = self.conv2(out)
-        x = self.downsample(x)
+        if self.downsample is not None:
+            x = self.downsample(x)
         out = out + x
         out = ops.relu(out)
         return out
@@ -106,13 +80,26 @@ class MindSporeModel(nn.Cell):
         )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
         self.layer1 = nn.SequentialCell(
-            [BasicBlock(in_channels=8), BasicBlock(in_channels=8)]
+            [
+                BasicBlock(in_channels=8, out_channels=8),
+                BasicBlock(in_channels=8, out_channels=8),
+            ]
         )
         self.layer2 = nn.SequentialCell(
-            [BasicBlock2(in_channels=8, out_channels=16), BasicBlock(in_channels=16)]
+            [
+                BasicBlock(
+                    in_channels=8, out_channels=16, stride=2, has_downsample=True
+                ),
+                BasicBlock(in_channels=16, out_channels=16),
+            ]
         )
         self.layer3 = nn.SequentialCell(
-            [BasicBlock2(in_channels=16, out_channels=32), BasicBlock(in_channels=32)]
+            [
+                BasicBlock(
+                    in_channels=16, out_channels=32, stride=2, has_downsample=True
+                ),
+                BasicBlock(in_channels=32, out_channels=32),
+            ]
         )
         self.fc = nn.Dense(in_channels=32, out_channels=10)
 

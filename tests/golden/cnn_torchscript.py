@@ -8,47 +8,16 @@ import mindspore as ms
 from mindspore import nn, ops
 
 
-class Layer1(nn.Cell):
-    """Recovered from layer1.0, layer1.1, layer2.1, layer3.1."""
+class Layer(nn.Cell):
+    """Recovered from layer1.0, layer1.1, layer2.0, layer2.1 and 2 more."""
 
-    def __init__(self, in_channels):
-        super().__init__()
-        self.conv1 = nn.Conv2d(
-            in_channels=in_channels,
-            out_channels=in_channels,
-            kernel_size=3,
-            pad_mode="pad",
-            padding=1,
-            has_bias=True,
-        )
-        self.conv2 = nn.Conv2d(
-            in_channels=in_channels,
-            out_channels=in_channels,
-            kernel_size=3,
-            pad_mode="pad",
-            padding=1,
-            has_bias=True,
-        )
-
-    def construct(self, x):
-        out = self.conv1(x)
-        out = ops.relu(out)
-        out = self.conv2(out)
-        out = out + x
-        out = ops.relu(out)
-        return out
-
-
-class Layer2(nn.Cell):
-    """Recovered from layer2.0, layer3.0."""
-
-    def __init__(self, in_channels, out_channels):
+    def __init__(self, in_channels, out_channels, stride=1, has_downsample=False):
         super().__init__()
         self.conv1 = nn.Conv2d(
             in_channels=in_channels,
             out_channels=out_channels,
             kernel_size=3,
-            stride=2,
+            stride=stride,
             pad_mode="pad",
             padding=1,
             has_bias=True,
@@ -61,24 +30,29 @@ class Layer2(nn.Cell):
             padding=1,
             has_bias=True,
         )
-        self.downsample = nn.SequentialCell(
-            [
-                nn.Conv2d(
-                    in_channels=in_channels,
-                    out_channels=out_channels,
-                    kernel_size=1,
-                    stride=2,
-                    pad_mode="valid",
-                    has_bias=True,
-                )
-            ]
+        self.downsample = (
+            nn.SequentialCell(
+                [
+                    nn.Conv2d(
+                        in_channels=in_channels,
+                        out_channels=out_channels,
+                        kernel_size=1,
+                        stride=stride,
+                        pad_mode="valid",
+                        has_bias=True,
+                    )
+                ]
+            )
+            if has_downsample
+            else None
         )
 
     def construct(self, x):
         out = self.conv1(x)
         out = ops.relu(out)
         out = self.conv2(out)
-        x = self.downsample(x)
+        if self.downsample is not None:
+            x = self.downsample(x)
         out = out + x
         out = ops.relu(out)
         return out
@@ -105,12 +79,20 @@ class MindSporeModel(nn.Cell):
             has_bias=True,
         )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
-        self.layer1 = nn.SequentialCell([Layer1(in_channels=8), Layer1(in_channels=8)])
+        self.layer1 = nn.SequentialCell(
+            [Layer(in_channels=8, out_channels=8), Layer(in_channels=8, out_channels=8)]
+        )
         self.layer2 = nn.SequentialCell(
-            [Layer2(in_channels=8, out_channels=16), Layer1(in_channels=16)]
+            [
+                Layer(in_channels=8, out_channels=16, stride=2, has_downsample=True),
+                Layer(in_channels=16, out_channels=16),
+            ]
         )
         self.layer3 = nn.SequentialCell(
-            [Layer2(in_channels=16, out_channels=32), Layer1(in_channels=32)]
+            [
+                Layer(in_channels=16, out_channels=32, stride=2, has_downsample=True),
+                Layer(in_channels=32, out_channels=32),
+            ]
         )
         self.fc = nn.Dense(in_channels=32, out_channels=10)
 

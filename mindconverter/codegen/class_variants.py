@@ -1,0 +1,294 @@
+"""Block classes that differ only in optional parts, merged into one class.
+
+Two recovered classes of the same kind (torchvision's ``BasicBlock`` with and without its
+``downsample`` branch; a block whose convolution has ``stride=2`` in one stage and the default
+stride in the others) become one class, as mindcv writes them: an argument for each literal
+that differs, the omitted keyword's MindSpore default filled in for the instances that left it
+out, ``has_<attribute>`` for a layer only some instances hold, and ``construct`` running that
+layer's statements under ``if self.<attribute> is not None:``.
+
+A :class:`Variants` starts from one class text and takes in other texts one by one; a text
+that does not fit (another structure, another signature, a statement that differs other than
+by an optional layer) stays a class of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from .scope import ClassBuilder, ClassRef, SlotRef
+
+# MindSpore's defaults for the keywords the mappers leave out when they hold them (checked
+# against the installed classes by tests/codegen/test_class_variants.py).
+_CONV_DEFAULTS = {"stride": "1", "padding": "0", "dilation": "1", "group": "1", "has_bias": "False"}
+_POOL_DEFAULTS = {"stride": "1", "padding": "0", "ceil_mode": "False"}
+KEYWORD_DEFAULTS: dict[str, dict[str, str]] = {
+    **{f"nn.Conv{n}d": _CONV_DEFAULTS for n in (1, 2, 3)},
+    "nn.Conv1dTranspose": _CONV_DEFAULTS,
+    **{f"nn.Conv{n}dTranspose": {**_CONV_DEFAULTS, "output_padding": "0"} for n in (2, 3)},
+    **{f"nn.MaxPool{n}d": {**_POOL_DEFAULTS, "dilation": "1"} for n in (1, 2, 3)},
+    **{f"nn.AvgPool{n}d": {**_POOL_DEFAULTS, "count_include_pad": "True"} for n in (1, 2, 3)},
+    "nn.Dense": {"has_bias": "True"},
+}
+
+_ATTRIBUTE_LINE = re.compile(r"self\.(\w+) = $")
+_READS = re.compile(r"\bself\.(\w+)")
+_KEYWORD = re.compile(r"(?:, )?(\w+)=$")
+_CONSTRUCTOR = re.compile(r"([\w.]+)\(\[?$")
+
+# where a literal of the merged class comes from for one class text: its own slot, the default
+# of a keyword it left out, a literal, or nothing (a slot of a layer that text does not hold)
+Source = tuple[str, Any] | None
+
+
+def kind_of(hint: str) -> str:
+    """Texts of one kind may merge: ``Layer1`` and ``Layer2`` (TorchScript names blocks by
+    their attribute), ``BasicBlock`` and ``BasicBlock``."""
+    return re.sub(r"\d+$", "", hint)
+
+
+def _attribute(line: list) -> str | None:
+    """The attribute an ``__init__`` line sets (``self.downsample = ...`` -> ``downsample``)."""
+    head = line[0] if line and isinstance(line[0], str) else ""
+    match = _ATTRIBUTE_LINE.fullmatch(head)
+    return match.group(1) if match else None
+
+
+def _tokens(parts: list) -> list:
+    """What a line's parts compare by: a literal by the keyword before it (so that an omitted
+    ``, stride=<slot>`` aligns as one piece), a class by its text."""
+    tokens: list = []
+    for index, part in enumerate(parts):
+        if isinstance(part, SlotRef):
+            tokens.append(("slot", parts[index - 1] if index else ""))
+        elif isinstance(part, ClassRef):
+            tokens.append(("class", part.key))
+        else:
+            tokens.append(part)
+    return tokens
+
+
+def _constructor_before(parts: list, position: int) -> str:
+    """The cell class whose call holds the part at ``position`` (``nn.Conv2d``)."""
+    for part in reversed(parts[:position]):
+        if isinstance(part, str):
+            match = _CONSTRUCTOR.search(part)
+            if match:
+                return match.group(1)
+    return ""
+
+
+def _omitted_keyword(parts: list, start: int, end: int) -> str | None:
+    """The default of ``, stride=<slot>`` at ``parts[start:end]`` when the other text left
+    that keyword out (``None`` when it is something else or its default is unknown)."""
+    run = parts[start:end]
+    if len(run) != 2 or not isinstance(run[0], str) or not isinstance(run[1], SlotRef):
+        return None
+    match = _KEYWORD.fullmatch(run[0])
+    if not match or not run[0].startswith(", "):
+        return None
+    return KEYWORD_DEFAULTS.get(_constructor_before(parts, start), {}).get(match.group(1))
+
+
+@dataclass
+class Variants:
+    """One class that several class texts (keys) render as."""
+
+    hint: str
+    lines: list[list]  # ``__init__`` lines; SlotRef indexes ``labels``
+    labels: list[tuple[str, str]]  # per slot: (label, attribute)
+    body: list[tuple[str, str | None]]  # construct lines with the optional layer guarding them
+    args: list[str]
+    returns: list[str]
+    sources: dict[Any, list[Source]] = field(default_factory=dict)  # per key, per slot
+    held: dict[Any, set[str]] = field(default_factory=dict)  # attributes each key holds
+
+    @classmethod
+    def start(cls, key, hint: str, builder: ClassBuilder, args, returns) -> Variants:
+        variants = cls(
+            hint,
+            [list(line) for line in builder.init_lines],
+            [(label, attribute) for label, attribute, _ in builder.slots],
+            [(line, None) for line in builder.body],
+            list(args),
+            list(returns),
+        )
+        variants.sources[key] = [("slot", j) for j in range(len(builder.slots))]
+        variants.held[key] = {a for a in map(_attribute, builder.init_lines) if a}
+        return variants
+
+    @property
+    def optional(self) -> set[str]:
+        """Attributes some texts hold and others do not."""
+        every = set.intersection(*self.held.values())
+        return set.union(*self.held.values()) - every
+
+    def merged(self, key, hint: str, builder: ClassBuilder, args, returns) -> Variants | None:
+        """These variants with one more class text, or ``None`` when it does not fit."""
+        if kind_of(hint) != kind_of(self.hint) or list(args) != self.args:
+            return None
+        if list(returns) != self.returns:
+            return None
+        held = {a for a in map(_attribute, builder.init_lines) if a}
+        new = Variants(
+            self.hint if hint == self.hint else kind_of(self.hint),
+            [],
+            list(self.labels),
+            [],
+            self.args,
+            self.returns,
+            {k: list(v) for k, v in self.sources.items()},
+            {**self.held, key: held},
+        )
+        new.sources[key] = [None] * len(self.labels)
+        if not new._take_lines(self.lines, key, builder) or not new._take_body(
+            self.body, key, builder.body
+        ):
+            return None
+        return new
+
+    def _new_slot(self, key, label: tuple[str, str], own: Source) -> SlotRef:
+        self.labels.append(label)
+        for k, sources in self.sources.items():
+            sources.append(own if k == key else None)
+        return SlotRef(len(self.labels) - 1)
+
+    def _adopt(self, key, builder: ClassBuilder, parts: list) -> list:
+        """A line of the new text with its slots made slots of the merged class."""
+        adopted: list = []
+        for part in parts:
+            if isinstance(part, SlotRef):
+                adopted.append(
+                    self._new_slot(key, builder.slots[part.index][:2], ("slot", part.index))
+                )
+            elif isinstance(part, ClassRef):
+                slots = tuple(
+                    self._new_slot(key, builder.slots[j][:2], ("slot", j)).index for j in part.slots
+                )
+                adopted.append(ClassRef(part.key, slots))
+            else:
+                adopted.append(part)
+        return adopted
+
+    def _take_lines(self, old: list[list], key, builder: ClassBuilder) -> bool:
+        """The merged ``__init__``: lines both texts hold paired, a layer only one holds kept."""
+        mine = [_attribute(line) or repr(line) for line in old]
+        theirs = [_attribute(line) or repr(line) for line in builder.init_lines]
+        if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs):
+            return False
+        matcher = SequenceMatcher(None, mine, theirs, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "replace":
+                return False
+            if tag in ("delete", "equal"):
+                for i, line in enumerate(old[i1:i2]):
+                    if tag == "delete":
+                        if _attribute(line) is None:
+                            return False
+                        self.lines.append(line)
+                    elif not self._take_line(key, builder, line, builder.init_lines[j1 + i]):
+                        return False
+            else:
+                for line in builder.init_lines[j1:j2]:
+                    if _attribute(line) is None:
+                        return False
+                    self.lines.append(self._adopt(key, builder, line))
+        return True
+
+    def _take_line(self, key, builder: ClassBuilder, line: list, other: list) -> bool:
+        """One line both texts hold: slots paired, keywords one text left out defaulted."""
+        sources = self.sources[key]
+        matcher = SequenceMatcher(None, _tokens(line), _tokens(other), autojunk=False)
+        merged: list = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for mine, theirs in zip(line[i1:i2], other[j1:j2]):
+                    if isinstance(mine, SlotRef):
+                        sources[mine.index] = ("slot", theirs.index)
+                    elif isinstance(mine, ClassRef):
+                        for m, t in zip(mine.slots, theirs.slots):
+                            sources[m] = ("slot", t)
+                    merged.append(mine)
+            elif tag == "delete":  # the new text left a keyword out: its default
+                default = _omitted_keyword(line, i1, i2)
+                if default is None:
+                    return False
+                sources[line[i1 + 1].index] = ("default", default)
+                merged.extend(line[i1:i2])
+            elif tag == "insert":  # the earlier texts left it out
+                default = _omitted_keyword(other, j1, j2)
+                if default is None:
+                    return False
+                slot = self._new_slot(key, builder.slots[other[j1 + 1].index][:2], None)
+                for k, k_sources in self.sources.items():
+                    k_sources[slot.index] = (
+                        ("slot", other[j1 + 1].index) if k == key else ("default", default)
+                    )
+                merged.extend([other[j1], slot])
+            else:
+                return False
+        self.lines.append(merged)
+        return True
+
+    def _take_body(self, old: list[tuple[str, str | None]], key, body: list[str]) -> bool:
+        """The merged ``construct``: statements only some texts run are those of a layer only
+        they hold, and run under its guard."""
+        held, before = self.held[key], [h for k, h in self.held.items() if k != key]
+        matcher = SequenceMatcher(None, [line for line, _ in old], body, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                if any(guard and guard not in held for _, guard in old[i1:i2]):
+                    return False
+                self.body.extend(old[i1:i2])
+            elif tag == "insert":  # statements of a layer the new text alone holds
+                run = body[j1:j2]
+                guard = _guard(run, lambda a: a in held and all(a not in h for h in before))
+                if guard is None:
+                    return False
+                self.body.extend((line, guard) for line in run)
+            elif tag == "delete":  # statements of a layer every earlier text holds
+                run = [line for line, _ in old[i1:i2]]
+                guard = _guard(run, lambda a: a not in held and all(a in h for h in before))
+                for line, own in old[i1:i2]:
+                    if (own or guard) is None or (own or guard) in held:
+                        return False
+                    self.body.append((line, own or guard))
+            else:
+                return False
+        return True
+
+    def construct_lines(self) -> list[str]:
+        """``construct``'s lines, statements of an optional layer under its guard."""
+        lines: list[str] = []
+        for index, (line, guard) in enumerate(self.body):
+            if guard is None:
+                lines.append(line)
+                continue
+            indent = line[: len(line) - len(line.lstrip())]
+            if index == 0 or self.body[index - 1][1] != guard:
+                lines.append(f"{indent}if self.{guard} is not None:")
+            lines.append(f"{indent}    {line[len(indent) :]}")
+        return lines
+
+    def init_line(self, line: list, text: str) -> str:
+        """An ``__init__`` line as written: a layer only some texts hold is built on its flag."""
+        attribute = _attribute(line)
+        if attribute in self.optional:
+            return f"{text} if has_{attribute} else None"
+        return text
+
+
+def _guard(run: list[str], fits) -> str | None:
+    """The optional layer a run of statements belongs to: the first it reads that ``fits``;
+    ``None`` when the run is not indented as one piece or reads no such layer."""
+    indent = run[0][: len(run[0]) - len(run[0].lstrip())]
+    if any(not line.startswith(indent) for line in run):
+        return None
+    for line in run:
+        for attribute in _READS.findall(line):
+            if fits(attribute):
+                return attribute
+    return None

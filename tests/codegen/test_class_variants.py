@@ -1,0 +1,114 @@
+"""Blocks that differ only in optional parts share one class (issue 26 item 1): a layer only some
+instances hold becomes a ``has_<layer>`` flag and its statements run under a guard; a keyword
+some instances leave at MindSpore's default becomes an argument with that default."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+import onnx
+import pytest
+
+from mindconverter.codegen.class_variants import KEYWORD_DEFAULTS
+from mindconverter.codegen.classes import join, merge_classes, signature, unique
+from mindconverter.codegen.scope import BlockInstance, ClassBuilder, ClassRef
+from mindconverter.graph.module_tree import Block
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def _conv(builder: ClassBuilder, attr: str, channels: str, stride: str | None) -> list:
+    parts: list = [f"self.{attr} = ", "nn.Conv2d(", "out_channels="]
+    parts.append(builder.slot("out_channels", attr, channels))
+    if stride is not None:
+        parts += [", stride=", builder.slot("stride", attr, stride)]
+    return parts + [")"]
+
+
+def _block(path: str, channels: int, stride: int = 1, downsample: bool = False) -> BlockInstance:
+    builder = ClassBuilder()
+    omitted = None if stride == 1 else str(stride)
+    builder.init_lines.append(_conv(builder, "conv1", str(channels), omitted))
+    if downsample:
+        builder.init_lines.append(_conv(builder, "downsample", str(channels), omitted))
+    builder.body.append("out = self.conv1(x)")
+    if downsample:
+        builder.body.append("x = self.downsample(x)")
+    builder.body.append("out = out + x")
+    return BlockInstance(Block(path=path, class_hint="BasicBlock"), builder, ["x"], ["out"])
+
+
+def test_a_block_with_and_without_its_downsample_is_one_class_with_a_flag():
+    plain, down = _block("layer1.0", 8), _block("layer2.0", 16, stride=2, downsample=True)
+    classes = merge_classes([plain, down])
+    (info,) = unique(classes)
+    assert info["name"] == "BasicBlock"
+    assert signature(info) == ["out_channels", "stride=1", "has_downsample=False"]
+    assert info["init"] == [
+        "self.conv1 = nn.Conv2d(out_channels=out_channels, stride=stride)",
+        "self.downsample = nn.Conv2d(out_channels=out_channels, stride=stride)"
+        " if has_downsample else None",
+    ]
+    assert info["body"] == [
+        "out = self.conv1(x)",
+        "if self.downsample is not None:",
+        "    x = self.downsample(x)",
+        "out = out + x",
+    ]
+
+
+def test_instances_pass_only_what_differs_from_the_defaults():
+    plain, down = _block("layer1.0", 8), _block("layer2.0", 16, stride=2, downsample=True)
+    classes = merge_classes([plain, down])
+    parent = ClassBuilder()
+    refs = [
+        ClassRef(block.key, tuple(parent.slot(*slot).index for slot in block.builder.slots))
+        for block in (plain, down)
+    ]
+    assert join([refs[0]], parent, {}, classes) == "BasicBlock(out_channels=8)"
+    assert join([refs[1]], parent, {}, classes) == (
+        "BasicBlock(out_channels=16, stride=2, has_downsample=True)"
+    )
+
+
+def test_an_extra_statement_without_an_optional_layer_keeps_classes_apart():
+    other = _block("layer2.0", 8)
+    other.builder.body.insert(1, "out = ops.relu(out)")
+    assert len(unique(merge_classes([_block("layer1.0", 8), other]))) == 2
+
+
+def test_a_statement_of_a_layer_every_instance_holds_keeps_classes_apart():
+    first, other = _block("layer1.0", 8, downsample=True), _block("layer2.0", 8, downsample=True)
+    other.builder.body.remove("x = self.downsample(x)")
+    assert len(unique(merge_classes([first, other]))) == 2
+
+
+def test_blocks_of_other_kinds_never_merge():
+    other = _block("layer2.0", 16, stride=2, downsample=True)
+    other.block.class_hint = "Bottleneck"
+    assert len(unique(merge_classes([_block("layer1.0", 8), other]))) == 2
+
+
+@pytest.mark.parametrize("cls", sorted(KEYWORD_DEFAULTS))
+def test_keyword_defaults_are_mindspores(cls):
+    parameters = inspect.signature(getattr(ms.nn, cls.removeprefix("nn.")).__init__).parameters
+    for keyword, text in KEYWORD_DEFAULTS[cls].items():
+        assert repr(parameters[keyword].default) == text, (cls, keyword)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_resnet_has_one_block_class_and_runs_like_onnxruntime(exporter, tmp_path):
+    model = onnx.load(FIXTURES / f"tiny_resnet_{exporter}.onnx")
+    name = model.graph.input[0].name
+    result = convert_fully(model, tmp_path, shape=[f"{name}=1,3,32,32"])
+    code = result.script_path.read_text()
+    assert code.count("\nclass ") == 2  # the block and the network
+    assert "if self.downsample is not None:" in code
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        assert_runs_like_onnxruntime(model, result, {name: x})
