@@ -10,7 +10,9 @@ dynamic batch, sequence and cache length, so a greedy decode loop can run on it.
 ``tiny_vit_torchscript.onnx``, ``tiny_whisper_encoder_dynamo.onnx`` and
 ``tiny_bart_torchscript.onnx`` (the TorchScript exporter writes smaller files):
 Hugging Face's ViT, Whisper encoder (an audio encoder) and BART (an encoder-decoder with causal
-self-attention and cross-attention) at toy width, for golden files of their attention.
+self-attention and cross-attention) at toy width, for golden files of their attention;
+``tiny_bloom_{torchscript,dynamo}.onnx``: BLOOM, whose ALiBi attention multiplies heads folded
+into the batch (``baddbmm``).
 """
 
 from __future__ import annotations
@@ -248,6 +250,16 @@ def export_transformers() -> None:
         "decoder_input_ids": {0: batch, 1: target},
     }
     _export(bart, "tiny_bart_torchscript", tokens, dims, dynamo=False)
+    bloom = hf.BloomModel(
+        hf.BloomConfig(vocab_size=40, hidden_size=16, n_layer=1, n_head=2)
+    )  # fmt: skip
+    tokens = {
+        "input_ids": torch.randint(0, 40, (2, 5)),
+        "attention_mask": torch.ones(2, 5, dtype=torch.int64),
+    }
+    dims = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}}
+    _export(bloom, "tiny_bloom_torchscript", tokens, dims, dynamo=False)
+    _export(bloom, "tiny_bloom_dynamo", tokens, {}, dynamo=True)  # it exports at fixed sizes
 
 
 if __name__ == "__main__":

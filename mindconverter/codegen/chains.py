@@ -60,11 +60,14 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
             or _has_temp(source.result)
         ):
             continue
-        if item.node.op_type == "Transpose" and source.node.op_type == "Reshape":
+        if item.node.op_type == "Transpose" and source.node.op_type in ("Reshape", "Gather"):
             if (
                 isinstance(item.result, Method)
                 and item.result.value == Input(0)
-                and _is_call(source.result, "ops.reshape")
+                and (
+                    _is_call(source.result, "ops.reshape")
+                    or _picks_from_input(source.result, len(source.node.inputs))
+                )
             ):
                 item.result = replace(item.result, value=source.result)
                 item.node = replace(item.node, inputs=list(source.node.inputs))
@@ -88,6 +91,16 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
                 )
                 absorbed.add(id(source))
     return _inlined_layers(graph, mapped, parents, absorbed, tree)
+
+
+def _picks_from_input(expr: Any, inputs: int) -> bool:
+    """``x[:, :, :, 0]``: a constant pick from the node's one input (a fused qkv split)."""
+    return (
+        inputs <= 2
+        and isinstance(expr, Item)
+        and expr.value == Input(0)
+        and _reads_of_input(expr) == 1
+    )
 
 
 def _inlined_layers(
@@ -122,9 +135,10 @@ def _inlined_layers(
         if out in graph.outputs or len(found) != 1:
             continue
         reader = found[0]
-        head_split = isinstance(reader.result, Method) and _is_call(
-            reader.result.value, "ops.reshape"
-        )
+        # a head split, or the reshape splitting a fused projection into heads (BLOOM's qkv)
+        head_split = (
+            isinstance(reader.result, Method) and _is_call(reader.result.value, "ops.reshape")
+        ) or (_is_call(reader.result, "ops.reshape") and reader.result.args[0] == Input(0))
         if not head_split or parent is None or parents.get(id(reader)) is not parent:
             continue
         positions = [i for i, name in enumerate(reader.node.inputs) if name == out]

@@ -48,6 +48,10 @@ def _role(graph: Graph, name: str, readers: list) -> str:
         return "x"
     if any(_attention_bias_of(node, name) for node in readers):
         return _mask_or_bias(graph, name)
+    if any(_adds_to_attention_bias(graph, node, name) for node in readers):
+        return _mask_or_bias(graph, name)
+    if dtype.kind == "f" and rank == 3 and any(unfolded_into_bias(graph, n) for n in readers):
+        return "alibi"  # (batch * heads, 1, kv_len), made (batch, heads, 1, kv_len) here
     if dtype == np.bool_ or any(_masks_scores(graph, node, name) for node in readers):
         return "attention_mask"
     if dtype.kind == "f" and any(_masks_scores(graph, node, name, True) for node in readers):
@@ -66,6 +70,39 @@ def _attention_bias_of(node, name: str) -> bool:
     """``name`` is what a fused attention adds to its scores (its inputs after q, k, v)."""
     fused = node.domain == DOMAIN and node.op_type == "ScaledDotProductAttention"
     return fused and name in node.inputs[3:]
+
+
+def _feeds_attention_bias(graph: Graph, value: str, through: tuple[str, ...] = ()) -> bool:
+    """Every reader of ``value`` adds it to a fused attention's scores, directly or through
+    nodes of the ``through`` types (the Add summing a mask and ALiBi)."""
+    readers = graph.consumer_nodes.get(value, [])
+    return bool(readers) and all(
+        (
+            node.domain == DOMAIN
+            and node.op_type == "ScaledDotProductAttention"
+            and value in list(node.input)[3:]
+        )
+        or (node.op_type in through and _feeds_attention_bias(graph, node.output[0]))
+        for node in readers
+    )
+
+
+def _adds_to_attention_bias(graph: Graph, node, name: str) -> bool:
+    """``name`` is one of the terms summed into a fused attention's bias (mask + ALiBi)."""
+    return (
+        node.op_type == "Add"
+        and bool(node.outputs)
+        and _feeds_attention_bias(graph, node.outputs[0])
+    )
+
+
+def unfolded_into_bias(graph: Graph, node) -> bool:
+    """A Reshape whose result is a term of a fused attention's bias (BLOOM's ALiBi)."""
+    return (
+        node.op_type == "Reshape"
+        and bool(node.outputs)
+        and _feeds_attention_bias(graph, node.outputs[0], ("Add",))
+    )
 
 
 def _mask_or_bias(graph: Graph, name: str) -> str:

@@ -10,6 +10,7 @@ from .expressions import ExpressionWriter
 from .literals import literal
 from .naming import identifier
 from .rendered import UnconvertedSite
+from .roles import unfolded_into_bias
 from .scope import BlockScope, RenderState
 
 # longest sizes tuple written inside the expression that reads it (a longer one keeps its name)
@@ -38,6 +39,8 @@ class StatementWriter:
             self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result
+        elif unfolded_into_bias(self.state.graph, mapped.node):
+            name = reuse if reuse == "alibi" else self.exprs.new_variable("alibi")
         elif out in self.attention_roles:
             role = self.attention_roles[out]  # a straight chain keeps it: q = rotate(q)
             name = reuse if reuse == role else self.exprs.new_variable(role)
@@ -302,7 +305,13 @@ _SPLIT_ROLES = {
 
 def _name_fused_projection(roles: dict, producers: dict, source, role: str) -> None:
     """``query``/``key``/``value`` for the parts of a fused projection's Split that a head
-    split (Reshape, Transpose) turns into ``q``/``k``/``v``."""
+    split (Reshape, Transpose) turns into ``q``/``k``/``v``; ``fused_qkv`` for a fused
+    projection split into heads whose q, k and v are picked out of it (BLOOM)."""
+    # a Transpose that took in the pick out of a fused projection (chains.py): [data, index]
+    picked = producers.get(source.inputs[0]) if len(source.inputs) == 2 else None
+    if source.op_type == "Transpose" and picked is not None and picked.op_type == "Reshape":
+        roles.setdefault(source.inputs[0], "fused_qkv")
+        return
     for _ in range(3):
         if source.op_type not in ("Reshape", "Transpose") or not source.inputs:
             return

@@ -41,6 +41,13 @@ def _scaled(product: Expr, options: SdpaOptions) -> Expr:
     return BinOp("*", product, Lit(options.scale))
 
 
+def _added(scores: Expr, bias: Expr) -> Expr:
+    """``scores + a + b``: each bias term added in turn (left to right, as exported)."""
+    if isinstance(bias, BinOp) and bias.op == "+":
+        return BinOp("+", _added(scores, bias.left), bias.right)
+    return BinOp("+", scores, bias)
+
+
 def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOptions) -> Expr:
     """``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` on (..., heads, seq, head_dim) tensors."""
     if options.kv_groups > 1:
@@ -49,7 +56,7 @@ def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaO
         v = Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)})
     product = Call("ops.matmul", [q, Method(k, "swapaxes", [Lit(-1), Lit(-2)])])
     scores = Temp(_scaled(product, options), "scores")
-    logits = scores if bias is None else BinOp("+", scores, bias)
+    logits = scores if bias is None else _added(scores, bias)
     if not (options.masked_rows and bias is not None):
         probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
         return Call("ops.matmul", [probs, v])
@@ -71,7 +78,17 @@ def scaled_dot_product_attention(ctx: NodeContext):
         kv_groups=int(ctx.attr("kv_groups", 1)),
         masked_rows=bool(int(ctx.attr("masked_rows", 0))),
     )
-    bias = Input(3) if ctx.has_input(3) else None
+    # several biases (a mask and ALiBi) are added one after the other, as the exporter did
+    bias: Expr | None = None
+    for index in range(3, len(ctx.node.inputs)):
+        if ctx.has_input(index):
+            bias = Input(index) if bias is None else BinOp("+", bias, Input(index))
+    if (
+        bias is not None
+        and len(ctx.node.inputs) > 4
+        and any(ctx.input_dtype(i) == np.dtype(bool) for i in range(3, len(ctx.node.inputs)))
+    ):
+        raise Unsupported("a boolean attention mask is read alone")
     if bias is not None and ctx.input_dtype(3) == np.dtype(bool):
         # a mask of the positions to keep (passes/tidy.py): masked_softmax reads it as it is
         if not options.masked_rows:

@@ -9,11 +9,12 @@ key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes 
 key's transposition) before the product. Rotary embeddings, a key/value cache
 (``Concat(past_k, k)``) and the masks (padding, causal, sliding window, biases added to the
 scores such as ALiBi) are computed before the product and stay what they are: inputs of the
-fused node. Not fused: BLOOM's ``baddbmm`` form, whose (B*H, S, T) scores are reshaped to
-(B, H, S, T) between the ALiBi bias and the mask.
+fused node. BLOOM's ``baddbmm`` form folds the heads into the batch for the products, (B*H, S, T)
+scores reshaped to (B, H, S, T) between the ALiBi bias and the mask: its q, k and v are taken
+before the fold and the ALiBi bias is reshaped to (B, H, 1, T).
 
 This pass replaces the chain from the score product to the context product by one node
-``ScaledDotProductAttention(q, k, v[, bias])`` of the internal domain, with attributes
+``ScaledDotProductAttention(q, k, v[, bias...])`` of the internal domain, with attributes
 ``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's NaN
 guard over a mask that may hold -inf: fully masked rows attend nothing). The mapper in
 ``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused only when every
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
@@ -54,6 +55,15 @@ class _Match:
     removed: list[onnx.NodeProto] = field(default_factory=list)
     # new nodes placed where a removed node was (the key's heads-first transpose)
     moved: dict[int, onnx.NodeProto] = field(default_factory=dict)
+    # heads folded into the batch for the products (BLOOM): the Reshape of the scores to
+    # (B, H, S, T), the probabilities' Reshape back to (B*H, S, T) when the context product is
+    # folded too, biases added before the unfold, and the value the fused node writes
+    unfold: onnx.NodeProto | None = None
+    probs_fold: onnx.NodeProto | None = None
+    folded_biases: list[str] = field(default_factory=list)
+    output: str = ""
+    before: list[onnx.NodeProto] = field(default_factory=list)  # new nodes before the fused one
+    resized: list[tuple[onnx.NodeProto, str]] = field(default_factory=list)  # Shape: new input
 
 
 class _Finder:
@@ -273,6 +283,8 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
         return None
     if len(readers) == 1 and readers[0].op_type == "MatMul" and readers[0].input[0] == probs:
         return readers[0]
+    if len(readers) == 1 and readers[0].op_type == "Reshape":
+        return _folded_context(finder, readers[0], match)
     isnan = next((n for n in readers if n.op_type == "IsNaN"), None)
     where = next((n for n in readers if n.op_type == "Where"), None)
     if len(readers) != 2 or isnan is None or where is None:
@@ -291,19 +303,48 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
     return after[0]
 
 
+def _folded_context(finder: _Finder, fold: onnx.NodeProto, match: _Match):
+    """The context product of probabilities folded back to (B*H, S, T) (BLOOM's ``bmm``)."""
+    folded = fold.output[0]
+    readers = finder.readers.get(folded, [])
+    if folded in finder.pinned or finder.rank(folded) != 3 or finder.rank(fold.input[0]) != 4:
+        return None
+    if len(readers) != 1 or readers[0].op_type != "MatMul" or readers[0].input[0] != folded:
+        return None
+    match.probs_fold = fold
+    return readers[0]
+
+
+def _unfolds_heads(finder: _Finder, name: str) -> onnx.NodeProto | None:
+    """The Reshape making ``name`` (B, H, S, T) out of (B*H, S, T) scores."""
+    node = finder.made_by(name, "Reshape")
+    if node is None or finder.rank(node.input[0]) != 3 or finder.rank(name) != 4:
+        return None
+    inner, outer = finder.graph.dims(node.input[0]), finder.graph.dims(name)
+    return node if inner is not None and outer is not None and inner[1:] == outer[2:] else None
+
+
 def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _Match):
-    """Walk back from the softmax's input over bias Adds, then scalar scales, to the score
-    MatMul; biases go into the match (outermost first)."""
-    for _ in range(_MAX_BIASES + 1):
+    """Walk back from the softmax's input over bias Adds (and the unfold of heads folded into
+    the batch), then scalar scales, to the score MatMul; biases go into the match (outermost
+    first)."""
+    for _ in range(_MAX_BIASES + 2):
         if not finder.private(name, reader):
             return None
+        unfold = _unfolds_heads(finder, name) if match.unfold is None else None
+        if unfold is not None:
+            match.unfold = unfold
+            match.removed.append(unfold)
+            name, reader = unfold.input[0], unfold
+            continue
         node = finder.made_by(name, "Add")
         if node is None:
             break
         side = _score_side(finder, node)
         if side is None:
             return None
-        match.biases.append(node.input[1 - side])
+        bias = node.input[1 - side]
+        (match.folded_biases if match.unfold is not None else match.biases).append(bias)
         match.removed.append(node)
         name, reader = node.input[side], node
     name, reader = _peel_scales(finder, name, reader, match)
@@ -317,12 +358,15 @@ def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
     by a MatMul."""
     for side in (0, 1):
         name = add.input[side]
-        for _ in range(_MAX_BIASES + 3):
-            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add")
+        for _ in range(_MAX_BIASES + 4):
+            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape")
             if node is None:
                 break
             if node.op_type == "MatMul":
                 return side
+            if node.op_type == "Reshape":
+                name = node.input[0]
+                continue
             if node.op_type == "Add":
                 name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]
                 continue
@@ -348,6 +392,10 @@ def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     scores = _score_product(finder, softmax.input[0], softmax, match)
     if scores is None or scores is context:
         return None
+    if match.unfold is not None:
+        return _folded_match(finder, match, [softmax, scores, context])
+    if match.probs_fold is not None:
+        return None
     match.q, _ = _peel_scales(finder, scores.input[0], scores, match)
     key_reader = _untransposed_key(finder, scores.input[1], scores, match)
     if key_reader is None:
@@ -356,6 +404,119 @@ def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     _share_heads(finder, match, key_reader, context)
     match.removed += [softmax, scores, context]
     return match if _ranks_agree(finder, match) else None
+
+
+def _unfolded(finder: _Finder, name: str, reader: onnx.NodeProto) -> onnx.NodeProto | None:
+    """The Reshape folding (B, H, S, D) into ``name``, (B*H, S, D), read by ``reader`` alone."""
+    node = finder.made_by(name, "Reshape")
+    if node is None or not finder.private(name, reader):
+        return None
+    if finder.rank(node.input[0]) != 4 or finder.rank(name) != 3:
+        return None
+    inner, outer = finder.graph.dims(node.input[0]), finder.graph.dims(name)
+    return node if inner is not None and outer is not None and inner[2:] == outer[1:] else None
+
+
+def _folded_match(finder: _Finder, match: _Match, chain: list[onnx.NodeProto]) -> _Match | None:
+    """BLOOM's attention, heads folded into the batch for both products: q, k and v taken
+    before their folds, the biases added to the folded scores unfolded, the fused node
+    writing what the context's unfold wrote."""
+    _, scores, context = chain
+    q, q_reader = _peel_scales(finder, scores.input[0], scores, match)
+    q_fold = _unfolded(finder, q, q_reader)
+    key_t = finder.made_by(scores.input[1], "Transpose")
+    if q_fold is None or key_t is None or list(_attr(key_t, "perm", [])) != [0, 2, 1]:
+        return None
+    k_fold = _unfolded(finder, key_t.input[0], key_t)
+    if k_fold is None or not finder.private(scores.input[1], scores):
+        return None
+    match.q, match.k, match.v = q_fold.input[0], k_fold.input[0], context.input[1]
+    match.removed += [q_fold, key_t, k_fold]
+    if match.probs_fold is not None:
+        v_fold = _unfolded(finder, context.input[1], context)
+        readers = finder.readers.get(context.output[0], [])
+        unfolds = [node for node in readers if node.op_type == "Reshape"]
+        if v_fold is None or len(unfolds) != 1 or context.output[0] in finder.pinned:
+            return None
+        if finder.rank(unfolds[0].output[0]) != 4:
+            return None
+        # the folded context's sizes (read to merge the heads back) are the folded query's
+        sizing = [node for node in readers if node is not unfolds[0]]
+        if sizing:
+            if any(node.op_type != "Shape" for node in sizing):
+                return None
+            if finder.graph.dims(q) != finder.graph.dims(context.output[0]):
+                return None
+            match.removed.remove(q_fold)
+            match.resized = [(node, q) for node in sizing]
+        match.v, match.output = v_fold.input[0], unfolds[0].output[0]
+        match.removed += [match.probs_fold, v_fold, unfolds[0]]
+    for bias in match.folded_biases:
+        unfolded = _unfolded_bias(finder, match, bias, scores.output[0])
+        if unfolded is None:
+            return None
+        match.biases.append(unfolded)
+    match.removed += chain
+    return match if {finder.rank(n) for n in (match.q, match.k, match.v)} == {4} else None
+
+
+def _unfolded_bias(finder: _Finder, match: _Match, bias: str, scores: str) -> str | None:
+    """``bias`` (B*H, 1, T), added to the folded scores, as (B, H, 1, T) by new nodes:
+    ``reshape(bias, (batch, heads, 1, -1))``, the batch read from q where it is dynamic; None
+    when it is not one row per folded (batch, head) or the sizes are not known well enough."""
+    symbolic = finder.graph.symbolic_shapes
+    dims, q_dims, score_dims = symbolic.get(bias), symbolic.get(match.q), symbolic.get(scores)
+    dtype = finder.graph.dtypes.get(bias)
+    if dims is None or q_dims is None or score_dims is None or dtype is None:
+        return None
+    heads = q_dims[1]
+    if len(dims) != 3 or dims[0] != score_dims[0] or not isinstance(heads, int):
+        return None
+    rest = [d if isinstance(d, int) else -1 for d in dims[1:]]
+    if rest.count(-1) > 1:
+        return None  # two sizes to infer
+    graph = finder.graph.model.graph
+    target, unfolded = finder.new_name(f"{bias}_heads_shape"), finder.new_name(f"{bias}_heads")
+    if isinstance(q_dims[0], int):
+        graph.initializer.append(
+            numpy_helper.from_array(np.array([q_dims[0], heads, *rest], np.int64), target)
+        )
+    else:  # the batch from q: (batch,) + (heads, 1, -1)
+        q_shape, batch = finder.new_name(f"{bias}_q_shape"), finder.new_name(f"{bias}_batch")
+        tail, zero, one = (finder.new_name(f"{bias}_{part}") for part in ("tail", "zero", "one"))
+        graph.initializer.extend(
+            numpy_helper.from_array(np.array(values, np.int64), name)
+            for name, values in ((tail, [heads, *rest]), (zero, [0]), (one, [1]))
+        )
+        match.before += [
+            helper.make_node("Shape", [match.q], [q_shape]),
+            helper.make_node("Slice", [q_shape, zero, one], [batch]),
+            helper.make_node("Concat", [batch, tail], [target], axis=0),
+        ]
+        int64 = onnx.TensorProto.INT64
+        graph.value_info.extend(
+            helper.make_tensor_value_info(name, int64, [size])
+            for name, size in ((q_shape, 4), (batch, 1), (target, 4))
+        )
+        symbol = _symbol(finder.graph, str(q_dims[0]))
+        if symbol is not None:  # lift_shape_arithmetic writes it (batch_size, 4, 1, -1)
+            finder.graph.symbolic_values[target] = (symbol, heads, *rest)
+    match.before.append(helper.make_node("Reshape", [bias, target], [unfolded]))
+    element = helper.np_dtype_to_tensor_dtype(dtype)
+    graph.value_info.append(
+        helper.make_tensor_value_info(unfolded, element, [*q_dims[:2], *dims[1:]])
+    )
+    return unfolded
+
+
+def _symbol(graph: Graph, name: str):
+    """The symbol of dynamic dimension ``name`` in the graph's symbolic values, if any."""
+    for value in graph.symbolic_values.values():
+        for item in value if isinstance(value, tuple) else (value,):
+            for symbol in getattr(item, "free_symbols", ()):
+                if str(symbol) == name:
+                    return symbol
+    return None
 
 
 def _share_heads(
@@ -392,20 +553,12 @@ def _may_hold_minus_infinity(finder: _Finder, bias: str) -> bool:
 
 
 def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output: str):
-    """The fused node (and the Adds that sum several biases), named after the softmax."""
-    nodes = []
-    inputs = [match.q, match.k, match.v]
-    bias = ""
-    for part in reversed(match.biases):  # innermost first, as the exporter added them
-        if not bias:
-            bias = part
-            continue
-        total = finder.new_name(f"{anchor.name or 'attention'}_bias")
-        nodes.append(helper.make_node("Add", [bias, part], [total], name=f"{anchor.name}_bias"))
-        bias = total
-    if bias:
-        inputs.append(bias)
-    masked_rows = match.nan_guard and bool(bias) and _may_hold_minus_infinity(finder, bias)
+    """The fused node (after the new nodes it reads), named after the softmax."""
+    nodes = list(match.before)
+    # the biases stay separate inputs, added innermost first as the exporter added them
+    biases = list(reversed(match.biases))
+    inputs = [match.q, match.k, match.v, *biases]
+    masked_rows = match.nan_guard and any(_may_hold_minus_infinity(finder, b) for b in biases)
     fused = helper.make_node(
         FUSED_OP,
         inputs,
@@ -418,6 +571,8 @@ def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output:
     )
     for entry in anchor.metadata_props:
         fused.metadata_props.add().CopyFrom(entry)
+    for index, node in enumerate(match.before):
+        node.name = f"{anchor.name}_unfold_bias_{index}"
     for node in nodes:
         if not node.metadata_props:
             for entry in anchor.metadata_props:
@@ -440,7 +595,10 @@ def fuse_attention(graph: Graph) -> int:
             continue
         context = match.removed[-1]
         finder.dead.update(id(node) for node in match.removed)
-        placed[id(context)] = _fused_nodes(finder, match, softmax, context.output[0])
+        output = match.output or context.output[0]
+        for shape, source in match.resized:
+            shape.input[0] = source
+        placed[id(context)] = _fused_nodes(finder, match, softmax, output)
         placed.update((key, [node]) for key, node in match.moved.items())
         found += 1
     if not placed:

@@ -109,17 +109,18 @@ def _drop_zero_bias(graph: Graph, node: onnx.NodeProto) -> bool:
     """Attention adding a bias of zeros (the mask of a model that masks nothing) adds none."""
     if node.domain != DOMAIN or node.op_type != "ScaledDotProductAttention" or len(node.input) < 4:
         return False
-    bias = graph.constant(node.input[3])
-    if bias is None or bias.size == 0 or np.any(bias != 0):
-        return False
-    del node.input[3:]
-    return True
+    for index in range(3, len(node.input)):
+        bias = graph.constant(node.input[index])
+        if bias is not None and bias.size and not np.any(bias != 0):
+            del node.input[index]
+            return True
+    return False
 
 
 def _keep_mask_bias(graph: Graph, node: onnx.NodeProto, protected: set[str]) -> bool:
     """Attention whose bias is ``where(keep, 0, -inf)`` reads the boolean ``keep`` itself when
     it keeps fully masked rows at zero: the script's ``masked_softmax`` takes either mask."""
-    if node.domain != DOMAIN or node.op_type != "ScaledDotProductAttention" or len(node.input) < 4:
+    if node.domain != DOMAIN or node.op_type != "ScaledDotProductAttention" or len(node.input) != 4:
         return False
     masked_rows = next((a.i for a in node.attribute if a.name == "masked_rows"), 0)
     where = graph.producers.get(node.input[3])

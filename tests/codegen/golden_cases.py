@@ -159,6 +159,12 @@ CASES = [
         _fixture("tiny_bart_torchscript.onnx"),
         ("2,6", "2,6", "2,4"),
     ),
+    GoldenCase(
+        "alibi_decoder_torchscript",
+        _fixture("tiny_bloom_torchscript.onnx"),
+        ("input_ids=2,5", "attention_mask=2,5"),
+    ),
+    GoldenCase("alibi_decoder_dynamo", _fixture("tiny_bloom_dynamo.onnx")),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper, numpy_helper
 
@@ -352,3 +354,56 @@ def test_softmax_below_opset_13_defaults_to_axis_1():
     model.opset_import[0].version = 11
     count, _ = _fused(model, [])
     assert count == 0
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_bloom_attention_with_heads_folded_into_the_batch_is_fused(exporter):
+    """BLOOM's ``baddbmm``: (B*H, S, T) scores plus ALiBi, unfolded to (B, H, S, T) before the
+    mask; the fused node reads q, k, v before their folds and the ALiBi bias and the mask as
+    two biases."""
+    model = onnx.load(FIXTURES / f"tiny_bloom_{exporter}.onnx")
+    count, (node,) = _fused(model, [(2, 5), (2, 5)])
+    assert count == 1
+    assert len(node.input) == 5
+    assert _attr(node, "scale") == pytest.approx(1.0 / math.sqrt(8))
+
+
+@pytest.mark.slow
+def test_bloom_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = onnx.load(FIXTURES / "tiny_bloom_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["input_ids=2,5", "attention_mask=2,5"])
+    script = result.script_path.read_text()
+    assert script.count("swapaxes(-1, -2)") == 1 and "alibi" in script
+    rng = np.random.default_rng(3)
+    for batch, seq in (2, 5), (3, 7):
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, :2] = 0  # left padding
+        feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_a_zero_bias_beside_a_mask_is_dropped_alone(tmp_path):
+    """Two biases stay two inputs of the fused node; the tidy pass drops the one of zeros (a
+    model that masks nothing there) and keeps the mask."""
+    nodes = [
+        _const("scale", 1.0 / math.sqrt(HEAD_DIM)),
+        _const("zeros", np.zeros((1, 1, 1, 3))),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "zeros"], ["plain"]),
+        helper.make_node("Add", ["plain", "mask"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    inputs = [(name, F32, ["b", HEADS, 3, HEAD_DIM]) for name in ("q", "k", "v")]
+    model = make_model(nodes, [*inputs, ("mask", F32, ["b", 1, 1, 3])], [("out", F32, None)])
+    result = convert_fully(model, tmp_path, shape=["2,2,3,4"] * 3 + ["2,1,1,3"])
+    assert "mask" in result.script_path.read_text()
+    for batch in (2, 3):
+        feeds = _feeds(model, {"b": batch}, seed=batch)
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
