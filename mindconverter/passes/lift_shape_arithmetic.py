@@ -55,6 +55,17 @@ def run(graph: Graph, context: PassContext) -> bool:
     declare_internal_domain(graph.model)
     remove_dead_nodes(graph.model)
     graph.edited()
+    # a size read by arithmetic that became Dims nodes of its own is left with shape readers
+    lifted = {node.output[0] for node in replaced.values()}
+    for node in graph.model.graph.node:  # the graph holds copies of the new nodes
+        if (
+            node.domain == DOMAIN
+            and node.output[0] in lifted
+            and _read_as_shape(graph, node.output[0])
+        ):
+            for attribute in node.attribute:
+                if attribute.name == "as_tensor":
+                    attribute.i = 0
     return True
 
 

@@ -80,3 +80,34 @@ def test_size_equal_to_a_whole_dimension_is_read_from_that_tensor(tmp_path):
     code = result.script_path.read_text()
     body = code[code.index("def construct") :]
     assert "ops.shape(x)[1]" not in body and "- 1" not in body and "-1 +" not in body, body
+
+
+def test_a_size_also_read_by_other_arithmetic_is_a_python_number(tmp_path):
+    """BERT slices its position ids with the sequence length that also sizes a reshape: once the
+    reshape's target is a Dims node of its own, the slice is the size's only reader and gets it
+    as a Python number (``ids[:, :seq_len]``), not a tensor made from a tuple."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["x_size"]),
+        helper.make_node("Gather", ["x_size", "second"], ["n"]),
+        helper.make_node("Slice", ["table", "zero", "n", "one"], ["rows"]),
+        helper.make_node("Concat", ["n", "tail"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    constants = {
+        "zero": np.array([0], np.int64),
+        "one": np.array([1], np.int64),
+        "second": np.array([1], np.int64),
+        "tail": np.array([-1], np.int64),
+        "table": np.arange(64, dtype=np.float32).reshape(16, 4),
+    }
+    outputs = [("y", np.float32, None), ("rows", np.float32, None)]
+    model = make_model(nodes, [("x", np.float32, [1, "n", 4])], outputs, constants)
+    for n in (5, 7):
+        feeds = {"x": np.random.default_rng(n).standard_normal((1, n, 4)).astype(np.float32)}
+        result = assert_matches(model, tmp_path / str(n), feeds, shape=["1,5,4"])
+    body = result.script_path.read_text().split("def construct")[-1]
+    assert "tuple_to_array" not in body and ":seq_len]" in body, body
