@@ -93,7 +93,19 @@ def gather(ctx: NodeContext):
 
 @mapper("GatherElements", since=11)
 def gather_elements(ctx: NodeContext):
-    """GatherElements -> ops.gather_elements."""
+    """GatherElements -> ops.gather_elements; ``ops.zeros_like(indices)`` (``full_like``) when
+    the data is a constant of one value in the indices' dtype (BERT's buffer of token types)."""
+    data = ctx.const(0)
+    if (
+        data is not None
+        and data.size
+        and data.dtype == ctx.input_dtype(1)
+        and np.all(data == data.reshape(-1)[0])
+    ):
+        value = data.reshape(-1)[0].item()
+        if value == 0:
+            return Call("ops.zeros_like", [Input(1)])
+        return Call("ops.full_like", [Input(1), Lit(value)])
     shape = ctx.require_shape(0)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, dim_expr(shape[axis], 0, axis))

@@ -47,6 +47,18 @@ def test_gather_elements(tmp_path, axis):
     assert_matches(model, tmp_path, feeds={"x": randn(3, 3), "i": idx})
 
 
+@pytest.mark.parametrize("value, call", [(0, "ops.zeros_like"), (3, "ops.full_like")])
+def test_gather_elements_from_a_constant_of_one_value(tmp_path, value, call):
+    """BERT's token types: a buffer of zeros gathered at the positions is zeros shaped like the
+    positions (no gather, no wrapped indices)."""
+    node = helper.make_node("GatherElements", ["buffer", "i"], ["y"], axis=1)
+    buffer = np.full((2, 8), value, I64)
+    model = make_model([node], [("i", I64, (2, 5))], [("y", I64, None)], {"buffer": buffer})
+    result = assert_matches(model, tmp_path, feeds={"i": rng.integers(-8, 8, (2, 5)).astype(I64)})
+    body = result.script_path.read_text().split("def construct")[-1]
+    assert call in body and "gather_elements" not in body
+
+
 def test_gather_embedding_table(tmp_path):
     """A weight table gathered by run-time ids (an embedding), int32 ids."""
     node = helper.make_node("Gather", ["table", "ids"], ["y"])
