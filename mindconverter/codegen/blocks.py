@@ -348,6 +348,11 @@ class BlockWriter:
         scope.cls.body.append(f"    {var} = {callee}({', '.join(args)})")
         scope.var_of[last_out] = var
 
+    def _same_shape(self, source: str, result: str) -> bool:
+        """Both shapes known and equal (sizes named alike where dynamic)."""
+        shapes = self.state.graph.symbolic_shapes
+        return shapes.get(source) is not None and shapes.get(source) == shapes.get(result)
+
     def call_block(self, child: Block, callee: str, attr: str) -> None:
         """``outputs = callee(inputs)`` for a child block, with the usual variable reuse."""
         if child.repeats > 1:
@@ -369,11 +374,7 @@ class BlockWriter:
                     and source not in self.scope.protected
                     and self.scope.remaining_uses.get(source, 0) == 0
                     and self.state.graph.dtypes.get(source) == self.state.graph.dtypes.get(result)
-                    and (
-                        len(child.inputs) == 1
-                        or self.state.graph.shapes.get(source)
-                        == self.state.graph.shapes.get(result)
-                    )
+                    and (len(child.inputs) == 1 or self._same_shape(source, result))
                 ):
                     reuse = self.scope.var_of[source]
                     break

@@ -95,9 +95,8 @@ class Model(nn.Cell):
         cum_sum = ops.cast(cum_sum, ms.float32)
         cum_sum = ms.Tensor([[0.0625], [0.00390625]], ms.float32) * cum_sum
         cast = ops.cast(attention_mask, ms.bool_)
-        shape = ops.scalar_to_tensor(seq_len, ms.int64)
-        range_ = ops.arange(0, shape, 1)
-        range_1 = ops.arange(0, shape, 1)
+        range_ = ops.arange(0, seq_len, 1)
+        range_1 = ops.arange(0, seq_len, 1)
         range_ = range_[None, None, :, None]
         range_1 = range_1[None, None, None, :]
         less_or_equal = range_1 <= range_

@@ -145,8 +145,8 @@ class Layer2(nn.Cell):
         x = self.self_attn(hidden_states, attention_mask)
         out = hidden_states + x
         out = self.self_attn_layer_norm(out)
-        hidden_states_1 = self.encoder_attn(out, hidden_states_1, attention_mask_1)
-        add = out + hidden_states_1
+        encoder_attn = self.encoder_attn(out, hidden_states_1, attention_mask_1)
+        add = out + encoder_attn
         add = self.encoder_attn_layer_norm(add)
         fc1 = self.fc1(add)
         fc1 = self.activation_fn(fc1)
@@ -169,9 +169,8 @@ class Decoder(nn.Cell):
     def construct(self, hidden_states, decoder_input_ids, attention_mask):
         seq_len = decoder_input_ids.shape[1]
         x = self.shared(decoder_input_ids)
-        shape = ops.scalar_to_tensor(seq_len, ms.int64)
-        out = ops.arange(0, shape, 1)
-        range_ = ops.arange(0, shape, 1)
+        out = ops.arange(0, seq_len, 1)
+        range_ = ops.arange(0, seq_len, 1)
         unsqueeze = ops.unsqueeze(out, dim=0)
         unsqueeze_1 = out[None, None, :, None]
         range_ = range_[None, None, None, :]
@@ -197,8 +196,8 @@ class Model(nn.Cell):
     def construct(self, attention_mask, input_ids, decoder_input_ids):
         attention_mask = ops.cast(attention_mask, ms.bool_)
         x = self.encoder(input_ids, attention_mask)
-        x = self.decoder(x, decoder_input_ids, attention_mask)
-        return x
+        decoder = self.decoder(x, decoder_input_ids, attention_mask)
+        return decoder
 
 
 class MindSporeModel(nn.Cell):

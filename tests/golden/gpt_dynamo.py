@@ -79,13 +79,12 @@ class MindSporeModel(nn.Cell):
 
     def construct(self, ids):
         sequence = ids.shape[1]
-        shape = ops.cast(ops.tuple_to_array((sequence,)), ms.int64)
         x = self.lm_head(ids)
         out = ops.arange(0, sequence, 1)
         wpe = self.wpe(out)
         x = x + wpe
-        slice_ = self.causal[: shape[0]]
-        slice_ = slice_[:, : shape[0]]
+        slice_ = self.causal[:sequence]
+        slice_ = slice_[:, :sequence]
         for layer in self.h:
             x = layer(x, slice_)
         x = self.ln_f(x)

@@ -16,7 +16,6 @@ class BertEmbeddings(nn.Cell):
     def __init__(self):
         super().__init__()
         self.position_ids = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
-        self.const = Parameter(ops.zeros((1, 32), ms.int64), requires_grad=False)
         self.word_embeddings = nn.Embedding(vocab_size=100, embedding_size=32)
         self.token_type_embeddings = nn.Embedding(vocab_size=2, embedding_size=32)
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
@@ -24,9 +23,8 @@ class BertEmbeddings(nn.Cell):
 
     def construct(self, attention_mask, input_ids):
         batch_size, seq_len = attention_mask.shape
-        shape = ops.cast(ops.tuple_to_array((seq_len,)), ms.int64)
-        x = self.position_ids[:, : shape[0]]
-        out = ops.gather_elements(self.const, 1, x % 32)
+        x = self.position_ids[:, :seq_len]
+        out = ops.zeros_like(x)
         expand = ops.broadcast_to(out, (batch_size, seq_len))
         word_embeddings = self.word_embeddings(input_ids)
         token_type_embeddings = self.token_type_embeddings(expand)
@@ -83,9 +81,9 @@ class BertAttention(nn.Cell):
         self.output = BertSelfOutput()
 
     def construct(self, hidden_states, attention_mask):
-        attention_mask = self.self(hidden_states, attention_mask)
-        attention_mask = self.output(attention_mask, hidden_states)
-        return attention_mask
+        x = self.self(hidden_states, attention_mask)
+        x = self.output(x, hidden_states)
+        return x
 
 
 class BertIntermediate(nn.Cell):
@@ -129,8 +127,8 @@ class BertLayer(nn.Cell):
     def construct(self, hidden_states, attention_mask):
         hidden_states = self.attention(hidden_states, attention_mask)
         x = self.intermediate(hidden_states)
-        x = self.output(x, hidden_states)
-        return x
+        hidden_states = self.output(x, hidden_states)
+        return hidden_states
 
 
 class BertEncoder(nn.Cell):
