@@ -485,12 +485,14 @@ class ExpressionWriter:
             key, param.weight.source, f"self.{attr}"
         )
         self.state.uses.update({"ms", "ops", "Parameter"})
-        shape = literal(tuple(int(d) for d in array.shape))
         grad = "" if trainable else ", requires_grad=False"
         dtype = ms_dtype_name(array.dtype)
-        self.scope.cls.init_lines.append(
-            [f"self.{attr} = Parameter(ops.zeros({shape}, ms.{dtype}){grad})"]
-        )
+        # each size is a literal the class may take as an argument (a layer scale per stage)
+        parts: list = [f"self.{attr} = Parameter(ops.zeros(("]
+        for index, size in enumerate(array.shape):
+            parts += [", " if index else "", self.scope.cls.slot("size", attr, str(int(size)))]
+        parts.append(f"{',' if array.ndim == 1 else ''}), ms.{dtype}){grad})")
+        self.scope.cls.init_lines.append(parts)
         if not tied_elsewhere:
             self.add_entry(attr, param.weight)
         return f"self.{attr}"
