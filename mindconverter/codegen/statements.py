@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name
-from ..mappers.base import Input, MappedNode, Outputs, Unpack
+from ..mappers.base import Cell, Input, MappedNode, Outputs, Unpack
 from .expressions import ExpressionWriter
 from .literals import literal
 from .naming import identifier
@@ -24,6 +24,7 @@ class StatementWriter:
         self.state = state
         self.exprs = exprs
         self.attention_roles = _attention_roles(state.mapped)
+        self.id_roles = _embedding_ids(state.mapped)
 
     @property
     def scope(self) -> BlockScope:
@@ -41,6 +42,9 @@ class StatementWriter:
             name = self.exprs.new_variable("context")  # as attention code names its result
         elif unfolded_into_bias(self.state.graph, mapped.node):
             name = reuse if reuse == "alibi" else self.exprs.new_variable("alibi")
+        elif out in self.id_roles and out not in self.state.graph.inputs:
+            role = self.id_roles[out]  # what an embedding table looks up: position_ids
+            name = reuse if reuse == role else self.exprs.new_variable(role)
         elif out in self.attention_roles:
             role = self.attention_roles[out]  # a straight chain keeps it: q = rotate(q)
             name = reuse if reuse == role else self.exprs.new_variable(role)
@@ -265,6 +269,21 @@ class StatementWriter:
         self.state.unconverted.append(
             UnconvertedSite(node.name, node.op_type, node.domain, mapped.reason or "", attr)
         )
+
+
+def _embedding_ids(mapped: list[MappedNode]) -> dict[str, str]:
+    """``position_ids`` for the indices a ``position_embeddings`` table looks up (BERT's
+    positions and token types, computed in the network)."""
+    roles: dict[str, str] = {}
+    for item in mapped:
+        node = item.node
+        if node.op_type != "Gather" or len(node.inputs) < 2 or not isinstance(item.result, Cell):
+            continue
+        table = module_path(node).rsplit(".", 1)[-1]
+        for suffix in ("_embeddings", "_embedding"):
+            if table.endswith(suffix) and len(table) > len(suffix):
+                roles.setdefault(node.inputs[1], table[: -len(suffix)] + "_ids")
+    return roles
 
 
 def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:

@@ -23,16 +23,16 @@ class BertEmbeddings(nn.Cell):
 
     def construct(self, attention_mask, input_ids):
         batch_size, seq_len = attention_mask.shape
-        x = self.position_ids[:, :seq_len]
-        out = ops.zeros_like(x)
-        expand = ops.broadcast_to(out, (batch_size, seq_len))
-        word_embeddings = self.word_embeddings(input_ids)
-        token_type_embeddings = self.token_type_embeddings(expand)
-        word_embeddings = word_embeddings + token_type_embeddings
-        position_embeddings = self.position_embeddings(x)
-        word_embeddings = word_embeddings + position_embeddings
-        word_embeddings = self.layer_norm(word_embeddings)
-        return word_embeddings
+        position_ids = self.position_ids[:, :seq_len]
+        x = ops.zeros_like(position_ids)
+        token_type_ids = ops.broadcast_to(x, (batch_size, seq_len))
+        out = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(token_type_ids)
+        out = out + token_type_embeddings
+        position_embeddings = self.position_embeddings(position_ids)
+        out = out + position_embeddings
+        out = self.layer_norm(out)
+        return out
 
 
 class BertSelfAttention(nn.Cell):
