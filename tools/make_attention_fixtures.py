@@ -12,7 +12,8 @@ dynamic batch, sequence and cache length, so a greedy decode loop can run on it.
 Hugging Face's ViT, Whisper encoder (an audio encoder) and BART (an encoder-decoder with causal
 self-attention and cross-attention) at toy width, for golden files of their attention;
 ``tiny_bloom_{torchscript,dynamo}.onnx``: BLOOM, whose ALiBi attention multiplies heads folded
-into the batch (``baddbmm``).
+into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder, whose first
+block owns the relative position table and hands the position bias to the others.
 """
 
 from __future__ import annotations
@@ -260,6 +261,13 @@ def export_transformers() -> None:
     dims = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}}
     _export(bloom, "tiny_bloom_torchscript", tokens, dims, dynamo=False)
     _export(bloom, "tiny_bloom_dynamo", tokens, {}, dynamo=True)  # it exports at fixed sizes
+    t5 = hf.T5EncoderModel(
+        hf.T5Config(
+            vocab_size=40, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2,
+            relative_attention_num_buckets=8, relative_attention_max_distance=16,
+        )
+    )  # fmt: skip
+    _export(t5, "tiny_t5_encoder_torchscript", tokens, dims, dynamo=False)
 
 
 if __name__ == "__main__":

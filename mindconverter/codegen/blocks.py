@@ -81,6 +81,7 @@ class BlockWriter:
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.params = list(inputs)
+        scope.lists = {b.name for b in block.child_blocks() if is_cell_list(b)}
         scope.live_reads = _live_reads(block, readers, outputs)
         scope.remaining_uses = readers
         scope.reads, scope.layer_reads = dict(readers), layer_reads(block.items)

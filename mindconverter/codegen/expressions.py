@@ -77,6 +77,10 @@ def _module_path_hint(mapped: MappedNode) -> str:
     return module_path(mapped.node)
 
 
+def _crosses_list_item(path: str) -> bool:
+    return any(part.isdigit() for part in path.split(".")[:-1])
+
+
 def _weight_hint(weights: dict[str, Weight]) -> str:
     """The module path in the main weight's source name (``layer1.0.conv1.weight`` -> ``layer1.0.conv1``).
 
@@ -433,7 +437,12 @@ class ExpressionWriter:
         path = ("" if cell.definition else _weight_hint(cell.weights)) or _module_path_hint(mapped)
         block = self.scope.prefix_path
         if block and path.startswith(block + "."):
-            return path[len(block) + 1 :]
+            relative = path[len(block) + 1 :]
+            # a layer of a list's item computed before the list (T5's relative position table,
+            # recover_hierarchy hoists it) is named by its own name
+            if _crosses_list_item(relative) and relative.split(".", 1)[0] in self.scope.lists:
+                return relative.rsplit(".", 1)[-1]
+            return relative
         return path.rsplit(".", 1)[-1] if block else path
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:

@@ -98,6 +98,7 @@ class BlockScope:
     size_texts: dict[str, str] = field(default_factory=dict)  # sizes tuple text -> first value
     # sizes tuples -> their items' text (``shape[0]`` -> ``batch``; "" where not a name)
     size_parts: dict[str, list[str]] = field(default_factory=dict)
+    lists: set[str] = field(default_factory=set)  # source names of the block's layer lists
 
 
 @dataclass

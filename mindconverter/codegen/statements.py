@@ -53,7 +53,16 @@ class StatementWriter:
         else:
             path = module_path(mapped.node)
             # a node of the block itself is named by what it computes, not by the block's name
-            hint = path.rsplit(".", 1)[-1] if path and path != self.scope.prefix_path else ""
+            # ...and one computed for a list's layers before them (recover_hierarchy) likewise
+            own = (
+                path
+                and path != self.scope.prefix_path
+                and "."
+                not in path.removeprefix(
+                    self.scope.prefix_path + "." if self.scope.prefix_path else ""
+                )
+            )
+            hint = path.rsplit(".", 1)[-1] if own else ""
             siblings = (
                 self.scope.layer_reads.get(mapped.node.inputs[0], 0) if mapped.node.inputs else 0
             )

@@ -145,6 +145,110 @@ def _hoist_shared_inputs(block: Block, graph: Graph, graph_nodes=None) -> None:
                 break
 
 
+def _hoist_layer_computations(block: Block, graph: Graph) -> None:
+    """Move out of a list's first layer what it computes for the later layers from the
+    layer's other inputs only (T5's position bias: block 0 owns the relative-position table,
+    later blocks take its result): computed before the layers, every layer has one signature
+    and the list one class. Nothing that reads the layer's hidden states moves."""
+    for child in block.child_blocks():
+        _hoist_layer_computations(child, graph)
+    layers = [c for c in block.child_blocks() if c.name.isdigit()]
+    if len(layers) < 2:
+        return
+    first, later = layers[0], layers[1:]
+    inside = {id(m): m for m in first.nodes()}
+    producer = {out: m for m in inside.values() for out in m.node.outputs if out}
+    read_later = {n for layer in later for m in layer.nodes() for n in m.node.inputs if n}
+    shared = [name for name in producer if name in read_later and name not in graph.outputs]
+    hidden = _hidden_input(first, graph, producer)
+    # what the layer reads from outside, values it computes with before those it only sizes by
+    nodes = sorted(first.nodes(), key=_is_dims)
+    outside = [
+        n for m in nodes for n in m.node.inputs
+        if n and n not in producer and n not in graph.constants
+    ]  # fmt: skip
+    moved: dict[int, MappedNode] = {}
+    for name in shared:
+        found = _input_only_ancestors(graph, name, producer, hidden, outside)
+        if found is not None:  # else the layer's own result (the next layer's hidden states)
+            moved.update(found)
+    if not moved:
+        return
+    in_order = [moved[id(m)] for m in first.nodes() if id(m) in moved]
+    for sub in _all_blocks(first):
+        sub.items = [item for item in sub.items if id(item) not in moved]
+    at = block.items.index(first)
+    block.items[at:at] = in_order
+
+
+def _hidden_input(layer: Block, graph: Graph, producer: dict) -> set[str]:
+    """The values a layer takes from outside whose computation must stay in it: its float
+    inputs (hidden states, images; also a float mask, to be safe), and any of unknown type."""
+    found = set()
+    for m in layer.nodes():
+        for name in m.node.inputs:
+            if name and name not in producer and name not in graph.constants:
+                dtype = graph.dtypes.get(name)
+                if dtype is None or dtype.kind in "fc":
+                    found.add(name)
+    return found
+
+
+def _input_only_ancestors(
+    graph: Graph, name: str, producer: dict, hidden: set[str], outside: list[str]
+) -> dict | None:
+    """The layer's nodes computing ``name``; None when one of them reads hidden states (other
+    than for their sizes) or is not converted."""
+    found: dict[int, MappedNode] = {}
+    stack = [name]
+    while stack:
+        value = stack.pop()
+        if value in hidden:
+            return None
+        node = producer.get(value)
+        if node is None or id(node) in found:
+            continue
+        if not node.converted or len(found) > 200:
+            return None
+        found[id(node)] = node
+        if _is_dims(node):  # sizes: read from the layer's inputs, there before the layer too
+            if any(n in producer for n in node.node.inputs if n):
+                rewired = _dims_from(graph, node, outside)
+                if rewired is None:
+                    return None
+                found[id(node)] = rewired
+            continue
+        stack.extend(n for n in node.node.inputs if n)
+    return found
+
+
+def _dims_from(graph: Graph, dims_node: MappedNode, tensors: list[str]) -> MappedNode | None:
+    """The Dims node reading each of its sizes from one of ``tensors`` instead (the same
+    named dimension); None when one is found in none of them."""
+    node = dims_node.node
+    symbols, sources, axes = (
+        list(node.attrs.get(key, [])) for key in ("symbols", "sources", "axes")
+    )
+    inputs: list[str] = []
+    new_sources, new_axes = [], []
+    for source, axis in zip(sources, axes):
+        shape = graph.symbolic_shapes.get(node.inputs[source]) or ()
+        dim = shape[axis] if axis < len(shape) else None
+        found = _source_for(graph, dim, tensors) if isinstance(dim, str) else None
+        if found is None:
+            return None
+        if found[0] not in inputs:
+            inputs.append(found[0])
+        new_sources.append(inputs.index(found[0]))
+        new_axes.append(found[1])
+    attrs = {**node.attrs, "symbols": symbols, "sources": new_sources, "axes": new_axes}
+    moved = replace(node, inputs=inputs, attrs=attrs)
+    try:
+        return MappedNode(moved, dims(NodeContext(graph, moved)))
+    except Unsupported:
+        return None
+
+
 def _all_blocks(block: Block) -> list[Block]:
     result = [block]
     for child in block.child_blocks():
@@ -581,6 +685,7 @@ def _blocks(
         root = mine_repeated_blocks(graph, mapped)
     _settle(root)
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
+    _hoist_layer_computations(root, graph)
     _settle(root)
     _align_repeated_blocks(root)
     localize_sizes(graph, root)

@@ -165,6 +165,11 @@ CASES = [
         ("input_ids=2,5", "attention_mask=2,5"),
     ),
     GoldenCase("alibi_decoder_dynamo", _fixture("tiny_bloom_dynamo.onnx")),
+    GoldenCase(
+        "position_bias_encoder_torchscript",
+        _fixture("tiny_t5_encoder_torchscript.onnx"),
+        ("input_ids=2,5", "attention_mask=2,5"),
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

@@ -184,3 +184,25 @@ def test_a_block_reading_two_sizes_of_a_network_input_reads_them_from_its_own_te
     code = result.script_path.read_text()
     attention = code[code.index("class Attention") : code.index("class Layer")]
     assert "def construct(self, hidden_states):" in attention, attention
+
+
+@pytest.mark.slow
+def test_what_a_first_layer_computes_for_the_others_runs_before_the_layers(tmp_path):
+    """T5: block 0 owns the relative position table and hands the position bias to the other
+    blocks. Computed in the encoder before the list (the table keeps its weights), every
+    block has one signature and one class, run in a loop, and the numbers stay onnxruntime's
+    at two shapes."""
+    import numpy as np
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_t5_encoder_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["input_ids=2,5", "attention_mask=2,5"])
+    code = result.script_path.read_text()
+    assert "nn.CellList([Block(), Block()])" in code and "for layer in self.block:" in code
+    rng = np.random.default_rng(5)
+    for batch, seq in (2, 5), (3, 9):
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, -2:] = 0
+        feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
