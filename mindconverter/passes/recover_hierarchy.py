@@ -212,11 +212,10 @@ def _input_only_ancestors(
             return None
         found[id(node)] = node
         if _is_dims(node):  # sizes: read from the layer's inputs, there before the layer too
-            if any(n in producer for n in node.node.inputs if n):
-                rewired = _dims_from(graph, node, outside)
-                if rewired is None:
-                    return None
-                found[id(node)] = rewired
+            rewired = _dims_from(graph, node, outside)
+            if rewired is None and any(n in producer for n in node.node.inputs if n):
+                return None
+            found[id(node)] = rewired or node
             continue
         stack.extend(n for n in node.node.inputs if n)
     return found
