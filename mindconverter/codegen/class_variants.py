@@ -117,7 +117,7 @@ class Variants:
             list(returns),
         )
         variants.sources[key] = [("slot", j) for j in range(len(builder.slots))]
-        variants.held[key] = {a for a in map(_attribute, builder.init_lines) if a}
+        variants.held[key] = _held(builder)
         return variants
 
     @property
@@ -132,7 +132,7 @@ class Variants:
             return None
         if list(returns) != self.returns:
             return None
-        held = {a for a in map(_attribute, builder.init_lines) if a}
+        held = _held(builder)
         new = Variants(
             self.hint if hint == self.hint else kind_of(self.hint),
             [],
@@ -267,24 +267,34 @@ class Variants:
             if guard is None:
                 lines.append(line)
                 continue
-            indent = line[: len(line) - len(line.lstrip())]
+            indent = _indent(line)
             if index == 0 or self.body[index - 1][1] != guard:
                 lines.append(f"{indent}if self.{guard} is not None:")
             lines.append(f"{indent}    {line[len(indent) :]}")
         return lines
 
-    def init_line(self, line: list, text: str) -> str:
-        """An ``__init__`` line as written: a layer only some texts hold is built on its flag."""
+    def init_line(self, line: list, text: str, flags: dict[str, str]) -> str:
+        """An ``__init__`` line as written: a layer only some texts hold is built on its flag
+        (``flags``: optional attribute -> the constructor argument that says it is held)."""
         attribute = _attribute(line)
-        if attribute in self.optional:
-            return f"{text} if has_{attribute} else None"
+        if attribute in flags:
+            return f"{text} if {flags[attribute]} else None"
         return text
+
+
+def _held(builder: ClassBuilder) -> set[str]:
+    """The attributes a class text sets."""
+    return {a for a in map(_attribute, builder.init_lines) if a}
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
 
 
 def _guard(run: list[str], fits) -> str | None:
     """The optional layer a run of statements belongs to: the first it reads that ``fits``;
     ``None`` when the run is not indented as one piece or reads no such layer."""
-    indent = run[0][: len(run[0]) - len(run[0].lstrip())]
+    indent = _indent(run[0])
     if any(not line.startswith(indent) for line in run):
         return None
     for line in run:

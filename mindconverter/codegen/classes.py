@@ -60,11 +60,12 @@ def merge_classes(
             classes[key] = info
     for info in unique(classes):
         variants, first = info["variants"], info["members"][0]
+        flags = {attribute: name for name, attribute in info["flags"]}
         template = ClassBuilder(
             slots=[(*label, v) for label, v in zip(variants.labels, info["first"])]
         )
         info["init"] = [
-            variants.init_line(line, join(line, template, info["params"], classes))
+            variants.init_line(line, join(line, template, info["params"], classes), flags)
             for line in variants.lines
         ]
         info["body"] = variants.construct_lines()

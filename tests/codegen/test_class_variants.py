@@ -112,3 +112,18 @@ def test_a_resnet_has_one_block_class_and_runs_like_onnxruntime(exporter, tmp_pa
     for batch in (1, 3):
         x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
         assert_runs_like_onnxruntime(model, result, {name: x})
+
+
+def test_a_flag_whose_name_is_taken_is_written_as_claimed():
+    """An optional layer named ``bias`` beside a cell argument ``has_bias``: the flag is claimed
+    as ``has_bias_1`` and ``__init__`` builds the layer on that name."""
+    plain, other = _block("layer1.0", 8), _block("layer2.0", 8)
+    for block in (plain, other):
+        line = block.builder.init_lines[0]
+        line[-1:-1] = [", has_bias=", block.builder.slot("has_bias", "conv1", "True")]
+    other.builder.init_lines[0][-2] = other.builder.slot("has_bias", "conv1", "False")
+    other.builder.init_lines.append(_conv(other.builder, "bias", "8", None))
+    other.builder.body.insert(1, "x = self.bias(x)")
+    (info,) = unique(merge_classes([plain, other]))
+    assert "has_bias" in signature(info) and "has_bias_1=False" in signature(info)
+    assert info["init"][-1].endswith(" if has_bias_1 else None")
