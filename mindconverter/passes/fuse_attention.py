@@ -315,13 +315,22 @@ def _folded_context(finder: _Finder, fold: onnx.NodeProto, match: _Match):
     return readers[0]
 
 
+def _heads_reshape(finder: _Finder, name: str, folds: bool) -> onnx.NodeProto | None:
+    """The Reshape making ``name``: folding (B, H, S, D) into (B*H, S, D) (``folds``), or
+    unfolding (B*H, S, T) into (B, H, S, T); None when it is neither."""
+    node = finder.made_by(name, "Reshape")
+    if node is None:
+        return None
+    folded, heads = (name, node.input[0]) if folds else (node.input[0], name)
+    if finder.rank(folded) != 3 or finder.rank(heads) != 4:
+        return None
+    inner, outer = finder.graph.dims(folded), finder.graph.dims(heads)
+    return node if inner is not None and outer is not None and inner[1:] == outer[2:] else None
+
+
 def _unfolds_heads(finder: _Finder, name: str) -> onnx.NodeProto | None:
     """The Reshape making ``name`` (B, H, S, T) out of (B*H, S, T) scores."""
-    node = finder.made_by(name, "Reshape")
-    if node is None or finder.rank(node.input[0]) != 3 or finder.rank(name) != 4:
-        return None
-    inner, outer = finder.graph.dims(node.input[0]), finder.graph.dims(name)
-    return node if inner is not None and outer is not None and inner[1:] == outer[2:] else None
+    return _heads_reshape(finder, name, folds=False)
 
 
 def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _Match):
@@ -408,13 +417,7 @@ def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
 
 def _unfolded(finder: _Finder, name: str, reader: onnx.NodeProto) -> onnx.NodeProto | None:
     """The Reshape folding (B, H, S, D) into ``name``, (B*H, S, D), read by ``reader`` alone."""
-    node = finder.made_by(name, "Reshape")
-    if node is None or not finder.private(name, reader):
-        return None
-    if finder.rank(node.input[0]) != 4 or finder.rank(name) != 3:
-        return None
-    inner, outer = finder.graph.dims(node.input[0]), finder.graph.dims(name)
-    return node if inner is not None and outer is not None and inner[2:] == outer[1:] else None
+    return _heads_reshape(finder, name, folds=True) if finder.private(name, reader) else None
 
 
 def _folded_match(finder: _Finder, match: _Match, chain: list[onnx.NodeProto]) -> _Match | None:

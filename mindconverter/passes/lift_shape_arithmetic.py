@@ -55,17 +55,14 @@ def run(graph: Graph, context: PassContext) -> bool:
     declare_internal_domain(graph.model)
     remove_dead_nodes(graph.model)
     graph.edited()
-    # a size read by arithmetic that became Dims nodes of its own is left with shape readers
+    # whether a size is read as a tensor is decided on the final graph: arithmetic that read it
+    # became Dims nodes of its own, leaving its shape readers
     lifted = {node.output[0] for node in replaced.values()}
     for node in graph.model.graph.node:  # the graph holds copies of the new nodes
-        if (
-            node.domain == DOMAIN
-            and node.output[0] in lifted
-            and _read_as_shape(graph, node.output[0])
-        ):
-            for attribute in node.attribute:
-                if attribute.name == "as_tensor":
-                    attribute.i = 0
+        if node.domain == DOMAIN and node.output[0] in lifted:
+            node.attribute.append(
+                helper.make_attribute("as_tensor", int(not _read_as_shape(graph, node.output[0])))
+            )
     return True
 
 
@@ -140,7 +137,6 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
         sources=indices,
         axes=axes,
         scalar=int(scalar),
-        as_tensor=int(not _read_as_shape(graph, name)),
     )
     for entry in producer.metadata_props:
         node.metadata_props.add().CopyFrom(entry)
