@@ -54,14 +54,9 @@ class StatementWriter:
             path = module_path(mapped.node)
             # a node of the block itself is named by what it computes, not by the block's name
             # ...and one computed for a list's layers before them (recover_hierarchy) likewise
-            own = (
-                path
-                and path != self.scope.prefix_path
-                and "."
-                not in path.removeprefix(
-                    self.scope.prefix_path + "." if self.scope.prefix_path else ""
-                )
-            )
+            block = self.scope.prefix_path
+            relative = path.removeprefix(block + ".") if block else path
+            own = bool(path) and path != block and "." not in relative
             hint = path.rsplit(".", 1)[-1] if own else ""
             siblings = (
                 self.scope.layer_reads.get(mapped.node.inputs[0], 0) if mapped.node.inputs else 0

@@ -225,27 +225,12 @@ def _dims_from(graph: Graph, dims_node: MappedNode, tensors: list[str]) -> Mappe
     """The Dims node reading each of its sizes from one of ``tensors`` instead (the same
     named dimension); None when one is found in none of them."""
     node = dims_node.node
-    symbols, sources, axes = (
-        list(node.attrs.get(key, [])) for key in ("symbols", "sources", "axes")
-    )
-    inputs: list[str] = []
-    new_sources, new_axes = [], []
-    for source, axis in zip(sources, axes):
+    named = []  # the dimension each size is read at now
+    for source, axis in zip(node.attrs.get("sources", []), node.attrs.get("axes", [])):
         shape = graph.symbolic_shapes.get(node.inputs[source]) or ()
-        dim = shape[axis] if axis < len(shape) else None
-        found = _source_for(graph, dim, tensors) if isinstance(dim, str) else None
-        if found is None:
-            return None
-        if found[0] not in inputs:
-            inputs.append(found[0])
-        new_sources.append(inputs.index(found[0]))
-        new_axes.append(found[1])
-    attrs = {**node.attrs, "symbols": symbols, "sources": new_sources, "axes": new_axes}
-    moved = replace(node, inputs=inputs, attrs=attrs)
-    try:
-        return MappedNode(moved, dims(NodeContext(graph, moved)))
-    except Unsupported:
-        return None
+        named.append(shape[axis] if axis < len(shape) else None)
+    found = _read_from(graph, named, tensors)
+    return None if found is None else _remapped(graph, node, found)
 
 
 def _all_blocks(block: Block) -> list[Block]:
@@ -485,27 +470,54 @@ def _local_copy(
     symbols = sorted(
         {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
     )
-    inputs, sources, axes = [], [], []
-    for symbol in symbols:
-        found = whole.get(symbol) or _source_for(graph, symbol, candidates)
+    found = _read_from(graph, symbols, candidates, whole)
+    if found is None:
+        return None
+    output = f"{node.outputs[0]}__{block.path}"
+    graph.symbolic_values[output] = tuple(items) if isinstance(value, tuple) else items[0]
+    local = _remapped(
+        graph,
+        node,
+        found,
+        name=f"{node.name}__{block.path}",
+        outputs=[output],
+        attrs={"symbols": symbols},
+    )
+    if local is None:
+        del graph.symbolic_values[output]
+    return local
+
+
+def _read_from(
+    graph: Graph, dims_: list, candidates: list[str], whole: dict | None = None
+) -> tuple[list[str], list[int], list[int]] | None:
+    """Where a Dims node reads each named dimension: (tensors, index of each one's tensor, its
+    axis), from ``whole`` or the first candidate that has it; None when one is in none."""
+    inputs: list[str] = []
+    sources, axes = [], []
+    for dim in dims_:
+        found = (whole or {}).get(dim) or (
+            _source_for(graph, dim, candidates) if isinstance(dim, str) else None
+        )
         if found is None:
             return None
         if found[0] not in inputs:
             inputs.append(found[0])
         sources.append(inputs.index(found[0]))
         axes.append(found[1])
-    output = f"{node.outputs[0]}__{block.path}"
-    graph.symbolic_values[output] = tuple(items) if isinstance(value, tuple) else items[0]
-    attrs = {**node.attrs, "symbols": symbols, "sources": sources, "axes": axes}
-    local = replace(
-        node, name=f"{node.name}__{block.path}", inputs=inputs, attrs=attrs, outputs=[output]
-    )
+    return inputs, sources, axes
+
+
+def _remapped(graph: Graph, node, read: tuple, **changes) -> MappedNode | None:
+    """The Dims ``node`` reading its sizes as ``read`` says (see :func:`_read_from`), mapped;
+    None when the mapper cannot write it."""
+    inputs, sources, axes = read
+    attrs = {**node.attrs, "sources": sources, "axes": axes, **changes.pop("attrs", {})}
+    moved = replace(node, inputs=inputs, attrs=attrs, **changes)
     try:
-        result = dims(NodeContext(graph, local))
+        return MappedNode(moved, dims(NodeContext(graph, moved)))
     except Unsupported:
-        del graph.symbolic_values[output]
         return None
-    return MappedNode(local, result)
 
 
 def _rewire(block: Block, reader: MappedNode, old: str, new: str) -> MappedNode:
