@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from .residuals import same_up_to_names, split_residual
 from .scope import ClassBuilder, ClassRef, SlotRef
+
+# what texts that end in a residual sum hold, and the guard of that sum (never an attribute)
+RESIDUAL = "#residual"
 
 # MindSpore's defaults for the keywords the mappers leave out when they hold them (checked
 # against the installed classes by tests/codegen/test_class_variants.py).
@@ -130,8 +134,6 @@ class Variants:
         """These variants with one more class text, or ``None`` when it does not fit."""
         if kind_of(hint) != kind_of(self.hint) or list(args) != self.args:
             return None
-        if list(returns) != self.returns:
-            return None
         held = _held(builder)
         new = Variants(
             self.hint if hint == self.hint else kind_of(self.hint),
@@ -144,11 +146,12 @@ class Variants:
             {**self.held, key: held},
         )
         new.sources[key] = [None] * len(self.labels)
-        if not new._take_lines(self.lines, key, builder) or not new._take_body(
-            self.body, key, builder.body
-        ):
+        if not new._take_lines(self.lines, key, builder):
             return None
-        return new
+        if list(returns) == self.returns and new._take_body(self.body, key, builder.body):
+            return new
+        new.body = []
+        return new if new._take_residual(self, key, builder.body, list(returns)) else None
 
     def _new_slot(self, key, label: tuple[str, str], own: Source) -> SlotRef:
         self.labels.append(label)
@@ -260,15 +263,49 @@ class Variants:
                 return False
         return True
 
-    def construct_lines(self) -> list[str]:
-        """``construct``'s lines, statements of an optional layer under its guard."""
+    def _take_residual(self, old: Variants, key, body: list[str], returns: list[str]) -> bool:
+        """The merged ``construct`` when the texts compute the same under other names and
+        some of them end by adding their input (a residual connection): the sum runs under a
+        flag. The statements keep the names of a text with the sum (its input stays alive)."""
+        if old.body and old.body[-1][1] == RESIDUAL:
+            mine, mine_sum, mine_result = old.body[:-1], old.body[-1][0], old.returns[0]
+        else:
+            split = split_residual([line for line, _ in old.body], self.args, old.returns)
+            if split is not None and any(guard for _, guard in old.body):
+                return False
+            mine, mine_sum, mine_result = old.body, None, old.returns[0]
+            if split is not None:
+                mine, mine_sum, mine_result = old.body[:-1], split.line, split.result
+                for k in old.held:
+                    self.held[k] = self.held[k] | {RESIDUAL}
+        theirs = split_residual(body, self.args, returns)
+        their_lines = theirs.prefix if theirs else body
+        their_result = theirs.result if theirs else returns[0] if len(returns) == 1 else ""
+        if (mine_sum is None) == (theirs is None) or not same_up_to_names(
+            [line for line, _ in mine], mine_result, their_lines, their_result, self.args
+        ):
+            return False
+        if theirs is not None:
+            self.held[key] = self.held[key] | {RESIDUAL}
+        if mine_sum is None and theirs is not None:  # the names of the text with the sum
+            mine = [(line, guard) for line, (_, guard) in zip(their_lines, mine)]
+            mine_sum, mine_result = theirs.line, theirs.result
+        self.body = [*mine, (mine_sum, RESIDUAL)]
+        self.returns = [mine_result]
+        return True
+
+    def construct_lines(self, flags: dict[str, str]) -> list[str]:
+        """``construct``'s lines, statements of an optional layer under its guard, a residual
+        sum only some texts make under its flag (``flags``: guard -> constructor argument)."""
         lines: list[str] = []
         for index, (line, guard) in enumerate(self.body):
-            if guard is None:
+            if guard is None or (guard == RESIDUAL and guard not in flags):
                 lines.append(line)
                 continue
             indent = _indent(line)
-            if index == 0 or self.body[index - 1][1] != guard:
+            if guard == RESIDUAL and (index == 0 or self.body[index - 1][1] != guard):
+                lines.append(f"{indent}if self.{flags[guard]}:")
+            elif index == 0 or self.body[index - 1][1] != guard:
                 lines.append(f"{indent}if self.{guard} is not None:")
             lines.append(f"{indent}    {line[len(indent) :]}")
         return lines

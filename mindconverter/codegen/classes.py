@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .class_variants import Variants
+from .class_variants import RESIDUAL, Variants
 from .naming import Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
@@ -68,8 +68,10 @@ def merge_classes(
             variants.init_line(line, join(line, template, info["params"], classes), flags)
             for line in variants.lines
         ]
-        info["body"] = variants.construct_lines()
-        info["args"], info["returns"] = first.args, first.returns
+        if RESIDUAL in flags:
+            info["init"].append(f"self.{flags[RESIDUAL]} = {flags[RESIDUAL]}")
+        info["body"] = variants.construct_lines(flags)
+        info["args"], info["returns"] = first.args, variants.returns
         paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
         more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
         info["doc"] = f"Recovered from {paths}{more}."
@@ -154,7 +156,10 @@ def _arguments(variants: Variants, members: list, values: dict) -> dict:
         hint = label if labels.count(label) == 1 else f"{attribute}_{label}"
         by_vector[vector] = params.claim(hint, "value")
     flags = [
-        (params.claim(f"has_{attribute}", "flag"), attribute)
+        (
+            params.claim("residual" if attribute == RESIDUAL else f"has_{attribute}", "flag"),
+            attribute,
+        )
         for attribute in sorted(variants.optional)
     ]
     names = {i: by_vector[vectors[i]] for i in varying}

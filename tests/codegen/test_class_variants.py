@@ -127,3 +127,50 @@ def test_a_flag_whose_name_is_taken_is_written_as_claimed():
     (info,) = unique(merge_classes([plain, other]))
     assert "has_bias" in signature(info) and "has_bias_1=False" in signature(info)
     assert info["init"][-1].endswith(" if has_bias_1 else None")
+
+
+def _inverted(path: str, channels: int, residual: bool) -> BlockInstance:
+    builder = ClassBuilder()
+    builder.init_lines.append(_conv(builder, "conv", str(channels), None))
+    if residual:
+        builder.body += ["conv = self.conv(x)", "out = x + conv"]
+        return BlockInstance(Block(path=path, class_hint="Inverted"), builder, ["x"], ["out"])
+    builder.body.append("x = self.conv(x)")
+    return BlockInstance(Block(path=path, class_hint="Inverted"), builder, ["x"], ["x"])
+
+
+def test_a_residual_sum_only_some_instances_make_is_a_flag():
+    """torchvision's ``use_res_connect``: one class, the sum under ``if self.residual:`` and
+    the statements named as in the instance that keeps its input for the sum."""
+    plain, residual = _inverted("features.1", 8, False), _inverted("features.2", 16, True)
+    classes = merge_classes([plain, residual])
+    (info,) = unique(classes)
+    assert signature(info) == ["out_channels", "residual=False"]
+    assert info["init"][-1] == "self.residual = residual"
+    assert info["body"] == ["conv = self.conv(x)", "if self.residual:", "    conv = x + conv"]
+    assert info["returns"] == ["conv"]
+    parent = ClassBuilder()
+    refs = [
+        ClassRef(block.key, tuple(parent.slot(*slot).index for slot in block.builder.slots))
+        for block in (plain, residual)
+    ]
+    assert join([refs[0]], parent, {}, classes) == "Inverted(out_channels=8)"
+    assert join([refs[1]], parent, {}, classes) == "Inverted(out_channels=16, residual=True)"
+
+
+def test_a_residual_with_other_statements_keeps_classes_apart():
+    plain, residual = _inverted("features.1", 8, False), _inverted("features.2", 8, True)
+    plain.builder.body.append("x = ops.relu(x)")
+    assert len(unique(merge_classes([plain, residual]))) == 2
+
+
+@pytest.mark.slow
+def test_a_mobilenet_with_and_without_residuals_runs_like_onnxruntime(tmp_path):
+    model = onnx.load(FIXTURES / "tiny_mobilenet_dynamo.onnx")
+    name = model.graph.input[0].name
+    result = convert_fully(model, tmp_path, shape=[f"{name}=1,3,32,32"])
+    code = result.script_path.read_text()
+    assert "residual=True" in code and "if self.residual:" in code
+    for batch in (1, 2):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        assert_runs_like_onnxruntime(model, result, {name: x})

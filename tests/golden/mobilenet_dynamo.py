@@ -9,15 +9,17 @@ from mindspore import nn, ops
 
 
 class InvertedResidual(nn.Cell):
-    """Recovered from features.1."""
+    """Recovered from features.1, features.2."""
 
-    def __init__(self):
+    def __init__(
+        self, block_out_channels, block_out_channels_1, stride=1, residual=False
+    ):
         super().__init__()
         self.block = nn.SequentialCell(
             [
                 nn.Conv2d(
                     in_channels=16,
-                    out_channels=16,
+                    out_channels=block_out_channels,
                     kernel_size=1,
                     pad_mode="valid",
                     has_bias=True,
@@ -25,73 +27,33 @@ class InvertedResidual(nn.Cell):
                 nn.Identity(),
                 nn.ReLU6(),
                 nn.Conv2d(
-                    in_channels=16,
-                    out_channels=16,
+                    in_channels=block_out_channels,
+                    out_channels=block_out_channels,
                     kernel_size=3,
+                    stride=stride,
                     pad_mode="pad",
                     padding=1,
-                    group=16,
+                    group=block_out_channels,
                     has_bias=True,
                 ),
                 nn.Identity(),
                 nn.ReLU6(),
                 nn.Conv2d(
-                    in_channels=16,
-                    out_channels=16,
+                    in_channels=block_out_channels,
+                    out_channels=block_out_channels_1,
                     kernel_size=1,
                     pad_mode="valid",
                     has_bias=True,
                 ),
             ]
         )
+        self.residual = residual
 
     def construct(self, x):
         block = self.block(x)
-        out = x + block
-        return out
-
-
-class InvertedResidual2(nn.Cell):
-    """Recovered from features.2."""
-
-    def __init__(self):
-        super().__init__()
-        self.block = nn.SequentialCell(
-            [
-                nn.Conv2d(
-                    in_channels=16,
-                    out_channels=64,
-                    kernel_size=1,
-                    pad_mode="valid",
-                    has_bias=True,
-                ),
-                nn.Identity(),
-                nn.ReLU6(),
-                nn.Conv2d(
-                    in_channels=64,
-                    out_channels=64,
-                    kernel_size=3,
-                    stride=2,
-                    pad_mode="pad",
-                    padding=1,
-                    group=64,
-                    has_bias=True,
-                ),
-                nn.Identity(),
-                nn.ReLU6(),
-                nn.Conv2d(
-                    in_channels=64,
-                    out_channels=24,
-                    kernel_size=1,
-                    pad_mode="valid",
-                    has_bias=True,
-                ),
-            ]
-        )
-
-    def construct(self, x):
-        x = self.block(x)
-        return x
+        if self.residual:
+            block = x + block
+        return block
 
 
 class SqueezeExcite(nn.Cell):
@@ -124,10 +86,10 @@ class SqueezeExcite(nn.Cell):
         return mul
 
 
-class InvertedResidual3(nn.Cell):
-    """Recovered from features.3."""
+class InvertedResidual2(nn.Cell):
+    """Recovered from features.3, features.4."""
 
-    def __init__(self):
+    def __init__(self, out_channels, stride=1, residual=False):
         super().__init__()
         self.block = nn.SequentialCell(
             [
@@ -144,6 +106,7 @@ class InvertedResidual3(nn.Cell):
                     in_channels=72,
                     out_channels=72,
                     kernel_size=3,
+                    stride=stride,
                     pad_mode="pad",
                     padding=1,
                     group=72,
@@ -154,62 +117,20 @@ class InvertedResidual3(nn.Cell):
                 SqueezeExcite(),
                 nn.Conv2d(
                     in_channels=72,
-                    out_channels=24,
+                    out_channels=out_channels,
                     kernel_size=1,
                     pad_mode="valid",
                     has_bias=True,
                 ),
             ]
         )
+        self.residual = residual
 
     def construct(self, x):
         block = self.block(x)
-        out = x + block
-        return out
-
-
-class InvertedResidual4(nn.Cell):
-    """Recovered from features.4."""
-
-    def __init__(self):
-        super().__init__()
-        self.block = nn.SequentialCell(
-            [
-                nn.Conv2d(
-                    in_channels=24,
-                    out_channels=72,
-                    kernel_size=1,
-                    pad_mode="valid",
-                    has_bias=True,
-                ),
-                nn.Identity(),
-                nn.HSwish(),
-                nn.Conv2d(
-                    in_channels=72,
-                    out_channels=72,
-                    kernel_size=3,
-                    stride=2,
-                    pad_mode="pad",
-                    padding=1,
-                    group=72,
-                    has_bias=True,
-                ),
-                nn.Identity(),
-                nn.HSwish(),
-                SqueezeExcite(),
-                nn.Conv2d(
-                    in_channels=72,
-                    out_channels=32,
-                    kernel_size=1,
-                    pad_mode="valid",
-                    has_bias=True,
-                ),
-            ]
-        )
-
-    def construct(self, x):
-        x = self.block(x)
-        return x
+        if self.residual:
+            block = x + block
+        return block
 
 
 class MindSporeModel(nn.Cell):
@@ -240,10 +161,14 @@ class MindSporeModel(nn.Cell):
                         nn.HSwish(),
                     ]
                 ),
-                InvertedResidual(),
-                InvertedResidual2(),
-                InvertedResidual3(),
-                InvertedResidual4(),
+                InvertedResidual(
+                    block_out_channels=16, block_out_channels_1=16, residual=True
+                ),
+                InvertedResidual(
+                    block_out_channels=64, block_out_channels_1=24, stride=2
+                ),
+                InvertedResidual2(out_channels=24, residual=True),
+                InvertedResidual2(out_channels=32, stride=2),
             ]
         )
         self.classifier = nn.SequentialCell(
