@@ -287,10 +287,10 @@ class Variants:
             return False
         if theirs is not None:
             self.held[key] = self.held[key] | {RESIDUAL}
-        if mine_sum is None and theirs is not None:  # the names of the text with the sum
+        if theirs is not None and mine_sum is None:  # the names of the text with the sum
             mine = [(line, guard) for line, (_, guard) in zip(their_lines, mine)]
             mine_sum, mine_result = theirs.line, theirs.result
-        self.body = [*mine, (mine_sum, RESIDUAL)]
+        self.body = [*mine, (mine_sum or "", RESIDUAL)]
         self.returns = [mine_result]
         return True
 
