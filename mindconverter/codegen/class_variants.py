@@ -178,8 +178,8 @@ class Variants:
 
     def _take_lines(self, old: list[list], key, builder: ClassBuilder) -> bool:
         """The merged ``__init__``: lines both texts hold paired, a layer only one holds kept."""
-        mine = [_attribute(line) or repr(line) for line in old]
-        theirs = [_attribute(line) or repr(line) for line in builder.init_lines]
+        mine = [_attribute(line) or repr(_tokens(line)) for line in old]
+        theirs = [_attribute(line) or repr(_tokens(line)) for line in builder.init_lines]
         if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs):
             return False
         matcher = SequenceMatcher(None, mine, theirs, autojunk=False)

@@ -174,3 +174,18 @@ def test_a_mobilenet_with_and_without_residuals_runs_like_onnxruntime(tmp_path):
     for batch in (1, 2):
         x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
         assert_runs_like_onnxruntime(model, result, {name: x})
+
+
+def test_lines_after_an_omitted_keyword_still_pair():
+    """A Parameter line compares by its parts, not by slot numbers that an earlier
+    ``stride=2`` shifted (HF ResNet's frozen batch norm scale after its convolution)."""
+    blocks = [_block("layer1.0", 8), _block("layer2.0", 16, stride=2)]
+    for block in blocks:
+        builder = block.builder
+        size = builder.slots[0][2]
+        builder.init_lines.append(
+            ["self.weight = Parameter(ops.zeros((1, ", builder.slot("shape", "weight", size), "))"]
+        )
+    (info,) = unique(merge_classes(blocks))
+    assert signature(info) == ["out_channels", "stride=1"]
+    assert info["init"][-1] == "self.weight = Parameter(ops.zeros((1, out_channels))"
