@@ -61,15 +61,17 @@ def _attribute(line: list) -> str | None:
     return match.group(1) if match else None
 
 
-def _tokens(parts: list) -> list:
+def _tokens(parts: list, class_of=None) -> list:
     """What a line's parts compare by: a literal by the keyword before it (so that an omitted
-    ``, stride=<slot>`` aligns as one piece), a class by its text."""
+    ``, stride=<slot>`` aligns as one piece), a block by its class (``class_of``: text key ->
+    the variants it merged into), else by its text."""
     tokens: list = []
     for index, part in enumerate(parts):
         if isinstance(part, SlotRef):
             tokens.append(("slot", parts[index - 1] if index else ""))
         elif isinstance(part, ClassRef):
-            tokens.append(("class", part.key))
+            merged = class_of(part.key) if class_of else None
+            tokens.append(("class", id(merged) if merged is not None else part.key))
         else:
             tokens.append(part)
     return tokens
@@ -109,6 +111,9 @@ class Variants:
     returns: list[str]
     sources: dict[Any, list[Source]] = field(default_factory=dict)  # per key, per slot
     held: dict[Any, set[str]] = field(default_factory=dict)  # attributes each key holds
+    texts: list[tuple] = field(default_factory=list)  # (key, hint, builder, args, returns)
+    # text key -> the variants that text merged into (a child block's class), while merging
+    class_of: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def start(cls, key, hint: str, builder: ClassBuilder, args, returns) -> Variants:
@@ -122,6 +127,7 @@ class Variants:
         )
         variants.sources[key] = [("slot", j) for j in range(len(builder.slots))]
         variants.held[key] = _held(builder)
+        variants.texts.append((key, hint, builder, args, returns))
         return variants
 
     @property
@@ -130,8 +136,11 @@ class Variants:
         every = set.intersection(*self.held.values())
         return set.union(*self.held.values()) - every
 
-    def merged(self, key, hint: str, builder: ClassBuilder, args, returns) -> Variants | None:
-        """These variants with one more class text, or ``None`` when it does not fit."""
+    def merged(
+        self, key, hint: str, builder: ClassBuilder, args, returns, class_of=None
+    ) -> Variants | None:
+        """These variants with one more class text, or ``None`` when it does not fit
+        (``class_of``: text key -> the variants of the class it is in, for child blocks)."""
         if kind_of(hint) != kind_of(self.hint) or list(args) != self.args:
             return None
         held = _held(builder)
@@ -146,6 +155,8 @@ class Variants:
             {**self.held, key: held},
         )
         new.sources[key] = [None] * len(self.labels)
+        new.texts = [*self.texts, (key, hint, builder, args, returns)]
+        new.class_of = class_of
         if not new._take_lines(self.lines, key, builder):
             return None
         if list(returns) == self.returns and new._take_body(self.body, key, builder.body):
@@ -178,8 +189,10 @@ class Variants:
 
     def _take_lines(self, old: list[list], key, builder: ClassBuilder) -> bool:
         """The merged ``__init__``: lines both texts hold paired, a layer only one holds kept."""
-        mine = [_attribute(line) or repr(_tokens(line)) for line in old]
-        theirs = [_attribute(line) or repr(_tokens(line)) for line in builder.init_lines]
+        mine = [_attribute(line) or repr(_tokens(line, self.class_of)) for line in old]
+        theirs = [
+            _attribute(line) or repr(_tokens(line, self.class_of)) for line in builder.init_lines
+        ]
         if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs):
             return False
         matcher = SequenceMatcher(None, mine, theirs, autojunk=False)
@@ -204,16 +217,17 @@ class Variants:
     def _take_line(self, key, builder: ClassBuilder, line: list, other: list) -> bool:
         """One line both texts hold: slots paired, keywords one text left out defaulted."""
         sources = self.sources[key]
-        matcher = SequenceMatcher(None, _tokens(line), _tokens(other), autojunk=False)
+        matcher = SequenceMatcher(
+            None, _tokens(line, self.class_of), _tokens(other, self.class_of), autojunk=False
+        )
         merged: list = []
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 for mine, theirs in zip(line[i1:i2], other[j1:j2]):
                     if isinstance(mine, SlotRef):
                         sources[mine.index] = ("slot", theirs.index)
-                    elif isinstance(mine, ClassRef):
-                        for m, t in zip(mine.slots, theirs.slots):
-                            sources[m] = ("slot", t)
+                    elif isinstance(mine, ClassRef) and not self._pair_blocks(key, mine, theirs):
+                        return False
                     merged.append(mine)
             elif tag == "delete":  # the new text left a keyword out: its default
                 default = _omitted_keyword(line, i1, i2)
@@ -234,6 +248,31 @@ class Variants:
             else:
                 return False
         self.lines.append(merged)
+        return True
+
+    def _pair_blocks(self, key, mine: ClassRef, theirs: ClassRef) -> bool:
+        """Two child blocks at one place: each literal of the first takes the new text's value
+        of the same argument of their class (its slot, or the default it left out). Blocks of
+        one class whose optional layers differ, or whose new text sets an argument the first
+        left out, do not pair."""
+        sources = self.sources[key]
+        if mine.key == theirs.key:
+            for m, t in zip(mine.slots, theirs.slots):
+                sources[m] = ("slot", t)
+            return True
+        child = self.class_of(mine.key) if self.class_of else None
+        if child is None or child.held[mine.key] != child.held[theirs.key]:
+            return False
+        for first, other in zip(child.sources[mine.key], child.sources[theirs.key]):
+            if first is None or other is None:
+                return False
+            if first[0] != "slot":
+                if other != first:
+                    return False
+            elif other[0] == "slot":
+                sources[mine.slots[first[1]]] = ("slot", theirs.slots[other[1]])
+            else:
+                sources[mine.slots[first[1]]] = other
         return True
 
     def _take_body(self, old: list[tuple[str, str | None]], key, body: list[str]) -> bool:

@@ -4,6 +4,7 @@ literals that differ between them become constructor arguments."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .class_variants import RESIDUAL, Variants
 from .naming import Namer
@@ -84,19 +85,41 @@ def unique(classes: dict) -> list[dict]:
 
 
 def _variants(groups: dict) -> list[Variants]:
-    """The classes: each text joins the first class it fits, or starts one."""
+    """The classes: each text joins the first class it fits, or starts one. A text that does
+    not fit a class as the class's texts came may fit it taken first (its child block sets an
+    argument the others leave at the default), so that order is tried too."""
     found: list[Variants] = []
+    where: dict = {}  # text key -> index in found
+
+    def class_of(key):
+        return found[where[key]] if key in where else None
+
     for key, members in groups.items():
         first = members[0]
         hint = first.block.class_hint or class_hint_from_path(first.block.path)
+        text = (key, hint, first.builder, first.args, first.returns)
         for index, variants in enumerate(found):
-            merged = variants.merged(key, hint, first.builder, first.args, first.returns)
+            merged = variants.merged(*text, class_of=class_of) or _taken_first(
+                text, variants, class_of
+            )
             if merged is not None:
                 found[index] = merged
+                where[key] = index
                 break
         else:
-            found.append(Variants.start(key, hint, first.builder, first.args, first.returns))
+            where[key] = len(found)
+            found.append(Variants.start(*text))
     return found
+
+
+def _taken_first(
+    text: tuple[Any, str, ClassBuilder, list[str], list[str]], variants: Variants, class_of
+) -> Variants | None:
+    """The class's texts merged into one that starts from ``text``; None when one does not fit."""
+    merged: Variants | None = Variants.start(*text)
+    for key, hint, builder, args, returns in variants.texts:
+        merged = merged.merged(key, hint, builder, args, returns, class_of) if merged else None
+    return merged
 
 
 def signature(info: dict) -> list[str]:

@@ -189,3 +189,47 @@ def test_lines_after_an_omitted_keyword_still_pair():
     (info,) = unique(merge_classes(blocks))
     assert signature(info) == ["out_channels", "stride=1"]
     assert info["init"][-1] == "self.weight = Parameter(ops.zeros((1, out_channels))"
+
+
+def _stage(path: str, child: BlockInstance) -> BlockInstance:
+    """A block holding one child block (a stage holding its first layer)."""
+    builder = ClassBuilder()
+    slots = tuple(builder.slot(*slot).index for slot in child.builder.slots)
+    builder.init_lines.append(["self.layer = ", ClassRef(child.key, slots)])
+    builder.body.append("x = self.layer(x)")
+    return BlockInstance(Block(path=path, class_hint="Stage"), builder, ["x"], ["x"])
+
+
+@pytest.mark.parametrize("strided_first", [True, False])
+def test_blocks_whose_children_differ_in_a_default_are_one_class(strided_first):
+    """Stages whose first layer strides in one and not in another (EfficientNet, MobileNet):
+    one stage class passing ``stride`` on, whichever order the stages come in."""
+    strides = (2, 1) if strided_first else (1, 2)
+    children = [_block(f"stages.{i}.layer", 8 * (i + 1), stride=s) for i, s in enumerate(strides)]
+    stages = [_stage(f"stages.{i}", child) for i, child in enumerate(children)]
+    classes = merge_classes([children[0], stages[0], children[1], stages[1]])
+    assert len(unique(classes)) == 2
+    info = classes[stages[0].key]
+    assert signature(info) == ["out_channels", "stride=1"]
+    assert info["init"] == ["self.layer = BasicBlock(out_channels=out_channels, stride=stride)"]
+    root = ClassBuilder()
+    calls = [
+        join(
+            [ClassRef(s.key, tuple(root.slot(*slot).index for slot in s.builder.slots))],
+            root,
+            {},
+            classes,
+        )
+        for s in stages
+    ]
+    assert calls == [
+        f"Stage(out_channels={8 * (i + 1)}{', stride=2' if s == 2 else ''})"
+        for i, s in enumerate(strides)
+    ]
+
+
+def test_children_of_one_class_with_other_optional_layers_keep_parents_apart():
+    children = [_block("stages.0.layer", 8), _block("stages.1.layer", 8, downsample=True)]
+    stages = [_stage(f"stages.{i}", child) for i, child in enumerate(children)]
+    classes = merge_classes([children[0], stages[0], children[1], stages[1]])
+    assert len(unique(classes)) == 3
