@@ -13,7 +13,9 @@ Hugging Face's ViT, Whisper encoder (an audio encoder) and BART (an encoder-deco
 self-attention and cross-attention) at toy width, for golden files of their attention;
 ``tiny_bloom_{torchscript,dynamo}.onnx``: BLOOM, whose ALiBi attention multiplies heads folded
 into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder, whose first
-block owns the relative position table and hands the position bias to the others.
+block owns the relative position table and hands the position bias to the others;
+``tiny_dinov2_dynamo.onnx``: DINOv2, whose token count the dynamo exporter fixes at 17 once it
+specialises the position-table interpolation away (stack traces dropped to keep it small).
 """
 
 from __future__ import annotations
@@ -268,6 +270,31 @@ def export_transformers() -> None:
         )
     )  # fmt: skip
     _export(t5, "tiny_t5_encoder_torchscript", tokens, dims, dynamo=False)
+    dinov2 = hf.Dinov2Model(
+        hf.Dinov2Config(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            image_size=28, patch_size=7,
+        )
+    )  # fmt: skip
+    pixels = {"pixel_values": torch.randn(2, 3, 28, 28)}
+    side = torch.export.Dim("side", min=2, max=9)
+    dims = {"pixel_values": {0: batch, 2: 7 * side, 3: 7 * side}}
+    _export(dinov2, "tiny_dinov2_dynamo", pixels, dims, dynamo=True)
+    _drop_metadata(FIXTURES / "tiny_dinov2_dynamo.onnx")
+
+
+def _drop_metadata(path: Path) -> None:
+    """Keep only the module scopes and classes of each node (what the converter reads)."""
+    import onnx
+
+    model = onnx.load(path)
+    keep = {"pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"}
+    for node in model.graph.node:
+        props = [p for p in node.metadata_props if p.key in keep]
+        del node.metadata_props[:]
+        node.metadata_props.extend(props)
+        node.doc_string = ""
+    onnx.save(model, path)
 
 
 if __name__ == "__main__":

@@ -467,6 +467,7 @@ def _local_copy(
     items, whole = whole_dimensions(
         graph, list(value if isinstance(value, tuple) else (value,)), candidates
     )
+    items = _static_where_reshaped(graph, node.outputs[0], items, readers)
     symbols = sorted(
         {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
     )
@@ -486,6 +487,32 @@ def _local_copy(
     if local is None:
         del graph.symbolic_values[output]
     return local
+
+
+def _static_where_reshaped(graph: Graph, output: str, items: list, readers: list) -> list:
+    """``items`` with each size formula that shape inference found to be a fixed number in the
+    result of every reshape reading it replaced by that number: the model only runs where the
+    formula has that value (DINOv2's token count, fixed by its position table once the dynamo
+    exporter specialised the interpolation away), and the block need not read the formula's
+    inputs for it."""
+    if not readers or any(
+        r.node.op_type != "Reshape" or r.node.inputs[1:2] != [output] for r in readers
+    ):
+        return items
+    fixed = []
+    for axis, item in enumerate(items):
+        found = {
+            (graph.symbolic_shapes.get(r.node.outputs[0]) or ())[axis : axis + 1] for r in readers
+        }
+        static = (
+            len(found) == 1
+            and len(next(iter(found))) == 1
+            and isinstance(next(iter(found))[0], int)
+            and not isinstance(item, int)
+            and not (item.is_Symbol or item.is_Integer)
+        )
+        fixed.append(next(iter(found))[0] if static else item)
+    return fixed
 
 
 def _read_from(

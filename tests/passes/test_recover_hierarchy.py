@@ -81,6 +81,7 @@ def test_a_node_without_scope_joins_the_block_around_it():
         ("tiny_gpt_dynamo.onnx", ("2,8",)),
         ("tiny_gpt_torchscript.onnx", ("2,8",)),
         ("tiny_bert_dynamo.onnx", ("2,8", "2,8")),
+        ("tiny_dinov2_dynamo.onnx", ("1,3,28,28",)),
     ],
 )
 def test_blocks_read_sizes_themselves(fixture, shapes):
@@ -206,3 +207,24 @@ def test_what_a_first_layer_computes_for_the_others_runs_before_the_layers(tmp_p
         mask[0, -2:] = 0
         feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_a_token_count_fixed_by_the_model_is_a_number_not_an_argument(tmp_path):
+    """DINOv2 through dynamo: the export specialised the position-table interpolation away, so
+    the token count (a formula over the image height) can only be 17; shape inference knows
+    each head reshape gives 17 tokens. The attention reads the batch from its own input and
+    writes 17 instead of taking the encoder's shape tuples as arguments."""
+    import numpy as np
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_dinov2_dynamo.onnx")
+    result = convert_fully(model, tmp_path, shape=["pixel_values=1,3,28,28"])
+    code = result.script_path.read_text()
+    attention = code[code.index("class Dinov2Attention") : code.index("class Dinov2MLP")]
+    assert "def construct(self, hidden_states):" in attention, attention
+    assert "(batch_size, 17, -1, 16)" in attention
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 28, 28)).astype(np.float32)
+        assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
