@@ -66,6 +66,13 @@ class _Match:
     resized: list[tuple[onnx.NodeProto, str]] = field(default_factory=list)  # Shape: new input
 
 
+# operators that only compute sizes from sizes (what a Shape node's result flows through)
+_SIZE_OPS = {
+    "Shape", "Gather", "Slice", "Concat", "Squeeze", "Unsqueeze", "Cast", "Add", "Sub", "Mul",
+    "Div", "Reshape",
+}  # fmt: skip
+
+
 class _Finder:
     """Producers, readers and constants of the graph being fused."""
 
@@ -91,6 +98,29 @@ class _Finder:
             return False
         readers = {id(node) for node in self.readers.get(name, [])}
         return readers == {id(reader)}
+
+    def private_but_sized(self, name: str, reader: onnx.NodeProto, dying: set[int]) -> bool:
+        """Whether ``name`` feeds ``reader`` and otherwise only Shape nodes whose sizes end up
+        in nodes the match removes (``dying``, by id; dynamo computes the key transpose's
+        targets from the key's shape): once they go, nothing reads ``name``."""
+        readers = self.readers.get(name, [])
+        others = [node for node in readers if node is not reader]
+        if name in self.pinned or len(others) == len(readers):
+            return False
+        if any(node.op_type != "Shape" for node in others):
+            return False
+        pending, seen = list(others), set()
+        while pending:
+            node = pending.pop()
+            if id(node) in seen or id(node) in dying:
+                continue
+            seen.add(id(node))
+            if node.op_type not in _SIZE_OPS or node.domain not in ("", "ai.onnx"):
+                return False
+            if any(out in self.pinned for out in node.output):
+                return False
+            pending += [n for out in node.output for n in self.readers.get(out, [])]
+        return True
 
     def scalar(self, name: str) -> float | None:
         value = self.graph.constant(name)
@@ -236,14 +266,15 @@ def _copy_value_info(finder: _Finder, source: str, target: str, perm: list[int])
             return
 
 
-def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
+def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto, dying: set[int]):
     """``repeat_kv``: Reshape(Expand(Unsqueeze(x, 2), ...), ...) -> (x, groups, nodes) or None;
-    also the bare Expand (B, KV, G, T, D) when the exporter merged the Reshape into the next."""
+    also the bare Expand (B, KV, G, T, D) when the exporter merged the Reshape into the next.
+    Besides ``reader``, only sizes for nodes in ``dying`` may read the repeated value."""
     if finder.rank(name) == 5:
         found = _expanded_heads(finder, name, reader)
         return None if found is None or not found[1] else found
     reshape = finder.made_by(name, "Reshape")
-    if reshape is None or not finder.private(name, reader):
+    if reshape is None or not finder.private_but_sized(name, reader, dying | {id(reader)}):
         return None
     found = _expanded_heads(finder, reshape.input[0], reshape)
     if found is None:
@@ -527,8 +558,9 @@ def _share_heads(
 ) -> None:
     """Undo ``repeat_kv`` on both key and value (the fused node repeats them itself); keys and
     values repeated differently keep their repeats."""
-    repeated_k = _repeated_heads(finder, match.k, key_reader)
-    repeated_v = _repeated_heads(finder, match.v, context)
+    dying = finder.dead | {id(node) for node in match.removed}
+    repeated_k = _repeated_heads(finder, match.k, key_reader, dying)
+    repeated_v = _repeated_heads(finder, match.v, context, dying)
     if repeated_k is None or repeated_v is None or repeated_k[1] != repeated_v[1]:
         return
     match.k, match.kv_groups, k_nodes = repeated_k

@@ -148,6 +148,40 @@ def grouped_query_attention(groups: int = 2, kv_heads: int = 2, past: int = 3):
     )
 
 
+def dynamo_grouped_attention(groups: int = 2, kv_heads: int = 2):
+    """Qwen2/Gemma through dynamo at dynamic sizes: repeat_kv, then the key transposed through
+    Reshape(-1, T, D) / Transpose / Reshape with both targets cut from the repeated key's
+    Shape (so the repeated key has a second reader, for its sizes only)."""
+    model = grouped_query_attention(groups, kv_heads)
+    graph = model.graph
+    nodes = [n for n in graph.node if n.op_type not in ("Transpose", "MatMul", "Div", "Add")]
+    nodes = [n for n in nodes if n.op_type not in ("Softmax",)]
+    spans = {"bh": (0, 2), "t": (2, 3), "d": (3, 4), "td": (2, 4)}
+    for name, (start, end) in spans.items():
+        nodes += [
+            _const(f"{name}_start", [start], np.int64),
+            _const(f"{name}_end", [end], np.int64),
+            helper.make_node("Slice", ["k_sizes", f"{name}_start", f"{name}_end"], [name]),
+        ]
+    nodes = [helper.make_node("Shape", ["k_rep"], ["k_sizes"]), *nodes]
+    nodes += [
+        _const("minus_one", [-1], np.int64),
+        helper.make_node("Concat", ["minus_one", "td"], ["flat"], axis=0),
+        helper.make_node("Concat", ["bh", "d", "t"], ["back"], axis=0),
+        helper.make_node("Reshape", ["k_rep", "flat"], ["k3"]),
+        helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["k3t", "back"], ["kt"]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "root"], ["scaled"]),  # root: sqrt(D), kept above
+        helper.make_node("Add", ["scaled", "causal"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["out"]),
+    ]
+    inputs = [i for i in graph.input if i.name != "alibi"]
+    built = helper.make_graph(nodes, "dynamo_gqa", inputs, graph.output, graph.initializer)
+    return helper.make_model(built, opset_imports=model.opset_import, ir_version=model.ir_version)
+
+
 def _fused(model, shapes):
     graph, context = graph_and_context(model, shapes=[(None, s) for s in shapes])
     before = [step.name for step in PIPELINE].index("fuse scaled dot-product attention")
@@ -407,3 +441,21 @@ def test_a_zero_bias_beside_a_mask_is_dropped_alone(tmp_path):
     for batch in (2, 3):
         feeds = _feeds(model, {"b": batch}, seed=batch)
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+def test_repeat_kv_whose_sizes_feed_the_key_transpose_is_undone():
+    """The repeated key is also read by a Shape whose sizes only build the key transpose's
+    targets; those go with the transpose, so repeat_kv is undone (``kv_groups``)."""
+    shapes = [(1, 4, 2, 4), (1, 2, 2, 4), (1, 2, 2, 4), (1, 2, 3, 4), (1, 2, 3, 4), (1, 1, 2, 5)]
+    count, (node,) = _fused(dynamo_grouped_attention(), shapes)
+    assert count == 1
+    assert _attr(node, "kv_groups") == 2
+
+
+@pytest.mark.slow
+def test_repeat_kv_whose_sizes_feed_the_key_transpose_runs_like_onnxruntime(tmp_path):
+    model = dynamo_grouped_attention()
+    shape = ["1,4,2,4", "1,2,2,4", "1,2,2,4", "1,2,3,4", "1,2,3,4", "1,1,2,5"]
+    script = _matches_at(model, tmp_path, [{"b": 1, "s": 2, "t": 5}, {"b": 2, "s": 4, "t": 7}],
+                         shape=shape)  # fmt: skip
+    assert "ops.repeat_interleave" in script and "ops.broadcast_to" not in script
