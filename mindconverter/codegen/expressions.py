@@ -435,6 +435,14 @@ class ExpressionWriter:
         """Attribute hint for a layer: its source module name relative to the current block."""
         # a body cell's weights are named inside the body: only the node's scope names it
         path = ("" if cell.definition else _weight_hint(cell.weights)) or _module_path_hint(mapped)
+        scope = _module_path_hint(mapped)
+        if scope and not path.startswith(scope + ".") and self._runs_elsewhere(path, scope):
+            # the weight's module runs nodes of its own, so this layer only reads its weight
+            # (a tied embedding and lm_head; one of several identical tensors the exporter
+            # kept, Qwen3's q_norm and k_norm at their initial ones): the node's own module
+            # names it. A module without nodes was folded into this one (a dynamo Conv filed
+            # under the BatchNorm it absorbed), and a node of a parent ran it (F.linear).
+            path = scope
         block = self.scope.prefix_path
         if block and path.startswith(block + "."):
             relative = path[len(block) + 1 :]
@@ -444,6 +452,13 @@ class ExpressionWriter:
                 return relative.rsplit(".", 1)[-1]
             return relative
         return path.rsplit(".", 1)[-1] if block else path
+
+    def _runs_elsewhere(self, module: str, scope: str) -> bool:
+        """Whether nodes filed under ``module`` exist besides those under ``scope``."""
+        scopes = self.state.scopes
+        if not scopes:
+            scopes.update(_module_path_hint(m) for m in self.state.mapped)
+        return module != scope and scopes.get(module, 0) > 0
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:
         cell = with_own_scope_weights(cell, mapped)

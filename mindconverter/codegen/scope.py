@@ -3,6 +3,7 @@ instances) and the scope of the block being written (its class text, names and v
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,3 +122,5 @@ class RenderState:
     content_keys: ContentKeys = field(default_factory=ContentKeys)  # tensors' identity by value
     # classes defined from converted control-flow bodies: final name -> class text
     body_classes: dict[str, str] = field(default_factory=dict)
+    # module path -> how many mapped nodes the exporter filed under it
+    scopes: Counter = field(default_factory=Counter)

@@ -69,17 +69,17 @@ class MindSporeModel(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.lm_head = nn.Embedding(vocab_size=40, embedding_size=16)
+        self.wte = nn.Embedding(vocab_size=40, embedding_size=16)
         self.wpe = nn.Embedding(vocab_size=24, embedding_size=16)
         self.causal = Parameter(ops.zeros((24, 24), ms.float32), requires_grad=False)
         self.h = nn.CellList([GPTBlock(), GPTBlock()])
         self.ln_f = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
-        self.lm_head_1 = nn.Dense(in_channels=16, out_channels=40, has_bias=False)
-        self.lm_head_1.weight = self.lm_head.embedding_table
+        self.lm_head = nn.Dense(in_channels=16, out_channels=40, has_bias=False)
+        self.lm_head.weight = self.wte.embedding_table
 
     def construct(self, ids):
         sequence = ids.shape[1]
-        x = self.lm_head(ids)
+        x = self.wte(ids)
         out = ops.arange(0, sequence, 1)
         wpe = self.wpe(out)
         x = x + wpe
@@ -88,7 +88,7 @@ class MindSporeModel(nn.Cell):
         for layer in self.h:
             x = layer(x, slice_)
         x = self.ln_f(x)
-        logits = self.lm_head_1(x)
+        logits = self.lm_head(x)
         return logits
 
 
