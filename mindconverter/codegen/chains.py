@@ -148,6 +148,47 @@ def _inlined_layers(
         between = items[items.index(item) + 1 : items.index(reader)]
         if all(_only_sizes(other, absorbed) for other in between):
             inlined.add(out)
+    return inlined | _normed_heads(mapped, parents, absorbed, readers)
+
+
+def _normed_heads(
+    mapped: list[MappedNode],
+    parents: dict[int, Block],
+    absorbed: set[int],
+    readers: dict[str, list[MappedNode]],
+) -> set[str]:
+    """A head split normalised per head before its transpose (Qwen3's and OLMo2's q_norm and
+    k_norm): the split and the norm written inside the transpose,
+    ``q = self.q_norm(ops.reshape(self.q_proj(hidden_states), shape)).swapaxes(1, 2)``. Each
+    step is read by the next alone, right after it."""
+    producer = {out: item for item in mapped for out in item.node.outputs if out}
+
+    def next_step(item: MappedNode, reader: MappedNode) -> bool:
+        parent = parents.get(id(item))
+        outputs = [name for name in item.node.outputs if name]
+        if len(outputs) != 1 or parent is None or parents.get(id(reader)) is not parent:
+            return False
+        if readers.get(outputs[0], []) != [reader] or not item.converted:
+            return False
+        items = parent.items
+        between = items[items.index(item) + 1 : items.index(reader)]
+        return all(_only_sizes(other, absorbed) for other in between)
+
+    inlined: set[str] = set()
+    for item in mapped:
+        result = item.result
+        if not (isinstance(result, Method) and result.name == "swapaxes"):
+            continue
+        if result.value != Input(0) or not item.node.inputs:
+            continue
+        norm = producer.get(item.node.inputs[0])
+        if norm is None or not isinstance(norm.result, Cell) or not norm.node.inputs:
+            continue
+        split = producer.get(norm.node.inputs[0])
+        if split is None or not _is_call(split.result, "ops.reshape"):
+            continue
+        if next_step(norm, item) and next_step(split, norm):
+            inlined.update((norm.node.outputs[0], split.node.outputs[0]))
     return inlined
 
 
