@@ -148,7 +148,30 @@ def _inlined_layers(
         between = items[items.index(item) + 1 : items.index(reader)]
         if all(_only_sizes(other, absorbed) for other in between):
             inlined.add(out)
+        elif all(_projection_step(other, absorbed) for other in between):
+            # the projections first, then their head splits (BART's k_proj, v_proj, k, v):
+            # the call moves down to its split; nothing in between reads what it makes
+            items.remove(item)
+            first = next(
+                i for i, other in enumerate(items)
+                if isinstance(other, MappedNode) and out in other.node.inputs
+            )  # fmt: skip
+            items.insert(first, item)  # before the split (or the reshape folded into it)
+            inlined.add(out)
     return inlined | _normed_heads(mapped, parents, absorbed, readers)
+
+
+def _projection_step(item: Any, absorbed: set[int]) -> bool:
+    """A size, a layer call or a head split: what runs between a projection and its split."""
+    if _only_sizes(item, absorbed):
+        return True
+    if not isinstance(item, MappedNode) or not item.converted:
+        return False
+    result = item.result
+    return isinstance(result, Cell) or (
+        item.node.op_type in ("Reshape", "Transpose")
+        and (_is_call(result, "ops.reshape") or isinstance(result, Method))
+    )
 
 
 def _normed_heads(

@@ -120,3 +120,34 @@ def test_a_head_split_normalised_per_head_is_one_statement(tmp_path):
     split = next(line for line in lines if "ops.reshape(self." in line)
     assert split.startswith("y = self.") and split.endswith(".swapaxes(1, 2)"), construct
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+
+
+def test_projections_computed_before_their_head_splits_are_written_inside_them(tmp_path):
+    """BART through dynamo: k_proj, v_proj, then both splits; each call moves to its split."""
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["lead"], end=2),
+        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
+    ]
+    for name in ("k", "v"):
+        nodes += [
+            helper.make_node("MatMul", ["x", f"{name}_weight"], [f"{name}_projected"]),
+            helper.make_node("Add", [f"{name}_projected", f"{name}_bias"], [f"{name}_dense"]),
+        ]
+    for name in ("k", "v"):
+        nodes += [
+            helper.make_node("Reshape", [f"{name}_dense", "heads"], [f"{name}_split"]),
+            helper.make_node("Transpose", [f"{name}_split"], [name], perm=[0, 2, 1, 3]),
+        ]
+    weights = {f"{n}_weight": rng.standard_normal((8, 8)).astype(np.float32) for n in "kv"}
+    biases = {f"{n}_bias": rng.standard_normal(8).astype(np.float32) for n in "kv"}
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 8])],
+        [(n, np.float32, ["batch", 2, "sequence", 4]) for n in "kv"],
+        {**weights, **biases, "per_head": np.array([2, 4], np.int64)},
+    )
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    construct = result.script_path.read_text().split("def construct")[1]
+    assert construct.count("ops.reshape(self.") == 2, construct
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])

@@ -36,9 +36,8 @@ class SelfAttention(nn.Cell):
         batch_size, seq_len, _ = hidden_states.shape
         shape = (batch_size, seq_len, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
-        k = ops.reshape(k_proj, shape).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
@@ -111,10 +110,9 @@ class EncoderAttention(nn.Cell):
         seq_len_1 = hidden_states_1.shape[1]
         shape = (batch_size, seq_len, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states_1)
         shape_1 = (batch_size, seq_len_1, -1, 8)
         v = ops.reshape(self.v_proj(hidden_states_1), shape_1).swapaxes(1, 2)
-        k = ops.reshape(k_proj, shape_1).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states_1), shape_1).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)

@@ -63,9 +63,8 @@ class Attention(nn.Cell):
         batch_size = hidden_states.shape[0]
         shape = (batch_size, 5, -1, 8)
         q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
-        k_proj = self.k_proj(hidden_states)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
-        k = ops.reshape(k_proj, shape).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
