@@ -60,7 +60,11 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
             or _has_temp(source.result)
         ):
             continue
-        if item.node.op_type == "Transpose" and source.node.op_type in ("Reshape", "Gather"):
+        if item.node.op_type == "Transpose" and source.node.op_type in (
+            "Reshape",
+            "Gather",
+            "Slice",
+        ):
             if (
                 isinstance(item.result, Method)
                 and item.result.value == Input(0)
@@ -94,12 +98,13 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
 
 
 def _picks_from_input(expr: Any, inputs: int) -> bool:
-    """``x[:, :, :, 0]``: a constant pick from the node's one input (a fused qkv split)."""
+    """``x[:, :, :, 0]``, ``x[:, :, :2]``: a constant pick from the node's first input (a fused
+    qkv split), reading no other input."""
     return (
-        inputs <= 2
-        and isinstance(expr, Item)
+        isinstance(expr, Item)
         and expr.value == Input(0)
         and _reads_of_input(expr) == 1
+        and not any(_reads_of_input(expr, index) for index in range(1, inputs))
     )
 
 

@@ -121,18 +121,34 @@ def _where_branches(graph: Graph, item: MappedNode, branches: list) -> list:
 
 
 def _constant_gather(graph: Graph, item: MappedNode, call: Call, args: list) -> Any:
-    """``ops.gather(x, <one index>, axis)`` as ``x[:, index]``."""
+    """``ops.gather(x, <one index>, axis)`` as ``x[:, index]``; a run of consecutive indices
+    (Falcon's key head out of its fused projection, ``[2]``) as the slice ``x[:, 2:3]``."""
     index, axis = _constant(graph, item, args[1]), args[2]
     axis = axis.value if isinstance(axis, Lit) else axis
     if (
         index is None
-        or index.ndim != 0
+        or index.ndim > 1
         or index.dtype.kind not in "iu"
         or not isinstance(axis, int)
         or isinstance(axis, bool)
     ):
         return replace(call, args=args)
-    return Item(args[0], (slice(None),) * axis + (int(index),) if axis else int(index))
+    if index.ndim == 0:
+        return Item(args[0], (slice(None),) * axis + (int(index),) if axis else int(index))
+    run = _consecutive(index.tolist())
+    if run is None:
+        return replace(call, args=args)
+    return Item(args[0], (slice(None),) * axis + (run,) if axis else run)
+
+
+def _consecutive(values: list[int]) -> slice | None:
+    """``values`` as a slice when they count up by one, all at or all below zero."""
+    if not values or any(b != a + 1 for a, b in zip(values, values[1:])):
+        return None
+    start, stop = values[0], values[-1] + 1
+    if start < 0 <= values[-1]:
+        return None
+    return slice(start or None, None if stop == 0 else stop)
 
 
 def _last_axis_layer_norm(cell: Cell) -> Cell:

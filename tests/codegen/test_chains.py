@@ -151,3 +151,24 @@ def test_projections_computed_before_their_head_splits_are_written_inside_them(t
     construct = result.script_path.read_text().split("def construct")[1]
     assert construct.count("ops.reshape(self.") == 2, construct
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+
+
+def test_a_constant_slice_then_a_head_transpose_is_one_statement(tmp_path):
+    """Falcon's query heads out of the fused projection: ``q = x[:, :, :2].swapaxes(1, 2)``."""
+    nodes = [
+        helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["picked"]),
+        helper.make_node("Transpose", ["picked"], ["y"], perm=[0, 2, 1, 3]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 4, 8])],
+        [("y", np.float32, ["batch", 2, "sequence", 8])],
+        {
+            "starts": np.array([0], np.int64),
+            "ends": np.array([2], np.int64),
+            "axes": np.array([2], np.int64),
+        },
+    )
+    feeds = {"x": np.random.default_rng(4).standard_normal((2, 3, 4, 8)).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3,4,8"])
+    assert "y = x[:, :, :2].swapaxes(1, 2)" in result.script_path.read_text()

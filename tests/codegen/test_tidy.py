@@ -66,6 +66,32 @@ def test_gather_of_one_constant_index_is_indexing(tmp_path):
     assert "ops.gather" not in body and "x[:, " in body, body
 
 
+@pytest.mark.parametrize(
+    "indices, written",
+    [([2], "x[:, 2:3]"), ([1, 2, 3], "x[:, 1:4]"), ([-2, -1], "x[:, 3:5]"), ([0], "x[:, :1]")],
+)
+def test_gather_of_consecutive_constant_indices_is_a_slice(tmp_path, indices, written):
+    """Falcon takes its key head out of the fused projection with ``[2]``: ``x[:, 2:3]``."""
+    model = make_model(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+        [("x", F32, [2, 5, 3])],
+        [("y", F32, [2, len(indices), 3])],
+        {"i": np.array(indices, np.int64)},
+    )
+    body = _construct(assert_matches(model, tmp_path))
+    assert "ops.gather" not in body and written in body, body
+
+
+def test_gather_of_scattered_constant_indices_stays_a_gather(tmp_path):
+    model = make_model(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+        [("x", F32, [2, 5, 3])],
+        [("y", F32, [2, 2, 3])],
+        {"i": np.array([0, 2], np.int64)},
+    )
+    assert "ops.gather" in _construct(assert_matches(model, tmp_path))
+
+
 def test_layer_norm_over_the_last_axis_takes_any_rank(tmp_path):
     model = make_model(
         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
