@@ -77,6 +77,18 @@ def _module_path_hint(mapped: MappedNode) -> str:
     return module_path(mapped.node)
 
 
+def _relative_to(block: str, source: str) -> str:
+    """``source`` relative to the block path when it lies inside it, or inside another item
+    of the same list (``m.layers.0.lambda_1`` in ``m.layers.1``: the exporter kept one of
+    several identical tensors), else ``source`` itself."""
+    outer, inner = block.split(".") if block else [], source.split(".")
+    if not outer or len(inner) <= len(outer):
+        return source
+    if all(a == b or (a.isdigit() and b.isdigit()) for a, b in zip(outer, inner)):
+        return ".".join(inner[len(outer) :])
+    return source
+
+
 def _crosses_list_item(path: str) -> bool:
     return any(part.isdigit() for part in path.split(".")[:-1])
 
@@ -491,11 +503,7 @@ class ExpressionWriter:
         # a module's parameter or buffer (``embeddings.position_ids``) names the attribute; a
         # value the exporter computed and named (``unsqueeze_14``, ``/layer/Add_output_0``) does not
         if source and not source.startswith("onnx::") and not _exporter_value_name(source):
-            block = self.scope.prefix_path
-            relative = (
-                source[len(block) + 1 :] if block and source.startswith(block + ".") else source
-            )
-            hint = relative.replace(".", "_")
+            hint = _relative_to(self.scope.prefix_path, source).replace(".", "_")
         param = replace(param, weight=widened_weight(param.weight))
         array = param.weight.array
         trainable = param.trainable and is_floating(array.dtype)
