@@ -101,7 +101,7 @@ def _weight_hint(weights: dict[str, Weight]) -> str:
     """
     for weight in list(weights.values())[:1]:
         source = weight.source
-        if "." in source and not source.startswith("onnx::"):
+        if "." in source and not _exporter_value_name(source):
             return source.rsplit(".", 1)[0]
     return ""
 

@@ -22,3 +22,17 @@ from mindconverter.codegen.expressions import _relative_to
 )
 def test_a_source_name_relative_to_its_block(block, source, name):
     assert _relative_to(block, source) == name
+
+
+def test_a_value_the_exporter_computed_names_no_layer():
+    """TorchScript's GroupNorm takes its unit scale from ``.../layer_norm/Constant_1_output_0``:
+    not a module's weight, so the node's own scope names the layer."""
+    import numpy as np
+
+    from mindconverter.codegen.expressions import _weight_hint
+    from mindconverter.mappers.base import Weight
+
+    computed = Weight(np.ones(2, np.float32), "/m/conv_layers.0/layer_norm/Constant_1_output_0")
+    assert _weight_hint({"gamma": computed}) == ""
+    held = Weight(np.ones(2, np.float32), "m.conv_layers.0.layer_norm.weight")
+    assert _weight_hint({"gamma": held}) == "m.conv_layers.0.layer_norm"
