@@ -54,6 +54,20 @@ def kind_of(hint: str) -> str:
     return re.sub(r"\d+$", "", hint)
 
 
+def common_name(first: str, other: str) -> str:
+    """The words two class names share at their start and end (``HubertGroupNormConvLayer``,
+    ``HubertNoLayerNormConvLayer`` -> ``HubertConvLayer``); ``first`` when they share none."""
+    words = [re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name) for name in (first, other)]
+    head = 0
+    while head < min(map(len, words)) and words[0][head] == words[1][head]:
+        head += 1
+    tail = 0
+    while tail < min(map(len, words)) - head and words[0][-1 - tail] == words[1][-1 - tail]:
+        tail += 1
+    shared = words[0][:head] + (words[0][len(words[0]) - tail :] if tail else [])
+    return "".join(shared) if shared and tail else first
+
+
 def _attribute(line: list) -> str | None:
     """The attribute an ``__init__`` line sets (``self.downsample = ...`` -> ``downsample``)."""
     head = line[0] if line and isinstance(line[0], str) else ""
@@ -137,15 +151,24 @@ class Variants:
         return set.union(*self.held.values()) - every
 
     def merged(
-        self, key, hint: str, builder: ClassBuilder, args, returns, class_of=None
+        self, key, hint: str, builder: ClassBuilder, args, returns, class_of=None, siblings=False
     ) -> Variants | None:
         """These variants with one more class text, or ``None`` when it does not fit
-        (``class_of``: text key -> the variants of the class it is in, for child blocks)."""
-        if kind_of(hint) != kind_of(self.hint) or list(args) != self.args:
+        (``class_of``: text key -> the variants of the class it is in, for child blocks).
+        ``siblings``: the text is an item of a list that holds one of these texts, so it may
+        merge though its class is of another kind (Hubert's first conv layer has a norm and
+        its own class, the others none)."""
+        if list(args) != self.args:
+            return None
+        if kind_of(hint) == kind_of(self.hint):
+            name = self.hint if hint == self.hint else kind_of(self.hint)
+        elif siblings:
+            name = common_name(kind_of(self.hint), kind_of(hint))
+        else:
             return None
         held = _held(builder)
         new = Variants(
-            self.hint if hint == self.hint else kind_of(self.hint),
+            name,
             [],
             list(self.labels),
             [],

@@ -94,12 +94,16 @@ def _variants(groups: dict) -> list[Variants]:
     def class_of(key):
         return found[where[key]] if key in where else None
 
+    lists = {
+        key: {_list_of(m.block.path) for m in members} - {""} for key, members in groups.items()
+    }
     for key, members in groups.items():
         first = members[0]
         hint = first.block.class_hint or class_hint_from_path(first.block.path)
         text = (key, hint, first.builder, first.args, first.returns)
         for index, variants in enumerate(found):
-            merged = variants.merged(*text, class_of=class_of) or _taken_first(
+            siblings = any(lists[key] & lists[other[0]] for other in variants.texts)
+            merged = variants.merged(*text, class_of=class_of, siblings=siblings) or _taken_first(
                 text, variants, class_of
             )
             if merged is not None:
@@ -110,6 +114,11 @@ def _variants(groups: dict) -> list[Variants]:
             where[key] = len(found)
             found.append(Variants.start(*text))
     return found
+
+
+def _list_of(path: str) -> str:
+    """The list a block is an item of (``layers`` for ``layers.3``), else ``""``."""
+    return path.rsplit(".", 1)[0] if re.search(r"(^|\.)\d+$", path) and "." in path else ""
 
 
 def _taken_first(

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-from mindconverter.codegen.class_variants import KEYWORD_DEFAULTS
+from mindconverter.codegen.class_variants import KEYWORD_DEFAULTS, common_name
 from mindconverter.codegen.classes import join, merge_classes, signature, unique
 from mindconverter.codegen.scope import BlockInstance, ClassBuilder, ClassRef
 from mindconverter.graph.module_tree import Block
@@ -233,3 +233,31 @@ def test_children_of_one_class_with_other_optional_layers_keep_parents_apart():
     stages = [_stage(f"stages.{i}", child) for i, child in enumerate(children)]
     classes = merge_classes([children[0], stages[0], children[1], stages[1]])
     assert len(unique(classes)) == 3
+
+
+def test_items_of_one_list_with_classes_of_other_kinds_merge():
+    """Hubert's first conv layer (GroupNorm) and the others (none) are two source classes in
+    one list: one class with ``has_downsample``-style flag, named by the words they share."""
+    first, other = _block("conv_layers.0", 8, downsample=True), _block("conv_layers.1", 8)
+    first.block.class_hint, other.block.class_hint = "HubertGroupNormConv", "HubertNoNormConv"
+    (info,) = unique(merge_classes([first, other]))
+    assert info["name"] == "HubertNormConv"
+    assert "has_downsample=False" in signature(info)
+
+
+def test_blocks_of_other_kinds_outside_one_list_stay_apart():
+    first, other = _block("encoder.conv", 8, downsample=True), _block("decoder.conv", 8)
+    first.block.class_hint, other.block.class_hint = "EncoderConv", "DecoderConv"
+    assert len(unique(merge_classes([first, other]))) == 2
+
+
+@pytest.mark.parametrize(
+    "first, other, name",
+    [
+        ("HubertGroupNormConvLayer", "HubertNoLayerNormConvLayer", "HubertNormConvLayer"),
+        ("BasicBlock", "Bottleneck", "BasicBlock"),
+        ("GPTBlock", "GPTLayer", "GPTBlock"),
+    ],
+)
+def test_common_name_keeps_shared_leading_and_trailing_words(first, other, name):
+    assert common_name(first, other) == name
