@@ -63,6 +63,7 @@ def fold_head_reshapes(graph: Graph, tree: Block) -> set[str]:
         if item.node.op_type == "Transpose" and source.node.op_type in (
             "Reshape",
             "Gather",
+            "GatherND",
             "Slice",
         ):
             if (

@@ -61,6 +61,8 @@ def _tidy(graph: Graph, item: MappedNode, expr: Any) -> Any:
             return replace(expr, args=[args[0], *_where_branches(graph, item, args[1:])])
         if expr.func == "ops.gather" and len(args) == 3:
             return _constant_gather(graph, item, expr, args)
+        if expr.func == "ops.gather_nd" and len(args) == 2:
+            return _leading_gather_nd(graph, item, expr, args)
         return replace(expr, args=args)
     if isinstance(expr, Cell) and expr.cls == "nn.LayerNorm":
         return _last_axis_layer_norm(expr)
@@ -139,6 +141,16 @@ def _constant_gather(graph: Graph, item: MappedNode, call: Call, args: list) -> 
     if run is None:
         return replace(call, args=args)
     return Item(args[0], (slice(None),) * axis + (run,) if axis else run)
+
+
+def _leading_gather_nd(graph: Graph, item: MappedNode, call: Call, args: list) -> Any:
+    """``ops.gather_nd(x, [[2]])``, consecutive indices into the first axis (dynamo's spelling
+    of ``x[:, :, [2]]`` after moving that axis first), as the slice ``x[2:3]``."""
+    index = _constant(graph, item, args[1])
+    if index is None or index.ndim != 2 or index.shape[1] != 1 or index.dtype.kind not in "iu":
+        return replace(call, args=args)
+    run = _consecutive(index[:, 0].tolist())
+    return replace(call, args=args) if run is None else Item(args[0], run)
 
 
 def _consecutive(values: list[int]) -> slice | None:

@@ -92,6 +92,18 @@ def test_gather_of_scattered_constant_indices_stays_a_gather(tmp_path):
     assert "ops.gather" in _construct(assert_matches(model, tmp_path))
 
 
+def test_gather_nd_of_leading_constant_indices_is_a_slice(tmp_path):
+    """Dynamo's ``x[:, :, [2]]`` with the axis moved first: ``ops.gather_nd(t, [[2]])``."""
+    model = make_model(
+        [helper.make_node("GatherND", ["x", "i"], ["y"])],
+        [("x", F32, [4, 2, 3])],
+        [("y", F32, [1, 2, 3])],
+        {"i": np.array([[2]], np.int64)},
+    )
+    body = _construct(assert_matches(model, tmp_path))
+    assert "ops.gather_nd" not in body and "x[2:3]" in body, body
+
+
 def test_layer_norm_over_the_last_axis_takes_any_rank(tmp_path):
     model = make_model(
         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
