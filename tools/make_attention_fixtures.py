@@ -14,6 +14,8 @@ self-attention and cross-attention) at toy width, for golden files of their atte
 ``tiny_bloom_{torchscript,dynamo}.onnx``: BLOOM, whose ALiBi attention multiplies heads folded
 into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder, whose first
 block owns the relative position table and hands the position bias to the others;
+``tiny_gptj_torchscript.onnx``: GPT-J, whose rotary embedding turns interleaved pairs of the
+first features of each head, on sin and cos tables layer 0 repeats for every layer;
 ``tiny_dinov2_dynamo.onnx``: DINOv2, whose token count the dynamo exporter fixes at 17 once it
 specialises the position-table interpolation away (stack traces dropped to keep it small).
 """
@@ -270,6 +272,13 @@ def export_transformers() -> None:
         )
     )  # fmt: skip
     _export(t5, "tiny_t5_encoder_torchscript", tokens, dims, dynamo=False)
+    gptj = hf.GPTJModel(
+        hf.GPTJConfig(
+            vocab_size=40, n_embd=16, n_layer=2, n_head=2, rotary_dim=4, n_positions=32,
+            bos_token_id=1, eos_token_id=2,
+        )
+    )  # fmt: skip
+    _export(gptj, "tiny_gptj_torchscript", tokens, dims, dynamo=False)
     dinov2 = hf.Dinov2Model(
         hf.Dinov2Config(
             hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

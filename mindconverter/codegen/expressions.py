@@ -74,7 +74,16 @@ _ROLE_BY_OP = {
 
 
 def _module_path_hint(mapped: MappedNode) -> str:
-    return module_path(mapped.node)
+    """The node's module path, when it reads as one (attribute names and list indices)."""
+    path = module_path(mapped.node)
+    return path if re.fullmatch(r"[A-Za-z0-9_.]*", path) else ""
+
+
+def _runs_elsewhere(state: RenderState, module: str, scope: str) -> bool:
+    """Whether nodes filed under ``module`` exist besides those under ``scope``."""
+    if not state.scopes:
+        state.scopes.update(_module_path_hint(m) for m in state.mapped)
+    return module != scope and state.scopes.get(module, 0) > 0
 
 
 def _relative_to(block: str, source: str) -> str:
@@ -172,6 +181,9 @@ HELPER_FUNCTIONS = {
     "rotate_half": {"ops"},
     "apply_rotary_pos_emb": {"ops", "rotate_half"},
     "apply_partial_rotary_pos_emb": {"ops", "rotate_half"},
+    "rotate_every_two": {"ops"},
+    "apply_interleaved_rotary_pos_emb": {"ops", "rotate_every_two"},
+    "apply_partial_interleaved_rotary_pos_emb": {"ops", "rotate_every_two"},
     "masked_softmax": {"ops", "math", "ms"},
 }
 
@@ -448,7 +460,7 @@ class ExpressionWriter:
         # a body cell's weights are named inside the body: only the node's scope names it
         path = ("" if cell.definition else _weight_hint(cell.weights)) or _module_path_hint(mapped)
         scope = _module_path_hint(mapped)
-        if scope and not path.startswith(scope + ".") and self._runs_elsewhere(path, scope):
+        if scope and not path.startswith(scope + ".") and _runs_elsewhere(self.state, path, scope):
             # the weight's module runs nodes of its own, so this layer only reads its weight
             # (a tied embedding and lm_head; one of several identical tensors the exporter
             # kept, Qwen3's q_norm and k_norm at their initial ones): the node's own module
@@ -464,13 +476,6 @@ class ExpressionWriter:
                 return relative.rsplit(".", 1)[-1]
             return relative
         return path.rsplit(".", 1)[-1] if block else path
-
-    def _runs_elsewhere(self, module: str, scope: str) -> bool:
-        """Whether nodes filed under ``module`` exist besides those under ``scope``."""
-        scopes = self.state.scopes
-        if not scopes:
-            scopes.update(_module_path_hint(m) for m in self.state.mapped)
-        return module != scope and scopes.get(module, 0) > 0
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:
         cell = with_own_scope_weights(cell, mapped)

@@ -34,6 +34,9 @@ RESERVED = {
     "masked_softmax",
     "apply_rotary_pos_emb",
     "apply_partial_rotary_pos_emb",
+    "rotate_every_two",
+    "apply_interleaved_rotary_pos_emb",
+    "apply_partial_interleaved_rotary_pos_emb",
     "dynamic_inputs",
 }
 

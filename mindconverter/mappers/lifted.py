@@ -116,19 +116,31 @@ def rotate_half(ctx: NodeContext):
     return Call("rotate_half", [Input(0)])
 
 
+@mapper("RotateEveryTwo", domain=DOMAIN)
+def rotate_every_two(ctx: NodeContext):
+    """RotateEveryTwo (a lifted turn of interleaved pairs) -> the script's ``rotate_every_two``
+    function, as GPT-J's rotary embeddings are written."""
+    return Call("rotate_every_two", [Input(0)])
+
+
 @mapper("ApplyRotaryPair", domain=DOMAIN)
 def apply_rotary_pair(ctx: NodeContext):
     """ApplyRotaryPair (the query's and the key's ApplyRotary by the same tables) -> the
-    script's ``apply_rotary_pos_emb(q, k, cos, sin)``, as mindnlp writes it."""
+    script's ``apply_rotary_pos_emb(q, k, cos, sin)``, as mindnlp writes it; the interleaved
+    kind (GPT-J) calls ``apply_interleaved_rotary_pos_emb``."""
     rotary_dim = ctx.attr("rotary_dim", 0)
-    if rotary_dim:  # GPT-NeoX turns only the first features of each head
+    kind = "interleaved_" if ctx.attr("interleaved", 0) else ""
+    if rotary_dim:  # GPT-NeoX and GPT-J turn only the first features of each head
         args = [Input(0), Input(1), Input(2), Input(3), int(rotary_dim)]
-        return Unpack(Call("apply_partial_rotary_pos_emb", args), 2)
-    return Unpack(Call("apply_rotary_pos_emb", [Input(0), Input(1), Input(2), Input(3)]), 2)
+        return Unpack(Call(f"apply_partial_{kind}rotary_pos_emb", args), 2)
+    args = [Input(0), Input(1), Input(2), Input(3)]
+    return Unpack(Call(f"apply_{kind}rotary_pos_emb", args), 2)
 
 
 @mapper("ApplyRotary", domain=DOMAIN)
 def apply_rotary(ctx: NodeContext):
-    """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> ``x * cos + rotate_half(x) * sin``."""
-    turned = BinOp("*", Call("rotate_half", [Input(0)]), Input(2))
+    """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> ``x * cos + rotate_half(x) * sin``
+    (``rotate_every_two`` for the interleaved kind)."""
+    turn = "rotate_every_two" if ctx.attr("interleaved", 0) else "rotate_half"
+    turned = BinOp("*", Call(turn, [Input(0)]), Input(2))
     return BinOp("+", BinOp("*", Input(0), Input(1)), turned)

@@ -554,6 +554,86 @@ def _match_rotate_half(index: _Index, concat: onnx.NodeProto):
     return chain, helper.make_node("RotateHalf", [x], [concat.output[0]], domain=DOMAIN)
 
 
+# --- rotate_every_two (GPT-J, CodeGen) ------------------------------------------------------
+
+
+def _lift_rotate_every_two(index: _Index) -> int:
+    count = 0
+    for reshape in list(index.model.graph.node):
+        if reshape.op_type != "Reshape" or id(reshape) in index.dead:
+            continue
+        lifted = _match_rotate_every_two(index, reshape)
+        if lifted is not None:
+            index.fuse(*lifted)
+            count += 1
+    return count
+
+
+def _match_rotate_every_two(index: _Index, reshape: onnx.NodeProto):
+    """``stack((-x[..., 1::2], x[..., ::2]), -1)`` flattened back to ``x``'s shape: the turn of
+    interleaved pairs GPT-J's rotary embeddings make (``rotate_every_two``), exported as two
+    step-2 slices, a Neg, two Unsqueezes, a Concat and a Reshape."""
+    concat = index.producer.get(reshape.input[0])
+    if concat is None or concat.op_type != "Concat" or len(concat.input) != 2:
+        return None
+    ups = [index.producer.get(name) for name in concat.input]
+    if any(node is None or node.op_type != "Unsqueeze" for node in ups):
+        return None
+    negate, even = (index.producer.get(node.input[0]) for node in ups)
+    if negate is None or negate.op_type != "Neg" or even is None or even.op_type != "Slice":
+        return None
+    odd = index.producer.get(negate.input[0])
+    if odd is None or odd.op_type != "Slice" or odd.input[0] != even.input[0]:
+        return None
+    links = [(even, ups[1]), (odd, negate), (negate, ups[0]), (ups[0], concat), (ups[1], concat)]
+    if any(index.sole_consumer(a.output[0], (b.op_type,)) is not b for a, b in links):
+        return None
+    sizing = _sizes_only_for(index, concat.output[0], reshape)  # TorchScript's flatten(-2)
+    if sizing is None:
+        return None
+    x = even.input[0]
+    shape, dtype = _shape_of(index, x), _float_dtype(index, x)
+    if dtype is None or not shape or not isinstance(shape[-1], int) or shape[-1] % 2:
+        return None
+    if _shape_of(index, reshape.output[0]) != shape:
+        return None  # the reshape must merge the pairs back into the last axis alone
+    chain = [even, odd, negate, ups[0], ups[1], concat]
+    probe = np.random.default_rng(0).standard_normal((1,) * (len(shape) - 1) + (shape[-1],))
+    probe = probe.astype(dtype)
+    expected = np.stack((-probe[..., 1::2], probe[..., ::2]), axis=-1)
+    if not _close(index.evaluate(chain, x, probe, concat.output[0]), expected, dtype):
+        return None
+    fused = helper.make_node("RotateEveryTwo", [x], [reshape.output[0]], domain=DOMAIN)
+    return [*chain, *sizing, reshape], fused
+
+
+# operators that compute sizes from sizes (what a Shape node's result flows through)
+_SIZE_OPS = {"Shape", "Gather", "Slice", "Concat", "Squeeze", "Unsqueeze", "Cast", "Mul", "Div"}
+
+
+def _sizes_only_for(index: _Index, name: str, reader: onnx.NodeProto) -> list | None:
+    """The nodes besides ``reader`` that read ``name`` only to compute ``reader``'s other
+    inputs (a Shape and the arithmetic on its sizes), which go when ``reader`` does; None
+    when something else reads ``name`` or those sizes."""
+    if name in index.pinned:
+        return None
+    others = [node for node in index.live_readers(name) if node is not reader]
+    if len(others) == len(index.live_readers(name)) or any(n.op_type != "Shape" for n in others):
+        return None
+    found, pending = {}, list(others)
+    while pending:
+        node = pending.pop()
+        if id(node) in found or node is reader:
+            continue
+        if node.op_type not in _SIZE_OPS or node.domain not in ("", "ai.onnx"):
+            return None
+        if any(out in index.pinned for out in node.output):
+            return None
+        found[id(node)] = node
+        pending += [n for out in node.output for n in index.live_readers(out)]
+    return list(found.values())
+
+
 def _lift_rotary_applications(index: _Index) -> int:
     """``x * cos + rotate_half(x) * sin`` (Add of two Muls, one reading a lifted RotateHalf of
     the other's ``x``) -> one ``ApplyRotary(x, cos, sin)`` node, written as that one line."""
@@ -577,7 +657,7 @@ def _match_rotary(index: _Index, add, plain, turned):
     rotate = None
     for position in (0, 1):
         node = index.producer.get(turned.input[position])
-        if node is not None and node.op_type == "RotateHalf" and node.domain == DOMAIN:
+        if node is not None and node.op_type in _TURNS and node.domain == DOMAIN:
             rotate, sin = node, turned.input[1 - position]
     if rotate is None:
         return None
@@ -590,7 +670,17 @@ def _match_rotary(index: _Index, add, plain, turned):
             if not (node is rotate and index.live_readers(node.output[0]) == [turned]):
                 return None
     fused = helper.make_node("ApplyRotary", [x, cos, sin], [add.output[0]], domain=DOMAIN)
+    if rotate.op_type == "RotateEveryTwo":
+        fused.attribute.append(helper.make_attribute("interleaved", 1))
     return [rotate, plain, turned, add], fused
+
+
+# the lifted turns a rotary embedding applies: halves swapped, or interleaved pairs (GPT-J)
+_TURNS = ("RotateHalf", "RotateEveryTwo")
+
+
+def _interleaved(node: onnx.NodeProto) -> int:
+    return next((a.i for a in node.attribute if a.name == "interleaved"), 0)
 
 
 def _pair_rotary_applications(index: _Index) -> int:
@@ -599,10 +689,10 @@ def _pair_rotary_applications(index: _Index) -> int:
     ``q, k = apply_rotary_pos_emb(q, k, cos, sin)``. The pair runs where the later of the two
     ran; nothing may read the earlier one's result in between."""
     position = _positions(index)
-    groups: dict[tuple[str, str, str], list] = defaultdict(list)
+    groups: dict[tuple[str, str, str, int], list] = defaultdict(list)
     for node in index.placed.values():
         if node.op_type == "ApplyRotary" and node.domain == DOMAIN and id(node) not in index.dead:
-            groups[(node.input[1], node.input[2], _scope(node))].append(node)
+            groups[(node.input[1], node.input[2], _scope(node), _interleaved(node))].append(node)
     count = 0
     for nodes in groups.values():
         if len(nodes) != 2 or nodes[0].output[0] in index.pinned:
@@ -614,6 +704,7 @@ def _pair_rotary_applications(index: _Index) -> int:
         inputs = [first.input[0], second.input[0], first.input[1], first.input[2]]
         outputs = [first.output[0], second.output[0]]
         pair = helper.make_node("ApplyRotaryPair", inputs, outputs, domain=DOMAIN)
+        pair.attribute.extend(a for a in first.attribute if a.name == "interleaved")
         index.fuse([first, second], pair)
         count += 1
     return count
@@ -646,6 +737,7 @@ def _fold_partial_rotaries(index: _Index) -> int:
             domain=DOMAIN,
             rotary_dim=dim,
         )
+        fused.attribute.extend(a for a in pair.attribute if a.name == "interleaved")
         index.fuse([*q_slices, *k_slices, pair, first, last], fused)
         count += 1
     return count
@@ -820,6 +912,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("LayerNorm", _lift_layer_norms),
     ("RMSNorm", _lift_rms_norms),
     ("RotateHalf", _lift_rotate_halves),
+    ("RotateEveryTwo", _lift_rotate_every_two),
     ("ApplyRotary", _lift_rotary_applications),
     ("ApplyRotaryPair", _pair_rotary_applications),
     ("PartialRotary", _fold_partial_rotaries),

@@ -160,7 +160,7 @@ def _hoist_layer_computations(block: Block, graph: Graph) -> None:
     producer = {out: m for m in inside.values() for out in m.node.outputs if out}
     read_later = {n for layer in later for m in layer.nodes() for n in m.node.inputs if n}
     shared = [name for name in producer if name in read_later and name not in graph.outputs]
-    hidden = _hidden_input(first, graph, producer)
+    hidden = _carried_inputs(first, later[0], _hidden_input(first, graph, producer))
     # what the layer reads from outside, values it computes with before those it only sizes by
     nodes = sorted(first.nodes(), key=_is_dims)
     outside = [
@@ -192,6 +192,36 @@ def _hidden_input(layer: Block, graph: Graph, producer: dict) -> set[str]:
                 if dtype is None or dtype.kind in "fc":
                     found.add(name)
     return found
+
+
+def _carried_inputs(first: Block, second: Block, floats: set[str]) -> set[str]:
+    """Of the first layer's float inputs, those the list carries from layer to layer (the
+    hidden states): the ones whose place the second layer fills with a value the first one
+    made. GPT-J's sin and cos, which layer 0 repeats for every layer and reads in the same
+    place as layer 1 reads the repeats, are not. When no place lines up, every float input
+    counts as carried."""
+
+    def places(layer: Block) -> dict:
+        found: dict = {}
+        for m in layer.nodes():
+            key = (module_path(m.node)[len(layer.path) :], m.node.op_type)
+            found.setdefault(key, []).append(m)
+        return found
+
+    mine, theirs = places(first), places(second)
+    made_first = {n for m in first.nodes() for n in m.node.outputs if n}
+    carried = set()
+    for key, nodes in theirs.items():
+        counterparts = mine.get(key, [])
+        if len(counterparts) != len(nodes):
+            continue  # the first layer's extra work (what it computes for the others)
+        for node, counterpart in zip(nodes, counterparts):
+            if len(node.node.inputs) != len(counterpart.node.inputs):
+                continue
+            for value, own in zip(node.node.inputs, counterpart.node.inputs):
+                if value in made_first and own in floats:
+                    carried.add(own)
+    return carried or floats
 
 
 def _input_only_ancestors(

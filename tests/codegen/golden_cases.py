@@ -170,6 +170,16 @@ CASES = [
         _fixture("tiny_t5_encoder_torchscript.onnx"),
         ("input_ids=2,5", "attention_mask=2,5"),
     ),
+    GoldenCase(
+        "interleaved_rotary_decoder_torchscript",
+        _fixture("tiny_gptj_torchscript.onnx"),
+        ("input_ids=2,5", "attention_mask=2,5"),
+    ),
+    GoldenCase(
+        "fixed_token_count_encoder_dynamo",
+        _fixture("tiny_dinov2_dynamo.onnx"),
+        ("pixel_values=1,3,28,28",),
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

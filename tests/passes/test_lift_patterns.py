@@ -581,3 +581,74 @@ def test_a_rest_put_first_is_no_partial_rotary():
         [("y", F32, None)],
     )
     assert "PartialRotary" not in _lifted(static)[0]
+
+
+def interleaved_rotary_nodes(name: str = "q", sized_by_shape: bool = False) -> list:
+    """GPT-J's ``x * cos + rotate_every_two(x) * sin`` on (b, s, h, 8): step-2 slices, Neg, two
+    Unsqueezes, a Concat and a Reshape merging the pairs back (its target read from the
+    concat's Shape when ``sized_by_shape``, as TorchScript exports ``flatten(-2)``)."""
+    p = f"{name}_"
+    nodes = [
+        _c(p + "zero", [0], np.int64),
+        _c(p + "one", [1], np.int64),
+        _c(p + "end", [2**62], np.int64),
+        _c(p + "last", [-1], np.int64),
+        _c(p + "two", [2], np.int64),
+        helper.make_node(
+            "Slice", [name, p + "zero", p + "end", p + "last", p + "two"], [p + "even"]
+        ),
+        helper.make_node("Slice", [name, p + "one", p + "end", p + "last", p + "two"], [p + "odd"]),
+        helper.make_node("Neg", [p + "odd"], [p + "neg"]),
+        helper.make_node("Unsqueeze", [p + "neg", p + "last"], [p + "neg_u"]),
+        helper.make_node("Unsqueeze", [p + "even", p + "last"], [p + "even_u"]),
+        helper.make_node("Concat", [p + "neg_u", p + "even_u"], [p + "pairs"], axis=-1),
+    ]
+    if sized_by_shape:
+        nodes += [
+            helper.make_node("Shape", [p + "pairs"], [p + "sizes"], end=3),
+            _c(p + "minus_one", [-1], np.int64),
+            helper.make_node("Concat", [p + "sizes", p + "minus_one"], [p + "target"], axis=0),
+        ]
+    else:
+        nodes.append(_c(p + "target", [0, 0, 0, -1], np.int64))
+    nodes += [
+        helper.make_node("Reshape", [p + "pairs", p + "target"], [p + "turned"]),
+        helper.make_node("Mul", [name, "cos"], [p + "plain"]),
+        helper.make_node("Mul", [p + "turned", "sin"], [p + "rotated"]),
+        helper.make_node("Add", [p + "plain", p + "rotated"], [f"y_{name}"]),
+    ]
+    return nodes
+
+
+@pytest.mark.parametrize("sized_by_shape", [False, True])
+def test_an_interleaved_rotary_pair_is_one_line_with_rotate_every_two(tmp_path, sized_by_shape):
+    spec = ["batch", "sequence", 2, 8]
+    nodes = interleaved_rotary_nodes("q", sized_by_shape) + interleaved_rotary_nodes(
+        "k", sized_by_shape
+    )
+    nodes.append(helper.make_node("Sub", ["y_q", "y_k"], ["y"]))
+    model = make_model(
+        nodes,
+        [("q", F32, spec), ("k", F32, spec), ("cos", F32, spec), ("sin", F32, spec)],
+        [("y", F32, None)],
+    )
+
+    def feeds(b, s):
+        return {n: RNG.standard_normal((b, s, 2, 8)).astype(F32) for n in ("q", "k", "cos", "sin")}
+
+    shapes = ["1,3,2,8"] * 4
+    code = _script(assert_matches(model, tmp_path, feeds(1, 3), shape=shapes))
+    assert "= apply_interleaved_rotary_pos_emb(q, k, cos, sin)" in code, code
+    assert "def rotate_every_two(x):" in code and "ops.unsqueeze" not in code
+    assert_matches(model, tmp_path / "other", feeds(2, 5), shape=["2,5,2,8"] * 4)
+
+
+def test_pairs_put_back_in_the_wrong_order_are_no_rotate_every_two():
+    nodes = interleaved_rotary_nodes("q")
+    concat = next(n for n in nodes if n.op_type == "Concat")
+    concat.input[:] = ["q_even_u", "q_neg_u"]
+    spec = [1, 3, 2, 8]
+    model = make_model(
+        nodes, [("q", F32, spec), ("cos", F32, spec), ("sin", F32, spec)], [("y_q", F32, None)]
+    )
+    assert "RotateEveryTwo" not in _lifted(model)[0]

@@ -228,3 +228,25 @@ def test_a_token_count_fixed_by_the_model_is_a_number_not_an_argument(tmp_path):
     for batch in (1, 3):
         x = np.random.default_rng(batch).standard_normal((batch, 3, 28, 28)).astype(np.float32)
         assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
+
+
+@pytest.mark.slow
+def test_what_the_first_layer_repeats_of_shared_tables_runs_before_the_layers(tmp_path):
+    """GPT-J: layer 0 repeats the sin and cos tables for every layer (later layers read its
+    repeats). The tables are not the hidden states the list carries, so the repeats move
+    before the list: one block class in a loop, and the numbers stay onnxruntime's."""
+    import numpy as np
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_gptj_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["input_ids=2,5", "attention_mask=2,5"])
+    code = result.script_path.read_text()
+    assert "for layer in self.h:" in code and "self.h[0]" not in code
+    assert "apply_partial_interleaved_rotary_pos_emb(" in code
+    rng = np.random.default_rng(6)
+    for batch, seq in (2, 5), (3, 9):
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, -2:] = 0
+        feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
