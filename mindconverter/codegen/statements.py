@@ -309,12 +309,24 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                     elif source is not None and source.op_type == "ApplyRotaryPair":
                         turned = source.outputs.index(value)
                         name = source.inputs[turned] if source.domain == DOMAIN else ""
+                    elif (
+                        source is not None
+                        and source.op_type == "Transpose"
+                        and turned_first(producers, source)
+                    ):
+                        name = source.inputs[0]  # GPT-J turns the heads before the transpose
                     elif source is not None and source.op_type == "Concat" and role in "kv":
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
                         role = "key_states" if role == "k" else "value_states"
                     elif source is not None and role in _SPLIT_ROLES:
                         _name_fused_projection(roles, producers, source, role)
     return roles
+
+
+def turned_first(producers: dict, transpose) -> bool:
+    """Whether a head transpose reads a rotary embedding's result (so both hold the heads)."""
+    source = producers.get(transpose.inputs[0]) if transpose.inputs else None
+    return source is not None and source.op_type in ("ApplyRotary", "ApplyRotaryPair")
 
 
 _SPLIT_ROLES = {

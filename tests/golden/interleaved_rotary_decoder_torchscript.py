@@ -51,18 +51,18 @@ class Attention(nn.Cell):
     def construct(self, hidden_states, cos, sin, attention_mask):
         batch_size, seq_len, _ = hidden_states.shape
         shape = (batch_size, seq_len, -1, 8)
-        x = ops.reshape(self.q_proj(hidden_states), shape)
-        out = ops.reshape(self.k_proj(hidden_states), shape)
+        q = ops.reshape(self.q_proj(hidden_states), shape)
+        k = ops.reshape(self.k_proj(hidden_states), shape)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
-        out, x = apply_partial_interleaved_rotary_pos_emb(out, x, cos, sin, 4)
-        q = x.swapaxes(1, 2)
-        k = out.swapaxes(1, 2)
+        k, q = apply_partial_interleaved_rotary_pos_emb(k, q, cos, sin, 4)
+        q = q.swapaxes(1, 2)
+        k = k.swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
-        reshape = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        reshape = self.out_proj(reshape)
-        return reshape
+        x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
+        x = self.out_proj(x)
+        return x
 
 
 class MLP(nn.Cell):
