@@ -16,6 +16,8 @@ into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder
 block owns the relative position table and hands the position bias to the others;
 ``tiny_gptj_torchscript.onnx``: GPT-J, whose rotary embedding turns interleaved pairs of the
 first features of each head, on sin and cos tables layer 0 repeats for every layer;
+``tiny_swin_dynamo.onnx``: Swin with two stages whose head sizes and window counts differ
+(numbers of ``construct`` that become class arguments; stack traces dropped);
 ``tiny_dinov2_dynamo.onnx``: DINOv2, whose token count the dynamo exporter fixes at 17 once it
 specialises the position-table interpolation away (stack traces dropped to keep it small).
 """
@@ -290,6 +292,16 @@ def export_transformers() -> None:
     dims = {"pixel_values": {0: batch, 2: 7 * side, 3: 7 * side}}
     _export(dinov2, "tiny_dinov2_dynamo", pixels, dims, dynamo=True)
     _drop_metadata(FIXTURES / "tiny_dinov2_dynamo.onnx")
+    swin = hf.SwinModel(
+        hf.SwinConfig(
+            image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+            window_size=4, attn_implementation="eager",
+        ),
+        add_pooling_layer=False,
+    )  # fmt: skip
+    pixels = {"pixel_values": torch.randn(2, 3, 32, 32)}
+    _export(swin, "tiny_swin_dynamo", pixels, {"pixel_values": {0: batch}}, dynamo=True)
+    _drop_metadata(FIXTURES / "tiny_swin_dynamo.onnx")
 
 
 def _drop_metadata(path: Path) -> None:

@@ -15,7 +15,7 @@ by an optional layer) stays a class of its own.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -39,6 +39,18 @@ KEYWORD_DEFAULTS: dict[str, dict[str, str]] = {
 }
 
 _ATTRIBUTE_LINE = re.compile(r"self\.(\w+) = $")
+# a number in a statement (not part of a name, an attribute or a float's digits), or the
+# marker of a number slot the merged text already holds
+_NUMBER = re.compile(r"\x00\d+\x00|(?<![\w.\x00])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.\x00])")
+_MARKER = re.compile(r"\x00(\d+)\x00")
+_MARKER_ANYWHERE = re.compile(r"\x00(\d+)\x00")
+
+
+def _form(line: str) -> str:
+    """A statement with its numbers blanked out (what two texts' statements compare by)."""
+    return _NUMBER.sub("#", line)
+
+
 _READS = re.compile(r"\bself\.(\w+)")
 _KEYWORD = re.compile(r"(?:, )?(\w+)=$")
 _CONSTRUCTOR = re.compile(r"([\w.]+)\(\[?$")
@@ -249,8 +261,10 @@ class Variants:
                 for mine, theirs in zip(line[i1:i2], other[j1:j2]):
                     if isinstance(mine, SlotRef):
                         sources[mine.index] = ("slot", theirs.index)
-                    elif isinstance(mine, ClassRef) and not self._pair_blocks(key, mine, theirs):
-                        return False
+                    elif isinstance(mine, ClassRef):
+                        mine = self._pair_blocks(key, mine, theirs)
+                        if mine is None:
+                            return False
                     merged.append(mine)
             elif tag == "delete":  # the new text left a keyword out: its default
                 default = _omitted_keyword(line, i1, i2)
@@ -273,41 +287,54 @@ class Variants:
         self.lines.append(merged)
         return True
 
-    def _pair_blocks(self, key, mine: ClassRef, theirs: ClassRef) -> bool:
+    def _pair_blocks(self, key, mine: ClassRef, theirs: ClassRef) -> ClassRef | None:
         """Two child blocks at one place: each literal of the first takes the new text's value
-        of the same argument of their class (its slot, or the default it left out). Blocks of
-        one class whose optional layers differ, or whose new text sets an argument the first
-        left out, do not pair."""
+        of the same argument of their class (its slot, or the default it left out); an
+        argument the first holds as a literal and the new one sets otherwise becomes a slot of
+        this class passed on to the child (Swin's head size per stage). Returns the child as
+        the merged text holds it; None when their classes' optional layers differ."""
         sources = self.sources[key]
-        if mine.key == theirs.key:
+        if mine.key == theirs.key and not mine.routed:
             for m, t in zip(mine.slots, theirs.slots):
                 sources[m] = ("slot", t)
-            return True
+            return mine
         child = self.class_of(mine.key) if self.class_of else None
         if child is None or child.held[mine.key] != child.held[theirs.key]:
-            return False
-        for first, other in zip(child.sources[mine.key], child.sources[theirs.key]):
+            return None
+        routed = dict(mine.routed)
+        pairs = zip(child.sources[mine.key], child.sources[theirs.key])
+        for index, (first, other) in enumerate(pairs):
             if first is None or other is None:
-                return False
-            if first[0] != "slot":
-                if other != first:
-                    return False
-            elif other[0] == "slot":
-                sources[mine.slots[first[1]]] = ("slot", theirs.slots[other[1]])
-            else:
-                sources[mine.slots[first[1]]] = other
-        return True
+                return None
+            value = ("slot", theirs.slots[other[1]]) if other[0] == "slot" else other
+            if index in routed:
+                sources[routed[index]] = value
+            elif first[0] == "slot":
+                sources[mine.slots[first[1]]] = value
+            elif other != first:  # the first child's text holds it as a literal
+                slot = self._new_slot(key, child.labels[index], value)
+                for k, k_sources in self.sources.items():
+                    if k != key:
+                        k_sources[slot.index] = first
+                routed[index] = slot.index
+        return replace(mine, routed=tuple(sorted(routed.items())))
 
     def _take_body(self, old: list[tuple[str, str | None]], key, body: list[str]) -> bool:
         """The merged ``construct``: statements only some texts run are those of a layer only
         they hold, and run under its guard."""
         held, before = self.held[key], [h for k, h in self.held.items() if k != key]
-        matcher = SequenceMatcher(None, [line for line, _ in old], body, autojunk=False)
+        matcher = SequenceMatcher(
+            None, [_form(line) for line, _ in old], [_form(line) for line in body], autojunk=False
+        )
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 if any(guard and guard not in held for _, guard in old[i1:i2]):
                     return False
-                self.body.extend(old[i1:i2])
+                for (line, guard), other in zip(old[i1:i2], body[j1:j2]):
+                    merged = self._take_numbers(key, line, other)
+                    if merged is None:
+                        return False
+                    self.body.append((merged, guard))
             elif tag == "insert":  # statements of a layer the new text alone holds
                 run = body[j1:j2]
                 guard = _guard(run, lambda a: a in held and all(a not in h for h in before))
@@ -356,18 +383,54 @@ class Variants:
         self.returns = [mine_result]
         return True
 
-    def construct_lines(self, flags: dict[str, str]) -> list[str]:
+    def _take_numbers(self, key, line: str, other: str) -> str | None:
+        """A statement both texts run, its numbers paired: a number that differs becomes a
+        slot of the class (a stage's head size in Swin), written as a marker until the class
+        knows its arguments; None when a number turns into another kind of number."""
+        pieces = [m.group(0) for m in _NUMBER.finditer(other)]
+        found = list(_NUMBER.finditer(line))
+        if len(found) != len(pieces):
+            return None
+        parts, last = [], 0
+        for match, theirs in zip(found, pieces):
+            mine, text = match.group(0), match.group(0)
+            marker = _MARKER.fullmatch(mine)
+            if marker is not None:
+                self.sources[key][int(marker.group(1))] = ("literal", theirs)
+            elif mine != theirs:
+                if ("." in mine) != ("." in theirs):
+                    return None
+                label = "head_dim" if line[: match.start()].endswith("math.sqrt(") else "size"
+                slot = self._new_slot(key, (label, ""), ("literal", theirs))
+                for k, sources in self.sources.items():
+                    if k != key:
+                        sources[slot.index] = ("literal", mine)
+                text = f"\x00{slot.index}\x00"
+            parts.append(line[last : match.start()] + text)
+            last = match.end()
+        return "".join(parts) + line[last:]
+
+    def body_slots(self) -> set[int]:
+        """The slots ``construct`` reads (numbers that differ between the texts)."""
+        return {int(i) for line, _ in self.body for i in _MARKER_ANYWHERE.findall(line)}
+
+    def construct_lines(self, flags: dict[str, str], numbers: dict[int, str]) -> list[str]:
         """``construct``'s lines, statements of an optional layer under its guard, a residual
-        sum only some texts make under its flag (``flags``: guard -> constructor argument)."""
+        sum only some texts make under its flag (``flags``: guard -> constructor argument),
+        each number slot written as ``numbers`` says (``self.head_dim`` or the literal)."""
         lines: list[str] = []
-        for index, (line, guard) in enumerate(self.body):
+        body = [
+            (_MARKER_ANYWHERE.sub(lambda m: numbers[int(m.group(1))], line), guard)
+            for line, guard in self.body
+        ]
+        for index, (line, guard) in enumerate(body):
             if guard is None or (guard == RESIDUAL and guard not in flags):
                 lines.append(line)
                 continue
             indent = _indent(line)
-            if guard == RESIDUAL and (index == 0 or self.body[index - 1][1] != guard):
+            if guard == RESIDUAL and (index == 0 or body[index - 1][1] != guard):
                 lines.append(f"{indent}if self.{flags[guard]}:")
-            elif index == 0 or self.body[index - 1][1] != guard:
+            elif index == 0 or body[index - 1][1] != guard:
                 lines.append(f"{indent}if self.{guard} is not None:")
             lines.append(f"{indent}    {line[len(indent) :]}")
         return lines

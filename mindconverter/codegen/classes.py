@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .class_variants import RESIDUAL, Variants
-from .naming import Namer
+from .naming import CELL_MEMBERS, Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
 # Abbreviations in attribute names, spelled out for class names (``self_attn`` -> SelfAttention).
@@ -71,7 +71,21 @@ def merge_classes(
         ]
         if RESIDUAL in flags:
             info["init"].append(f"self.{flags[RESIDUAL]} = {flags[RESIDUAL]}")
-        info["body"] = variants.construct_lines(flags)
+        numbers, stored = {}, {}
+        layers = {m.group(1) for line in info["init"] if (m := re.match(r"self\.(\w+) = ", line))}
+        for index in sorted(variants.body_slots()):
+            name = info["params"].get(index)
+            if name is None:
+                numbers[index] = str(info["first"][index])
+                continue
+            if name not in stored:  # construct reads it: kept as an attribute
+                attribute = name
+                while attribute in layers or attribute in CELL_MEMBERS:
+                    attribute += "_value"
+                stored[name] = attribute
+                info["init"].append(f"self.{attribute} = {name}")
+            numbers[index] = f"self.{stored[name]}"
+        info["body"] = variants.construct_lines(flags, numbers)
         info["args"], info["returns"] = first.args, variants.returns
         paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
         more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
@@ -179,13 +193,21 @@ def _arguments(variants: Variants, members: list, values: dict) -> dict:
     ]
     vectors = {i: tuple(values[id(m)][i] for m in members) for i in varying}
     distinct = list(dict.fromkeys(vectors.values()))
-    labels = [next(variants.labels[i][0] for i in varying if vectors[i] == v) for v in distinct]
+    # a slot's label names its argument; a plain "size" (a number of construct) yields to a
+    # label that says more
+    owners = {
+        v: min(
+            (i for i in varying if vectors[i] == v), key=lambda i: variants.labels[i][0] == "size"
+        )
+        for v in distinct
+    }
+    labels = [variants.labels[owners[v]][0] for v in distinct]
     params = Namer(set())
     by_vector = {}
     for vector, label in zip(distinct, labels):
-        owner = next(i for i in varying if vectors[i] == vector)
+        owner = owners[vector]
         attribute = variants.labels[owner][1]
-        hint = label if labels.count(label) == 1 else f"{attribute}_{label}"
+        hint = label if labels.count(label) == 1 or not attribute else f"{attribute}_{label}"
         by_vector[vector] = params.claim(hint, "value")
     flags = [
         (
@@ -215,12 +237,17 @@ def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str
         elif isinstance(part, ClassRef):
             info = classes[part.key]
             sources = info["sources"][part.key]
+            routed = {info["params"][i]: j for i, j in part.routed if i in info["params"]}
             seen, pairs = set(), []
             for i, name in info["params"].items():
                 if name not in seen:
                     seen.add(name)
                     kind, value = sources[i]
-                    if kind == "slot":
+                    if name in routed:  # passed on from an argument of the parent
+                        kind, value = "slot", None
+                        j = routed[name]
+                        value = params.get(j, builder.slots[j][2])
+                    elif kind == "slot":
                         j = part.slots[value]
                         value = params.get(j, builder.slots[j][2])
                     if info["defaults"].get(name) != value:

@@ -29,6 +29,8 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
         hint = _role(graph, name, readers.get(name, []))
         if name in caches and name not in graph.inputs:
             hint = ("past_key", "past_value")[caches.index(name) % 2]
+        elif hint == "x" and _only_concatenated(graph, name, readers.get(name, [])):
+            hint = "shortcut"  # passed through beside what the block computes (ShuffleNet)
         if hint == "hidden_states" and hint in hints:
             only_added = all(node.op_type == "Add" for node in readers.get(name, []))
             hint = "residual" if only_added else hint
@@ -142,14 +144,25 @@ def layer_reads(items: list) -> dict[str, int]:
     return counts
 
 
+def _only_concatenated(graph: Graph, name: str, readers: list) -> bool:
+    dtype = graph.dtypes.get(name)
+    return (
+        bool(readers)
+        and dtype is not None
+        and dtype.kind == "f"
+        and all(node.op_type == "Concat" for node in readers)
+    )
+
+
 def _is_cache(graph: Graph, name: str, readers: list) -> bool:
-    """A key or value cache: a float tensor only ever extended along the sequence (``Concat``)."""
+    """A key or value cache: a float (batch, heads, sequence, head) tensor only ever extended
+    along the sequence (``Concat`` on axis 2; ShuffleNet's channel concat is no cache)."""
     dtype = graph.dtypes.get(name)
     return (
         dtype is not None
         and dtype.kind == "f"
         and bool(readers)
-        and all(node.op_type == "Concat" for node in readers)
+        and all(node.op_type == "Concat" and node.attrs.get("axis") in (2, -2) for node in readers)
         and len(graph.symbolic_shapes.get(name, ()) or ()) == 4
     )
 

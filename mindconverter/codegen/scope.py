@@ -28,6 +28,9 @@ class ClassRef:
 
     key: Any
     slots: tuple[int, ...]
+    # (argument slot of the child's class, parent slot) for arguments the parent passes on
+    # though this child's own text holds them as literals (another child of its class set them)
+    routed: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass

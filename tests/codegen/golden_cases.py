@@ -180,6 +180,9 @@ CASES = [
         _fixture("tiny_dinov2_dynamo.onnx"),
         ("pixel_values=1,3,28,28",),
     ),
+    GoldenCase(
+        "stages_vision_dynamo", _fixture("tiny_swin_dynamo.onnx"), ("pixel_values=1,3,32,32",)
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",

@@ -261,3 +261,74 @@ def test_blocks_of_other_kinds_outside_one_list_stay_apart():
 )
 def test_common_name_keeps_shared_leading_and_trailing_words(first, other, name):
     assert common_name(first, other) == name
+
+
+def _attention(path: str, heads_size: int) -> BlockInstance:
+    """A block whose construct holds a number of its stage (Swin's head size)."""
+    builder = ClassBuilder()
+    builder.init_lines.append(_conv(builder, "proj", str(heads_size * 2), None))
+    builder.body += [
+        f"q = ops.reshape(self.proj(x), (-1, 16, 2, {heads_size}))",
+        f"scores = ops.matmul(q, q.swapaxes(-1, -2)) / math.sqrt({heads_size})",
+    ]
+    return BlockInstance(Block(path=path, class_hint="Attention"), builder, ["x"], ["scores"])
+
+
+def test_numbers_of_construct_that_differ_are_arguments_kept_on_the_cell():
+    first, other = _attention("stages.0.attention", 8), _attention("stages.1.attention", 16)
+    (info,) = unique(merge_classes([first, other]))
+    assert signature(info) == ["out_channels", "head_dim"]
+    assert info["init"][-1] == "self.head_dim = head_dim"
+    assert info["body"] == [
+        "q = ops.reshape(self.proj(x), (-1, 16, 2, self.head_dim))",
+        "scores = ops.matmul(q, q.swapaxes(-1, -2)) / math.sqrt(self.head_dim)",
+    ]
+
+
+def test_a_number_that_turns_into_another_kind_keeps_classes_apart():
+    first, other = _attention("stages.0.attention", 8), _attention("stages.1.attention", 8)
+    other.builder.body[1] = other.builder.body[1].replace("math.sqrt(8)", "math.sqrt(8.5)")
+    assert len(unique(merge_classes([first, other]))) == 2
+
+
+def test_a_number_of_a_child_block_is_passed_on_by_its_parent():
+    """Swin's stages: the attention's head size differs per stage, so each stage passes it."""
+    children = [_attention(f"stages.{i}.attention", 8 * (i + 1)) for i in range(2)]
+    stages = []
+    for i, child in enumerate(children):
+        stage = _stage(f"stages.{i}", child)
+        stage.builder.body[0] = "x = self.layer(x)"
+        stages.append(stage)
+    classes = merge_classes([children[0], stages[0], children[1], stages[1]])
+    assert len(unique(classes)) == 2
+    info = classes[stages[0].key]
+    assert signature(info) == ["out_channels", "head_dim"]
+    assert info["init"] == ["self.layer = Attention(out_channels=out_channels, head_dim=head_dim)"]
+    root = ClassBuilder()
+    calls = [
+        join(
+            [ClassRef(s.key, tuple(root.slot(*slot).index for slot in s.builder.slots))],
+            root,
+            {},
+            classes,
+        )
+        for s in stages
+    ]
+    assert calls == [
+        "Stage(out_channels=16, head_dim=8)",
+        "Stage(out_channels=32, head_dim=16)",
+    ]
+
+
+@pytest.mark.slow
+def test_swin_stages_are_one_class_passing_their_numbers_and_run_like_onnxruntime(tmp_path):
+    """Swin's two stages differ in head size and window count (numbers of construct): one
+    stage class, its numbers arguments, the second stage without the optional downsample."""
+    model = onnx.load(FIXTURES / "tiny_swin_dynamo.onnx")
+    result = convert_fully(model, tmp_path, shape=["pixel_values=1,3,32,32"])
+    code = result.script_path.read_text()
+    assert code.count("SwinStage(") == 3 and "class SwinStage2" not in code  # class + 2 uses
+    assert "self.head_dim = head_dim" in code and "math.sqrt(self.head_dim)" in code
+    for batch in (1, 2):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
