@@ -9,7 +9,8 @@ import numpy as np
 
 
 def float_literal(value: float) -> str:
-    """The shortest literal within float32 precision of ``value`` (``1e-05``, not float noise)."""
+    """The shortest literal that is ``value`` again as a float32 (``1e-05``, not float noise):
+    a literal one float32 step off moves a value truncated to an integer (a position bucket)."""
     value = float(value)
     if math.isnan(value):
         return "math.nan"
@@ -17,9 +18,10 @@ def float_literal(value: float) -> str:
         return "math.inf" if value > 0 else "-math.inf"
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    single = np.float32(value)
     for digits in range(1, 18):
         text = f"{value:.{digits}g}"
-        if abs(float(text) - value) <= abs(value) * 2e-7:
+        if np.float32(float(text)) == single and abs(float(text) - value) <= abs(value) * 2e-7:
             break
     number = float(text)
     text = repr(number)

@@ -4,13 +4,16 @@ LayerNorm -> nn.LayerNorm, Gelu -> nn.GELU, Linear -> nn.Dense."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import numpy_helper
 
 from ..graph.weight_steps import Transpose
 from .base import (
     BinOp,
     Call,
     Cell,
+    DType,
     Input,
+    Lit,
     NodeContext,
     Unpack,
     Unsupported,
@@ -114,6 +117,16 @@ def rotate_half(ctx: NodeContext):
     """RotateHalf (a lifted Slice/Slice/Neg/Concat over the last axis) -> the script's
     ``rotate_half`` function, as rotary position embeddings are written."""
     return Call("rotate_half", [Input(0)])
+
+
+@mapper("FullLike", domain=DOMAIN)
+def full_like(ctx: NodeContext):
+    """FullLike (a lifted ``ConstantOfShape(Shape(x))``) -> ``ops.full_like(x, value)``."""
+    value = ctx.attr("value")
+    array = np.asarray(value if isinstance(value, np.ndarray) else numpy_helper.to_array(value))
+    array = array.reshape(-1)
+    item = array[0].item()
+    return Call("ops.full_like", [Input(0), Lit(item)], {"dtype": DType(array.dtype.name)})
 
 
 @mapper("RotateEveryTwo", domain=DOMAIN)

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Const, DType, Input, Lit, Neg, NodeContext, Temp, Unsupported
+from .base import (
+    BinOp,
+    Call,
+    Const,
+    DType,
+    Input,
+    Lit,
+    Neg,
+    NodeContext,
+    Noted,
+    Temp,
+    Unsupported,
+)
 from .common import cast_to, fold_operands, require_dtype, same_dtype_operand
 from .registry import mapper
 
@@ -37,7 +49,44 @@ def _unary(op_type: str, func: str, since: int = 1):
 reciprocal = _unary("Reciprocal", "ops.reciprocal")
 sqrt = _unary("Sqrt", "ops.sqrt")
 exp = _unary("Exp", "ops.exp")
-log = _unary("Log", "ops.log")
+
+
+# MindSpore's float32 log on CPU is off by up to about 12 ulps (median 3): a value that is a
+# whole number exactly (log(2) / log(2) * 8) comes out just below it and truncates one lower
+LOG_WHY = "float64 log: MindSpore's float32 log is a few ulps low and would floor a bucket"
+_ARITHMETIC = {"Div", "Mul", "Add", "Sub"}
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # onnx.TensorProto integer element types
+
+
+@mapper("Log")
+def log(ctx: NodeContext):
+    """Log -> ops.log; integer inputs are computed in float32 and cast back, and a float32 log
+    whose value is truncated to an integer (T5 and WavLM's relative position buckets) is
+    computed in float64."""
+    if _kind(ctx) in "iub":
+        dtype = require_dtype(ctx, 0)
+        return cast_to(Call("ops.log", [cast_to(Input(0), np.float32)]), dtype)
+    if ctx.input_dtype(0) == np.float32 and _truncated(ctx, ctx.node.outputs[0]):
+        precise = Call("ops.log", [cast_to(Input(0), np.float64)])
+        return Noted(cast_to(precise, np.float32), LOG_WHY)
+    return Call("ops.log", [Input(0)])
+
+
+def _truncated(ctx: NodeContext, name: str, depth: int = 4) -> bool:
+    """Whether ``name`` reaches a cast to an integer type or a Floor through a few arithmetic
+    nodes."""
+    for reader in ctx.graph.consumer_nodes.get(name, []):
+        if reader.op_type == "Floor":
+            return True
+        if reader.op_type == "Cast":
+            to = next((a.i for a in reader.attribute if a.name == "to"), 0)
+            if to in _INTEGER_TYPES:
+                return True
+        if reader.op_type in _ARITHMETIC and depth and _truncated(ctx, reader.output[0], depth - 1):
+            return True
+    return False
+
+
 floor = _unary("Floor", "ops.floor")
 ceil = _unary("Ceil", "ops.ceil")
 round_ = _unary("Round", "ops.round", since=11)  # MindSpore rounds half to even, as ONNX does

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
@@ -905,6 +905,66 @@ def _lift_flattened_linears(index: _Index) -> int:
     return count
 
 
+# --- full_like ----------------------------------------------------------------------------
+
+
+def _lift_full_likes(index: _Index) -> int:
+    """``ConstantOfShape(Shape(x))`` or ``Expand(c, Shape(x))`` with one constant ``c``
+    (PyTorch's ``full_like`` through either exporter) -> ``FullLike(x)``, written
+    ``ops.full_like(x, value, dtype=...)``: MindSpore cannot fill a shape held in a tensor."""
+    count = 0
+    for node in list(index.model.graph.node):
+        if id(node) in index.dead or node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type == "ConstantOfShape" and len(node.input) == 1:
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            array = numpy_helper.to_array(value) if value is not None else np.zeros(1, np.float32)
+        elif node.op_type == "Expand" and len(node.input) == 2:
+            array = index.const(node.input[0])
+            if array is None:
+                continue
+        else:
+            continue
+        shape = index.producer.get(node.input[-1])
+        if shape is None or not _whole_shape(index, shape):
+            continue
+        if array.size != 1 or not _fits_a_number(array.reshape(-1)[0]):
+            continue
+        fused = helper.make_node("FullLike", [shape.input[0]], [node.output[0]], domain=DOMAIN)
+        fused.attribute.append(helper.make_attribute("value", numpy_helper.from_array(array)))
+        only_reader = index.live_readers(shape.output[0]) == [node]
+        index.fuse(
+            [shape, node] if only_reader and shape.output[0] not in index.pinned else [node], fused
+        )
+        count += 1
+    return count
+
+
+def _whole_shape(index: _Index, node: onnx.NodeProto) -> bool:
+    """Whether ``node`` gives the whole shape of its first input: a Shape without bounds, or
+    the sizes node shape arithmetic made of one (its sizes, in order, are the input's)."""
+    if node.op_type == "Shape" and node.domain in ("", "ai.onnx"):
+        bounds = {a.name: a.i for a in node.attribute}
+        rank = len(index.graph.symbolic_shapes.get(node.input[0]) or ())
+        return bounds.get("start", 0) == 0 and bounds.get("end", rank) >= rank > 0
+    if node.op_type != "Dims" or node.domain != DOMAIN or len(node.input) != 1:
+        return False
+    sizes = index.graph.symbolic_values.get(node.output[0])
+    shape = index.graph.symbolic_shapes.get(node.input[0])
+    if not isinstance(sizes, tuple) or shape is None or len(sizes) != len(shape):
+        return False
+    return all(str(a).replace(" ", "") == str(b).replace(" ", "") for a, b in zip(sizes, shape))
+
+
+def _fits_a_number(value: np.generic) -> bool:
+    """Whether a Python number carries the value exactly (MindSpore reads int32/float32)."""
+    if value.dtype.kind in "iu":
+        return -(2**31) <= int(value) < 2**31
+    if value.dtype.kind == "f":
+        return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
+    return value.dtype.kind == "b"
+
+
 # --- driver -------------------------------------------------------------------------------
 
 LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
@@ -916,6 +976,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("ApplyRotary", _lift_rotary_applications),
     ("ApplyRotaryPair", _pair_rotary_applications),
     ("PartialRotary", _fold_partial_rotaries),
+    ("FullLike", _lift_full_likes),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]

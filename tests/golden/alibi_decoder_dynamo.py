@@ -96,7 +96,7 @@ class BloomModel(nn.Cell):
         cast = ops.cast(attention_mask, ms.bool_)
         cast = ops.reshape(cast, (2, 1, 1, 5))
         cast = ops.logical_and(self.const, cast)
-        cast = ops.where(cast, 0.0, -3.402823e38)
+        cast = ops.where(cast, 0.0, -3.4028235e38)
         for layer in self.h:
             x = layer(x, out, cast)
         x = self.ln_f(x)

@@ -102,7 +102,7 @@ class Model(nn.Cell):
         less_or_equal = range_1 <= range_
         cast = cast[:, None, None, :]
         and_ = ops.logical_and(less_or_equal, cast)
-        and_ = ops.where(and_, 0.0, -3.402823e38)
+        and_ = ops.where(and_, 0.0, -3.4028235e38)
         for layer in self.h:
             out = layer(out, cum_sum, and_)
         out = self.ln_f(out)

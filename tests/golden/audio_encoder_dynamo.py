@@ -20,7 +20,7 @@ class WhisperAttention(nn.Cell):
 
     def construct(self, hidden_states):
         q_proj = self.q_proj(hidden_states)
-        q_proj = q_proj * 0.3535534
+        q_proj = q_proj * 0.35355338
         q = ops.reshape(q_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
         k = ops.reshape(self.k_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)
         v = ops.reshape(self.v_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)

@@ -135,7 +135,7 @@ class MindSporeModel(nn.Cell):
         range_1 = ops.arange(0, shape_1, 1)
         range_1 = ops.unsqueeze(range_1, dim=0)
         less_or_equal = range_1 <= range_
-        less_or_equal = ops.where(less_or_equal, 0.0, -3.402823e38)
+        less_or_equal = ops.where(less_or_equal, 0.0, -3.4028235e38)
         less_or_equal = less_or_equal[None, None, :, :]
         embed_tokens = self.embed_tokens(input_ids)
         gather = past_keys[0]

@@ -131,19 +131,20 @@ class Encoder(nn.Cell):
         less = abs_ < 2
         cast = ops.cast(abs_, ms.float32)
         cast = cast / 2.0
-        cast = ops.log(cast)
+        # float64 log: MindSpore's float32 log is a few ulps low and would floor a bucket
+        cast = ops.cast(ops.log(ops.cast(cast, ms.float64)), ms.float32)
         cast = cast / 2.0794415
         cast = cast * 2.0
         cast = ops.cast(cast, ms.int64)
         cast = cast + 2
-        constant_of_shape = ops.fill(ms.int64, (seq_len, seq_len), 3)
-        cast = ops.minimum(cast, constant_of_shape)
-        where = ops.where(less, abs_, cast)
+        full_like = ops.full_like(cast, 3, dtype=ms.int64)
+        min_ = ops.minimum(cast, full_like)
+        where = ops.where(less, abs_, min_)
         greater = greater + where
         gather = self.relative_attention_bias(greater)
         gather = ops.transpose(gather, (2, 0, 1))
         gather = ops.unsqueeze(gather, dim=0)
-        where_1 = ops.where(attention_mask, gather, -3.402823e38)
+        where_1 = ops.where(attention_mask, gather, -3.4028235e38)
         for layer in self.block:
             x = layer(x, where_1)
         x = self.final_layer_norm(x)

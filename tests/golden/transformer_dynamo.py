@@ -139,7 +139,7 @@ class BertEncoder(nn.Cell):
         self.layer = nn.CellList([BertLayer(), BertLayer(), BertLayer()])
 
     def construct(self, hidden_states, attention_mask):
-        attention_mask = ops.where(attention_mask, 0.0, -3.402823e38)
+        attention_mask = ops.where(attention_mask, 0.0, -3.4028235e38)
         for layer in self.layer:
             hidden_states = layer(hidden_states, attention_mask)
         return hidden_states

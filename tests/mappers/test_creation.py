@@ -63,3 +63,26 @@ def test_trilu(tmp_path, upper, k):
     inits = {} if k is None else {"k": np.array(k, I64)}
     model = model_of("Trilu", [("x", F, (2, 4, 5))], [("y", F, None)], inits, opset=14, upper=upper)
     assert_matches(model, tmp_path)
+
+
+@pytest.mark.parametrize("spelling", ["ConstantOfShape", "Expand"])
+def test_a_fill_shaped_like_a_dynamic_tensor_is_full_like(tmp_path, spelling):
+    """``torch.full_like(x, 7)``: TorchScript writes ConstantOfShape(Shape(x)), dynamo
+    Expand(7, Shape(x)). MindSpore cannot fill a shape held in a tensor, so the script says
+    ``ops.full_like(x, 7, ...)`` and runs at any size."""
+    seven = numpy_helper.from_array(np.array([7], I64), "v")
+    nodes = [helper.make_node("Shape", ["x"], ["s"])]
+    if spelling == "ConstantOfShape":
+        nodes.append(helper.make_node("ConstantOfShape", ["s"], ["f"], value=seven))
+    else:
+        nodes += [
+            helper.make_node("Constant", [], ["seven"], value=seven),
+            helper.make_node("Expand", ["seven", "s"], ["f"]),
+        ]
+    nodes.append(helper.make_node("Min", ["f", "x"], ["y"]))
+    model = make_model(nodes, [("x", I64, ("n", "m"))], [("y", I64, None)], opset=17)
+    values = np.random.default_rng(0).integers(0, 14, (3, 5)).astype(I64)
+    result = assert_matches(model, tmp_path, feeds={"x": values}, shape=["3,5"])
+    assert "ops.full_like(x, 7, dtype=ms.int64)" in result.script_path.read_text()
+    other = np.random.default_rng(1).integers(0, 14, (2, 9)).astype(I64)
+    assert_matches(model, tmp_path / "other", feeds={"x": other}, shape=["2,9"])

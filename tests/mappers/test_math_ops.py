@@ -463,3 +463,25 @@ def test_float_mod_follows_numpy_on_edge_cases(tmp_path, dtype):
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
+def test_a_log_truncated_to_a_bucket_lands_on_whole_numbers(tmp_path):
+    """T5 and WavLM's relative position buckets: ``int(log(d / 8) / log(16) * 8)``. Whole
+    numbers (d = 16, 32, 64) must not come out one lower, as MindSpore's float32 log would
+    make them; the log is computed in float64."""
+    nodes = [
+        helper.make_node("Div", ["d", "exact"], ["ratio"]),
+        helper.make_node("Log", ["ratio"], ["log"]),
+        helper.make_node("Div", ["log", "span"], ["scaled"]),
+        helper.make_node("Mul", ["scaled", "buckets"], ["wide"]),
+        helper.make_node("Cast", ["wide"], ["y"], to=onnx.TensorProto.INT64),
+    ]
+    constants = {
+        "exact": np.array(8.0, np.float32),
+        "span": np.array(np.log(16.0), np.float32),
+        "buckets": np.array(8.0, np.float32),
+    }
+    model = make_model(nodes, [("d", np.float32, ["n"])], [("y", np.int64, None)], constants)
+    distances = np.arange(8, 400, dtype=np.float32)
+    result = assert_matches(model, tmp_path, {"d": distances}, shape=[f"{distances.size}"])
+    assert "ms.float64" in result.script_path.read_text()
