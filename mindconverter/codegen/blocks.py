@@ -7,6 +7,7 @@ import re
 from ..graph.module_tree import Block, module_path
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
+from .dead_code import drop_unused_assignments
 from .expressions import ExpressionWriter, with_exporter_note
 from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
@@ -106,6 +107,7 @@ class BlockWriter:
         if scope.size_names:
             drop_size_only_values(scope, returns)
             drop_unused_sizes(scope)
+        drop_unused_assignments(scope.cls.body, returns)
         self.state.scope = outer
         return BlockInstance(block, scope.cls, args, returns)
 

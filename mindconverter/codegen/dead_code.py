@@ -1,0 +1,52 @@
+"""Statements nothing reads, dropped from a block's ``construct``.
+
+A value the graph reads only for its sizes can end up read from elsewhere once sizes are named
+(``transpose = out.swapaxes(1, 2)`` while the sizes come from ``out``): its statement is then
+left assigning a variable nothing reads, which ``ruff check`` reports (F841) and a reader takes
+for meaning. Every expression the converter writes is free of side effects, so such a
+statement goes, with the comment written above it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_TARGET = re.compile(r"([A-Za-z_]\w*) = ")
+_NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute (ops.transpose)
+
+
+def drop_unused_assignments(body: list[str], returns: list[str]) -> None:
+    """Remove from ``body`` (in place) each top-level ``name = ...`` whose variable appears
+    nowhere else in the body or the returned expressions."""
+    counts = Counter(_NAME.findall(" ".join(returns)))
+    for line in body:
+        counts.update(_NAME.findall(_code(line)))
+    pending = [i for i, line in enumerate(body) if _TARGET.match(line)]
+    dropped: set[int] = set()
+    while pending:
+        index = pending.pop()
+        if index in dropped:
+            continue
+        match = _TARGET.match(body[index])
+        if match is None or counts[match.group(1)] != 1:
+            continue
+        dropped.add(index)
+        counts.subtract(_NAME.findall(_code(body[index])))
+        for other, line in enumerate(body):  # values only it read may be unread now
+            if (
+                other not in dropped
+                and (target := _TARGET.match(line))
+                and counts[target.group(1)] == 1
+            ):
+                pending.append(other)
+    for index in sorted(dropped, reverse=True):
+        del body[index]
+        while index > 0 and body[index - 1].lstrip().startswith("#"):  # its note
+            del body[index - 1]
+            index -= 1
+
+
+def _code(line: str) -> str:
+    """The line's code: nothing for a comment (names in notes are not reads)."""
+    return "" if line.lstrip().startswith("#") else line
