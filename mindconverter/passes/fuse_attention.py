@@ -377,6 +377,10 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
             match.removed.append(unfold)
             name, reader = unfold.input[0], unfold
             continue
+        masked = _masked_by_where(finder, name, match) if match.unfold is None else None
+        if masked is not None:
+            name, reader = masked
+            continue
         node = finder.made_by(name, "Add")
         if node is None:
             break
@@ -393,19 +397,50 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
     return finder.made_by(name, "MatMul")
 
 
+def _masked_by_where(finder: _Finder, name: str, match: _Match):
+    """GPT-Neo's ``where(causal_mask, scores, finfo.min)``: the same as adding the bias
+    ``where(causal_mask, 0, finfo.min)`` (float32 scores are far below the fill's size, so
+    ``scores + fill`` is the fill). Adds that bias to the match and returns (the scores, the
+    Where), or None."""
+    where = finder.made_by(name, "Where")
+    if where is None or _score_side_of(finder, where.input[1]) is None:
+        return None
+    fill = finder.scalar(where.input[2])
+    dtype = finder.graph.dtypes.get(where.input[1])
+    mask_dims = finder.graph.symbolic_shapes.get(where.input[0])
+    if fill is None or not fill <= -1e30 or dtype != np.float32 or mask_dims is None:
+        return None
+    graph = finder.graph.model.graph
+    zero, bias = finder.new_name(f"{name}_kept"), finder.new_name(f"{name}_mask_bias")
+    graph.initializer.append(numpy_helper.from_array(np.array(0.0, np.float32), zero))
+    match.before.append(helper.make_node("Where", [where.input[0], zero, where.input[2]], [bias]))
+    graph.value_info.append(
+        helper.make_tensor_value_info(bias, onnx.TensorProto.FLOAT, list(mask_dims))
+    )
+    match.biases.append(bias)
+    match.removed.append(where)
+    return where.input[1], where
+
+
+def _score_side_of(finder: _Finder, name: str) -> int | None:
+    """0 when ``name`` is made (through scales, Adds and Reshapes) by a MatMul, else None."""
+    probe = helper.make_node("Add", [name, name], ["probe"])
+    return _score_side(finder, probe)
+
+
 def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
     """Which input of a bias Add carries the scores: the one made (through scales and Adds)
     by a MatMul."""
     for side in (0, 1):
         name = add.input[side]
         for _ in range(_MAX_BIASES + 4):
-            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape")
+            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape", "Where")
             if node is None:
                 break
             if node.op_type == "MatMul":
                 return side
-            if node.op_type == "Reshape":
-                name = node.input[0]
+            if node.op_type in ("Reshape", "Where"):  # a Where masks the scores it keeps
+                name = node.input[0] if node.op_type == "Reshape" else node.input[1]
                 continue
             if node.op_type == "Add":
                 name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]

@@ -459,3 +459,42 @@ def test_repeat_kv_whose_sizes_feed_the_key_transpose_runs_like_onnxruntime(tmp_
     script = _matches_at(model, tmp_path, [{"b": 1, "s": 2, "t": 5}, {"b": 2, "s": 4, "t": 7}],
                          shape=shape)  # fmt: skip
     assert "ops.repeat_interleave" in script and "ops.broadcast_to" not in script
+
+
+def where_masked_attention():
+    """GPT-Neo: unscaled scores, ``where(causal, scores, finfo.min)``, then a padding bias."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        _const("fill", np.finfo(F32).min),
+        helper.make_node("Where", ["causal", "scores", "fill"], ["masked"]),
+        helper.make_node("Add", ["masked", "padding"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    spec = ["b", HEADS, "s", HEAD_DIM]
+    return make_model(
+        nodes,
+        [
+            ("q", F32, spec),
+            ("k", F32, spec),
+            ("v", F32, spec),
+            ("causal", np.bool_, [1, 1, "s", "s"]),
+            ("padding", F32, ["b", 1, 1, "s"]),
+        ],
+        [("out", F32, None)],
+    )
+
+
+def test_scores_masked_by_where_are_fused_with_the_mask_as_a_bias():
+    shapes = [(1, HEADS, 3, HEAD_DIM)] * 3 + [(1, 1, 3, 3), (1, 1, 1, 3)]
+    count, (node,) = _fused(where_masked_attention(), shapes)
+    assert count == 1 and len(node.input) == 5  # q, k, v and two biases
+
+
+@pytest.mark.slow
+def test_scores_masked_by_where_run_like_onnxruntime_at_two_shapes(tmp_path):
+    model = where_masked_attention()
+    shape = [f"1,{HEADS},3,{HEAD_DIM}"] * 3 + ["1,1,3,3", "1,1,1,3"]
+    script = _matches_at(model, tmp_path, [{"b": 1, "s": 3}, {"b": 2, "s": 5}], shape=shape)
+    assert "probs = " in script and "ops.where(causal, 0.0" in script
