@@ -129,7 +129,8 @@ def _inlined_layers(
     inlined = set()
     for item in mapped:
         outputs = [name for name in item.node.outputs if name]
-        if not item.converted or not isinstance(item.result, Cell) or len(outputs) != 1:
+        pick = _picks_from_input(item.result, len(item.node.inputs))  # Phi-3's qkv[:, :, :32]
+        if not item.converted or not (isinstance(item.result, Cell) or pick) or len(outputs) != 1:
             continue
         out = outputs[0]
         parent = parents.get(id(item))
@@ -174,9 +175,13 @@ def _projection_step(item: Any, absorbed: set[int]) -> bool:
     if not isinstance(item, MappedNode) or not item.converted:
         return False
     result = item.result
-    return isinstance(result, Cell) or (
-        item.node.op_type in ("Reshape", "Transpose")
-        and (_is_call(result, "ops.reshape") or isinstance(result, Method))
+    return (
+        isinstance(result, Cell)
+        or _picks_from_input(result, len(item.node.inputs))
+        or (
+            item.node.op_type in ("Reshape", "Transpose")
+            and (_is_call(result, "ops.reshape") or isinstance(result, Method))
+        )
     )
 
 

@@ -30,8 +30,18 @@ def tidy_expressions(graph: Graph, mapped: list[MappedNode]) -> None:
     for item in mapped:
         if item.converted and item.result is not None:
             item.result = _tidy(graph, item, item.result)
+            if _takes_everything(item.result):  # x[:] (Phi-3's rotary part of a full head)
+                item.result = item.result.value
             if _widens_bfloat16(graph, item) and isinstance(item.result, Call):
                 item.result = Noted(item.result, _BFLOAT16_NOTE)
+
+
+def _takes_everything(expr: Any) -> bool:
+    """An index of the node's input that keeps every element (``x[:]``, ``x[:, :]``)."""
+    if not isinstance(expr, Item) or not isinstance(expr.value, Input):
+        return False
+    parts = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+    return bool(parts) and all(p == slice(None) for p in parts)
 
 
 def _widens_bfloat16(graph: Graph, item: MappedNode) -> bool:

@@ -216,6 +216,18 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
         shape = graph.symbolic_shapes.get(out) or ()
         if all(isinstance(dim, (int, str)) and not isinstance(dim, bool) for dim in shape):
             return inputs[0]  # a view to the shape the value already has
+    if node.op_type == "Slice" and inputs and _same_type(graph, inputs[0], out):
+        starts = graph.constant(inputs[1]) if len(inputs) > 1 else None
+        steps = graph.constant(inputs[4]) if len(inputs) > 4 and inputs[4] else None
+        if starts is not None and not starts.any() and (steps is None or (steps == 1).all()):
+            return inputs[0]  # from the start to a size the value already has (Phi-3's rotary)
+    if node.op_type == "Concat" and len(inputs) == 2:
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        for keep, empty in ((0, 1), (1, 0)):
+            shape = graph.symbolic_shapes.get(inputs[empty]) or ()
+            if shape and shape[axis] == 0 and _same_type(graph, inputs[keep], out):
+                return inputs[keep]  # an empty part (the rest of a rotary over a whole head)
+        return None
     if node.op_type == "Transpose" and inputs:
         perm = _perm(node)
         if perm is not None and perm == list(range(len(perm))):

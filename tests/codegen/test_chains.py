@@ -172,3 +172,35 @@ def test_a_constant_slice_then_a_head_transpose_is_one_statement(tmp_path):
     feeds = {"x": np.random.default_rng(4).standard_normal((2, 3, 4, 8)).astype(np.float32)}
     result = assert_matches(model, tmp_path, feeds, shape=["2,3,4,8"])
     assert "y = x[:, :, :2].swapaxes(1, 2)" in result.script_path.read_text()
+
+
+def test_picks_out_of_a_fused_projection_are_written_inside_their_splits(tmp_path):
+    """Phi-3: ``q = ops.reshape(qkv[:, :, :8], shape).swapaxes(1, 2)``, each part taken where
+    its head split reads it (both parts are taken first, as exporters write them)."""
+    slices, splits = [], []
+    bounds = {"axis": np.array([2], np.int64), "per_head": np.array([2, 4], np.int64)}
+    for index, name in enumerate("qk"):
+        bounds[f"{name}_s"] = np.array([8 * index], np.int64)
+        bounds[f"{name}_e"] = np.array([8 * index + 8], np.int64)
+        slices.append(
+            helper.make_node("Slice", ["x", f"{name}_s", f"{name}_e", "axis"], [f"{name}_part"])
+        )
+        splits += [
+            helper.make_node("Reshape", [f"{name}_part", "heads"], [f"{name}_split"]),
+            helper.make_node("Transpose", [f"{name}_split"], [name], perm=[0, 2, 1, 3]),
+        ]
+    sizes = [
+        helper.make_node("Shape", ["x"], ["lead"], end=2),
+        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
+    ]
+    model = make_model(
+        slices + sizes + splits,
+        [("x", np.float32, ["batch", "sequence", 16])],
+        [(n, np.float32, ["batch", 2, "sequence", 4]) for n in "qk"],
+        bounds,
+    )
+    feeds = {"x": np.random.default_rng(5).standard_normal((2, 3, 16)).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3,16"])
+    construct = result.script_path.read_text().split("def construct")[1]
+    assert "ops.reshape(x[:, :, :8], " in construct, construct
+    assert "ops.reshape(x[:, :, 8:], " in construct, construct

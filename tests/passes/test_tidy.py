@@ -323,3 +323,26 @@ def test_a_value_an_if_body_reads_keeps_its_shape(tmp_path):
         constants,
     )
     assert_matches(model, tmp_path, {**_mask_feeds(), "flag": np.array(True)})
+
+
+def test_a_slice_to_a_size_the_value_has_and_an_empty_rest_are_removed(tmp_path):
+    """Phi-3's rotary over a whole head: ``x[..., :cos.shape[-1]]`` keeps everything and
+    ``x[..., cos.shape[-1]:]`` is empty; both go with the concat putting them together."""
+    nodes = [
+        helper.make_node("Shape", ["cos"], ["cos_shape"], start=-1),
+        helper.make_node("Slice", ["x", "zero", "cos_shape", "last"], ["turned"]),
+        helper.make_node("Slice", ["x", "cos_shape", "big", "last"], ["rest"]),
+        helper.make_node("Mul", ["turned", "cos"], ["scaled"]),
+        helper.make_node("Concat", ["scaled", "rest"], ["y"], axis=-1),
+    ]
+    constants = {
+        "zero": np.array([0], np.int64),
+        "last": np.array([-1], np.int64),
+        "big": np.array([2**62], np.int64),
+    }
+    model = _chain(nodes, [("x", F32, ["n", 8]), ("cos", F32, ["n", 8])], ["n", 8], constants)
+    feeds = {
+        n: np.random.default_rng(0).standard_normal((3, 8)).astype(F32) for n in "x cos".split()
+    }
+    construct = _construct(assert_matches(model, tmp_path, feeds, shape=["3,8", "3,8"]))
+    assert "ops.concat" not in construct and "[:" not in construct, construct
