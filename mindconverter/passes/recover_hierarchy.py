@@ -469,7 +469,11 @@ def _candidates(graph: Graph, block: Block, first_reader: MappedNode, sizes: set
     outside = [
         n for m in block.nodes() for n in m.node.inputs if n and n not in made and n not in sizes
     ]
-    names = [n for n in first_reader.node.inputs if n and n not in sizes] + outside + earlier
+    # tensors the block computes with come before those it reads only for their sizes
+    # (dynamo sizes BERT's embeddings by the attention mask, which they never read)
+    data = {n for m in block.nodes() if not _is_dims(m) for n in m.node.inputs if n}
+    names = [n for n in first_reader.node.inputs if n and n not in sizes]
+    names += [n for n in outside if n in data] + earlier + outside
     return [n for n in dict.fromkeys(names) if n not in graph.constants]
 
 

@@ -21,8 +21,8 @@ class BertEmbeddings(nn.Cell):
         self.position_embeddings = nn.Embedding(vocab_size=32, embedding_size=32)
         self.layer_norm = nn.LayerNorm(normalized_shape=(32,), epsilon=1e-12)
 
-    def construct(self, attention_mask, input_ids):
-        batch_size, seq_len = attention_mask.shape
+    def construct(self, input_ids):
+        batch_size, seq_len = input_ids.shape
         position_ids = self.position_ids[:, :seq_len]
         x = ops.zeros_like(position_ids)
         token_type_ids = ops.broadcast_to(x, (batch_size, seq_len))
@@ -168,11 +168,11 @@ class BertModel(nn.Cell):
         self.encoder = BertEncoder()
         self.pooler = BertPooler()
 
-    def construct(self, attention_mask, input_ids):
-        x = self.embeddings(attention_mask, input_ids)
-        out = ops.cast(attention_mask, ms.bool_)
-        out = out[:, None, None, :]
-        x = self.encoder(x, out)
+    def construct(self, input_ids, attention_mask):
+        x = self.embeddings(input_ids)
+        attention_mask = ops.cast(attention_mask, ms.bool_)
+        attention_mask = attention_mask[:, None, None, :]
+        x = self.encoder(x, attention_mask)
         pooler = self.pooler(x)
         return x, pooler
 
@@ -193,7 +193,7 @@ class MindSporeModel(nn.Cell):
         self.bert = BertModel()
 
     def construct(self, input_ids, attention_mask):
-        last_hidden_state, pooler_output = self.bert(attention_mask, input_ids)
+        last_hidden_state, pooler_output = self.bert(input_ids, attention_mask)
         return last_hidden_state, pooler_output
 
 

@@ -250,3 +250,11 @@ def test_what_the_first_layer_repeats_of_shared_tables_runs_before_the_layers(tm
         mask[0, -2:] = 0
         feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+def test_a_block_reads_sizes_from_what_it_computes_with():
+    """Dynamo sizes BERT's embeddings by the attention mask, which they never read; the
+    embeddings read the sizes from their input ids and take nothing else."""
+    tree = _tree("tiny_bert_dynamo.onnx", ("2,8", "2,8"))
+    embeddings = _children(_children(tree)["bert"])["embeddings"]
+    assert embeddings.inputs == ["input_ids"]
