@@ -63,8 +63,9 @@ def test_a_merge_reading_sizes_of_the_swapped_value_is_one_statement_with_named_
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
 
 
-def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path):
-    """``q = ops.reshape(self.proj(x), shape).swapaxes(1, 2)``, as attention code is written."""
+def _projected_heads(per_head: list, constants: dict | None = None):
+    """x (batch, sequence, 8) projected, split into 2 heads of 4, ``per_head`` turning
+    ``split`` into ``head``, then the heads moved first as ``y``."""
     rng = np.random.default_rng(1)
     nodes = [
         helper.make_node("Shape", ["x"], ["lead"], end=2),
@@ -72,9 +73,10 @@ def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path)
         helper.make_node("MatMul", ["x", "weight"], ["projected"]),
         helper.make_node("Add", ["projected", "bias"], ["dense"]),
         helper.make_node("Reshape", ["dense", "heads"], ["split"]),
-        helper.make_node("Transpose", ["split"], ["y"], perm=[0, 2, 1, 3]),
+        *per_head,
+        helper.make_node("Transpose", ["head"], ["y"], perm=[0, 2, 1, 3]),
     ]
-    model = make_model(
+    return make_model(
         nodes,
         [("x", np.float32, ["batch", "sequence", 8])],
         [("y", np.float32, ["batch", 2, "sequence", 4])],
@@ -82,8 +84,14 @@ def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path)
             "weight": rng.standard_normal((8, 8)).astype(np.float32),
             "bias": rng.standard_normal(8).astype(np.float32),
             "per_head": np.array([2, 4], np.int64),
+            **(constants or {}),
         },
     )
+
+
+def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path):
+    """``q = ops.reshape(self.proj(x), shape).swapaxes(1, 2)``, as attention code is written."""
+    model = _projected_heads([helper.make_node("Identity", ["split"], ["head"])])
     result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
     code = result.script_path.read_text()
     assert "ops.reshape(self." in code and "(x), " in code, code
@@ -93,23 +101,10 @@ def test_a_projection_read_only_by_its_head_split_is_written_inside_it(tmp_path)
 def test_a_head_split_normalised_per_head_is_one_statement(tmp_path):
     """Qwen3's q_norm: ``q = self.norm(ops.reshape(self.proj(x), shape)).swapaxes(1, 2)``."""
     rng = np.random.default_rng(2)
-    nodes = [
-        helper.make_node("Shape", ["x"], ["lead"], end=2),
-        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
-        helper.make_node("MatMul", ["x", "weight"], ["projected"]),
-        helper.make_node("Add", ["projected", "bias"], ["dense"]),
-        helper.make_node("Reshape", ["dense", "heads"], ["split"]),
-        helper.make_node("LayerNormalization", ["split", "gamma", "beta"], ["normed"], axis=-1),
-        helper.make_node("Transpose", ["normed"], ["y"], perm=[0, 2, 1, 3]),
-    ]
-    model = make_model(
-        nodes,
-        [("x", np.float32, ["batch", "sequence", 8])],
-        [("y", np.float32, ["batch", 2, "sequence", 4])],
+    norm = helper.make_node("LayerNormalization", ["split", "gamma", "beta"], ["head"], axis=-1)
+    model = _projected_heads(
+        [norm],
         {
-            "weight": rng.standard_normal((8, 8)).astype(np.float32),
-            "bias": rng.standard_normal(8).astype(np.float32),
-            "per_head": np.array([2, 4], np.int64),
             "gamma": rng.standard_normal(4).astype(np.float32),
             "beta": rng.standard_normal(4).astype(np.float32),
         },

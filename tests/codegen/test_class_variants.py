@@ -191,6 +191,16 @@ def test_lines_after_an_omitted_keyword_still_pair():
     assert info["init"][-1] == "self.weight = Parameter(ops.zeros((1, out_channels))"
 
 
+def _calls(instances: list[BlockInstance], classes: dict) -> list[str]:
+    """How a parent whose literals are its own would instantiate each block."""
+    root = ClassBuilder()
+    refs = [
+        ClassRef(i.key, tuple(root.slot(*slot).index for slot in i.builder.slots))
+        for i in instances
+    ]
+    return [join([ref], root, {}, classes) for ref in refs]
+
+
 def _stage(path: str, child: BlockInstance) -> BlockInstance:
     """A block holding one child block (a stage holding its first layer)."""
     builder = ClassBuilder()
@@ -212,16 +222,7 @@ def test_blocks_whose_children_differ_in_a_default_are_one_class(strided_first):
     info = classes[stages[0].key]
     assert signature(info) == ["out_channels", "stride=1"]
     assert info["init"] == ["self.layer = BasicBlock(out_channels=out_channels, stride=stride)"]
-    root = ClassBuilder()
-    calls = [
-        join(
-            [ClassRef(s.key, tuple(root.slot(*slot).index for slot in s.builder.slots))],
-            root,
-            {},
-            classes,
-        )
-        for s in stages
-    ]
+    calls = _calls(stages, classes)
     assert calls == [
         f"Stage(out_channels={8 * (i + 1)}{', stride=2' if s == 2 else ''})"
         for i, s in enumerate(strides)
@@ -294,26 +295,13 @@ def test_a_number_that_turns_into_another_kind_keeps_classes_apart():
 def test_a_number_of_a_child_block_is_passed_on_by_its_parent():
     """Swin's stages: the attention's head size differs per stage, so each stage passes it."""
     children = [_attention(f"stages.{i}.attention", 8 * (i + 1)) for i in range(2)]
-    stages = []
-    for i, child in enumerate(children):
-        stage = _stage(f"stages.{i}", child)
-        stage.builder.body[0] = "x = self.layer(x)"
-        stages.append(stage)
+    stages = [_stage(f"stages.{i}", child) for i, child in enumerate(children)]
     classes = merge_classes([children[0], stages[0], children[1], stages[1]])
     assert len(unique(classes)) == 2
     info = classes[stages[0].key]
     assert signature(info) == ["out_channels", "head_dim"]
     assert info["init"] == ["self.layer = Attention(out_channels=out_channels, head_dim=head_dim)"]
-    root = ClassBuilder()
-    calls = [
-        join(
-            [ClassRef(s.key, tuple(root.slot(*slot).index for slot in s.builder.slots))],
-            root,
-            {},
-            classes,
-        )
-        for s in stages
-    ]
+    calls = _calls(stages, classes)
     assert calls == [
         "Stage(out_channels=16, head_dim=8)",
         "Stage(out_channels=32, head_dim=16)",
