@@ -225,7 +225,9 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
         axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
         for keep, empty in ((0, 1), (1, 0)):
             shape = graph.symbolic_shapes.get(inputs[empty]) or ()
-            if shape and shape[axis] == 0 and _same_type(graph, inputs[keep], out):
+            if not -len(shape) <= axis < len(shape):
+                continue
+            if shape[axis] == 0 and _same_type(graph, inputs[keep], out):
                 return inputs[keep]  # an empty part (the rest of a rotary over a whole head)
         return None
     if node.op_type == "Transpose" and inputs:

@@ -38,7 +38,7 @@ def test_new_axes_and_filled_shape(tmp_path, graph_mode):
     result = convert(tmp_path / "m.onnx", output=tmp_path / "out", shape=["2,3"])
     code = result.script_path.read_text()
     assert "x[:, None, None, :]" in code, code
-    assert "ops.full(" in code and "broadcast_to" not in code, code
+    assert "ops.full_like(x, 15" in code and "broadcast_to" not in code, code
     for batch, length in ((2, 3), (4, 1)):
         x = np.arange(batch * length, dtype=I64).reshape(batch, length)
         want = run_onnxruntime(model, {"x": x}, ["widened", "filled"])
