@@ -64,6 +64,7 @@ class _Match:
     output: str = ""
     before: list[onnx.NodeProto] = field(default_factory=list)  # new nodes before the fused one
     resized: list[tuple[onnx.NodeProto, str]] = field(default_factory=list)  # Shape: new input
+    clamped: bool = False  # the scores went through max(., finfo.min): no bias may be -inf
 
 
 # operators that only compute sizes from sizes (what a Shape node's result flows through)
@@ -381,6 +382,12 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
         if masked is not None:
             name, reader = masked
             continue
+        clamp = _floor_clamp(finder, name)
+        if clamp is not None:  # XGLM's max(scores + mask, finfo.min): biases checked below
+            match.clamped = True
+            match.removed.append(clamp)
+            name, reader = next(n for n in clamp.input if finder.scalar(n) is None), clamp
+            continue
         node = finder.made_by(name, "Add")
         if node is None:
             break
@@ -395,6 +402,18 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
     if not finder.private(name, reader):
         return None
     return finder.made_by(name, "MatMul")
+
+
+def _floor_clamp(finder: _Finder, name: str) -> onnx.NodeProto | None:
+    """``max(x, c)`` with ``c`` a scalar at or below -1e30: no change to finite scores."""
+    node = finder.made_by(name, "Max")
+    if node is None or len(node.input) != 2:
+        return None
+    fills = [finder.scalar(n) for n in node.input]
+    if sum(f is not None for f in fills) != 1:
+        return None
+    fill = next(f for f in fills if f is not None)
+    return node if fill <= -1e30 else None
 
 
 def _masked_by_where(finder: _Finder, name: str, match: _Match):
@@ -660,6 +679,12 @@ def fuse_attention(graph: Graph) -> int:
             continue
         dead_before = set(finder.dead)
         match = _match_attention(finder, softmax)
+        if (
+            match is not None
+            and match.clamped
+            and any(_may_hold_minus_infinity(finder, b) for b in match.biases + match.folded_biases)
+        ):
+            match = None  # the clamp turns -inf into a number: fully masked rows would differ
         if match is None or not math.isfinite(match.scale) or match.scale == 0:
             finder.dead = dead_before
             continue

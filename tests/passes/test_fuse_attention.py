@@ -498,3 +498,37 @@ def test_scores_masked_by_where_run_like_onnxruntime_at_two_shapes(tmp_path):
     shape = [f"1,{HEADS},3,{HEAD_DIM}"] * 3 + ["1,1,3,3", "1,1,1,3"]
     script = _matches_at(model, tmp_path, [{"b": 1, "s": 3}, {"b": 2, "s": 5}], shape=shape)
     assert "probs = " in script and "ops.where(causal, 0.0" in script
+
+
+def clamped_attention(mask_fill: float = float(np.finfo(F32).min)):
+    """XGLM: ``max(scores / sqrt(d) + mask, finfo.min)`` before the softmax."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        _const("root", math.sqrt(HEAD_DIM)),
+        helper.make_node("Div", ["scores", "root"], ["scaled"]),
+        _const("allowed", 0.0),
+        _const("blocked", mask_fill),
+        helper.make_node("Where", ["keep", "allowed", "blocked"], ["bias"]),
+        helper.make_node("Add", ["scaled", "bias"], ["logits"]),
+        _const("floor", np.finfo(F32).min),
+        helper.make_node("Max", ["logits", "floor"], ["clamped"]),
+        helper.make_node("Softmax", ["clamped"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    spec = ["b", HEADS, "s", HEAD_DIM]
+    inputs = [(n, F32, spec) for n in "qkv"] + [("keep", np.bool_, ["b", 1, 1, "s"])]
+    return make_model(nodes, inputs, [("out", F32, None)])
+
+
+def test_a_clamp_at_the_lowest_float_is_fused_away_unless_a_bias_is_minus_infinity():
+    shapes = [(1, HEADS, 3, HEAD_DIM)] * 3 + [(1, 1, 1, 3)]
+    count, (node,) = _fused(clamped_attention(), shapes)
+    assert count == 1 and len(node.input) == 4
+    assert _fused(clamped_attention(-np.inf), shapes)[0] == 0
+
+
+@pytest.mark.slow
+def test_a_clamped_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    shape = [f"1,{HEADS},3,{HEAD_DIM}"] * 3 + ["1,1,1,3"]
+    _matches_at(clamped_attention(), tmp_path, [{"b": 1, "s": 3}, {"b": 2, "s": 5}], shape=shape)
