@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .class_variants import RESIDUAL, Variants
+from .class_variants import RESIDUAL, Variants, kind_of
 from .naming import CELL_MEMBERS, Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
@@ -116,10 +116,13 @@ def _variants(groups: dict) -> list[Variants]:
         hint = first.block.class_hint or class_hint_from_path(first.block.path)
         text = (key, hint, first.builder, first.args, first.returns)
         for index, variants in enumerate(found):
-            siblings = any(lists[key] & lists[other[0]] for other in variants.texts)
-            merged = variants.merged(*text, class_of=class_of, siblings=siblings) or _taken_first(
-                text, variants, class_of
-            )
+            same_kind = kind_of(hint) == kind_of(variants.hint)
+            siblings = not same_kind and any(lists[key] & lists[t[0]] for t in variants.texts)
+            if not (same_kind or siblings):
+                continue  # cheap: most classes are of other kinds
+            merged = variants.merged(*text, class_of=class_of, siblings=siblings)
+            if merged is None and same_kind:
+                merged = _taken_first(text, variants, class_of)
             if merged is not None:
                 found[index] = merged
                 where[key] = index

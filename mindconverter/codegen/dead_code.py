@@ -22,24 +22,23 @@ def drop_unused_assignments(body: list[str], returns: list[str]) -> None:
     counts = Counter(_NAME.findall(" ".join(returns)))
     for line in body:
         counts.update(_NAME.findall(_code(line)))
-    pending = [i for i, line in enumerate(body) if _TARGET.match(line)]
+    assigned: dict[str, list[int]] = {}
+    for index, line in enumerate(body):
+        if match := _TARGET.match(line):
+            assigned.setdefault(match.group(1), []).append(index)
+    pending = [i for indices in assigned.values() for i in indices]
     dropped: set[int] = set()
     while pending:
         index = pending.pop()
-        if index in dropped:
-            continue
         match = _TARGET.match(body[index])
-        if match is None or counts[match.group(1)] != 1:
+        if index in dropped or match is None or counts[match.group(1)] != 1:
             continue
         dropped.add(index)
-        counts.subtract(_NAME.findall(_code(body[index])))
-        for other, line in enumerate(body):  # values only it read may be unread now
-            if (
-                other not in dropped
-                and (target := _TARGET.match(line))
-                and counts[target.group(1)] == 1
-            ):
-                pending.append(other)
+        read = _NAME.findall(_code(body[index]))
+        counts.subtract(read)
+        for name in set(read):  # values only it read may be unread now
+            if counts[name] == 1:
+                pending += assigned.get(name, [])
     for index in sorted(dropped, reverse=True):
         del body[index]
         while index > 0 and body[index - 1].lstrip().startswith("#"):  # its note
