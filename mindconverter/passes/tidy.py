@@ -216,11 +216,8 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
         shape = graph.symbolic_shapes.get(out) or ()
         if all(isinstance(dim, (int, str)) and not isinstance(dim, bool) for dim in shape):
             return inputs[0]  # a view to the shape the value already has
-    if node.op_type == "Slice" and inputs and _same_type(graph, inputs[0], out):
-        starts = graph.constant(inputs[1]) if len(inputs) > 1 else None
-        steps = graph.constant(inputs[4]) if len(inputs) > 4 and inputs[4] else None
-        if starts is not None and not starts.any() and (steps is None or (steps == 1).all()):
-            return inputs[0]  # from the start to a size the value already has (Phi-3's rotary)
+    if node.op_type == "Slice" and _keeps_everything(graph, inputs):
+        return inputs[0]  # from the start to a size the value already has (Phi-3's rotary)
     if node.op_type == "Concat" and len(inputs) == 2:
         axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
         for keep, empty in ((0, 1), (1, 0)):
@@ -240,6 +237,34 @@ def _same_as(graph: Graph, node: onnx.NodeProto, all_true: set[str]) -> str | No
             if perm is not None and perm == list(range(len(perm))):
                 return inner.input[0]
     return None
+
+
+def _keeps_everything(graph: Graph, inputs: list[str]) -> bool:
+    """Whether a Slice provably keeps its whole input: constant zero starts, step 1, and ends
+    (constants or sizes shape inference knows as numbers) at least the input's static sizes.
+    Symbolic shapes alone do not prove it (onnxruntime's inference of a Slice with computed
+    bounds can be wrong)."""
+    if len(inputs) < 4 or not inputs[3]:
+        return False
+    starts, axes = graph.constant(inputs[1]), graph.constant(inputs[3])
+    steps = graph.constant(inputs[4]) if len(inputs) > 4 and inputs[4] else None
+    ends = graph.constant(inputs[2])
+    if ends is None:
+        value = graph.symbolic_values.get(inputs[2])
+        value = value if isinstance(value, tuple) else (value,)
+        if not all(isinstance(v, int) for v in value):
+            return False
+        ends = np.array(value)
+    shape = graph.symbolic_shapes.get(inputs[0])
+    if starts is None or axes is None or shape is None or starts.any():
+        return False
+    if (steps is not None and not (steps == 1).all()) or ends.size != axes.size:
+        return False
+    for axis, end in zip(axes.reshape(-1), ends.reshape(-1)):
+        size = shape[int(axis)] if -len(shape) <= int(axis) < len(shape) else None
+        if not isinstance(size, int) or int(end) < size:
+            return False
+    return True
 
 
 def _fold_pair(graph: Graph, node: onnx.NodeProto) -> bool:

@@ -346,3 +346,21 @@ def test_a_slice_to_a_size_the_value_has_and_an_empty_rest_are_removed(tmp_path)
     }
     construct = _construct(assert_matches(model, tmp_path, feeds, shape=["3,8", "3,8"]))
     assert "ops.concat" not in construct and "[:" not in construct, construct
+
+
+def test_a_slice_to_a_size_computed_at_run_time_stays(tmp_path):
+    """``x[:, :m]`` with ``m`` another input's length: kept, whatever shapes inference says."""
+    nodes = [
+        helper.make_node("Shape", ["other"], ["m"], start=1, end=2),
+        helper.make_node("Slice", ["x", "zero", "m", "one"], ["y"]),
+    ]
+    constants = {"zero": np.array([0], np.int64), "one": np.array([1], np.int64)}
+    model = _chain(nodes, [("x", F32, ["n", 8]), ("other", F32, ["n", "m"])], None, constants)
+    rng = np.random.default_rng(0)
+    for width in (8, 5):
+        feeds = {"x": rng.standard_normal((2, 8)).astype(F32)}
+        feeds["other"] = rng.standard_normal((2, width)).astype(F32)
+        construct = _construct(
+            assert_matches(model, tmp_path / str(width), feeds, shape=["2,8", f"2,{width}"])
+        )
+        assert "x[:" in construct, construct
