@@ -31,6 +31,8 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
             hint = ("past_key", "past_value")[caches.index(name) % 2]
         elif hint == "x" and _only_concatenated(graph, name, readers.get(name, [])):
             hint = "shortcut"  # passed through beside what the block computes (ShuffleNet)
+        elif hint == "x" and "x" in hints and _only_scales(name, readers):
+            hint = "weights"  # multiplies what the block computes (Mixtral's routing weights)
         if hint == "hidden_states" and hint in hints:
             only_added = all(node.op_type == "Add" for node in readers.get(name, []))
             hint = "residual" if only_added else hint
@@ -65,7 +67,7 @@ def _role(graph: Graph, name: str, readers: list) -> str:
     rotary = _rotary_role(graph, name, readers)
     if rotary:
         return rotary
-    return "x"
+    return "indices" if dtype.kind in "iu" else "x"  # Mixtral's chosen experts
 
 
 def _attention_bias_of(node, name: str) -> bool:
@@ -142,6 +144,20 @@ def layer_reads(items: list) -> dict[str, int]:
             first = item.node.inputs[0]
             counts[first] = counts.get(first, 0) + 1
     return counts
+
+
+def _only_scales(name: str, readers: dict, depth: int = 3) -> bool:
+    """Read only to multiply, after reshapes (a second float input that weighs a result)."""
+    nodes = readers.get(name, [])
+    if not nodes or not depth:
+        return False
+    for node in nodes:
+        if node.op_type in ("Reshape", "Unsqueeze"):
+            if not _only_scales(node.outputs[0], readers, depth - 1):
+                return False
+        elif node.op_type != "Mul":
+            return False
+    return True
 
 
 def _only_concatenated(graph: Graph, name: str, readers: list) -> bool:

@@ -32,3 +32,34 @@ def test_a_value_only_put_back_beside_the_result_is_named_by_the_axis(tmp_path, 
     code = result.script_path.read_text()
     block = code[code.index("class ") : code.index("class MindSporeModel")]
     assert f", {name})" in block.split("def construct(")[1].split("\n")[0], block
+
+
+def test_a_second_float_input_that_weighs_the_result_and_an_integer_input_are_named(tmp_path):
+    """Mixtral's experts: the tokens, the routing weights they are scaled by, and the chosen
+    experts' indices: ``construct(self, x, weights, indices)``, not ``x, x_1, x_2``."""
+    nodes = [
+        helper.make_node("Relu", ["tokens"], ["hidden"], name="/Relu"),
+        helper.make_node("Neg", ["routing"], ["scales"], name="/Neg"),
+        helper.make_node("Add", ["chosen", "one"], ["ids"], name="/Add"),
+        helper.make_node("MatMul", ["hidden", "w"], ["h"], name="/blk/proj/MatMul"),
+        helper.make_node("Reshape", ["scales", "column"], ["scale_col"], name="/blk/Reshape"),
+        helper.make_node("Mul", ["h", "scale_col"], ["weighed"], name="/blk/Mul"),
+        helper.make_node("Cast", ["ids"], ["ids_f"], name="/blk/Cast", to=1),
+        helper.make_node("Reshape", ["ids_f", "column"], ["ids_col"], name="/blk/Reshape_1"),
+        helper.make_node("Add", ["weighed", "ids_col"], ["y"], name="/blk/Add"),
+    ]
+    constants = {
+        "w": np.random.default_rng(2).standard_normal((8, 8)).astype(F32),
+        "column": np.array([-1, 1], np.int64),
+        "one": np.array(1, np.int64),
+    }
+    inputs = [("tokens", F32, [4, 8]), ("routing", F32, [4]), ("chosen", np.int64, [4])]
+    model = make_model(nodes, inputs, [("y", F32, None)], constants)
+    rng = np.random.default_rng(3)
+    feeds = {
+        "tokens": rng.standard_normal((4, 8)).astype(F32),
+        "routing": rng.standard_normal(4).astype(F32),
+        "chosen": rng.integers(0, 3, 4).astype(np.int64),
+    }
+    code = assert_matches(model, tmp_path, feeds).script_path.read_text()
+    assert "def construct(self, x, weights, indices):" in code, code
