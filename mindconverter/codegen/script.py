@@ -175,9 +175,16 @@ def _dims_text(shape: tuple) -> str:
 _FLOOR_DIVISION = re.compile(r"floor\(((?:[^()]|\([^()]*\))*?)/((?:[^()]|\([^()]*\))*)\)")
 
 
+# names shape inference or an exporter made up for a size nothing names (``unk__3``,
+# ``LayerNormalizationlast_hidden_state_dim_1``): shown as ``?``, a size known at run time
+_MADE_UP_DIM = re.compile(r"unk__\d+|\w*_dim_\d+|\w*out_?dim\w*", re.IGNORECASE)
+
+
 def _dim_text(dim: str) -> str:
     """A named or derived size as Python reads it: symbolic inference writes ``floor(h/7)``,
     shown as ``(h // 7)``; rewritten as text, never evaluated."""
+    if _MADE_UP_DIM.fullmatch(dim):
+        return "?"
     text = dim[:200]
     for _ in range(8):  # innermost floor first
         changed = re.sub(_FLOOR_DIVISION, r"(\1 // \2)", text)

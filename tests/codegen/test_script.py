@@ -70,3 +70,12 @@ def test_derived_sizes_read_as_python_in_the_docstring():
     text = _dims_text(shape)
     assert text.startswith("1, ((n // 5) // 2) - 1, (height // 7)*(width // 7) + 1, ")
     assert '"' not in text and "\n" not in text
+
+
+def test_sizes_nothing_names_read_as_unknown_in_the_docstring():
+    """``unk__3`` (onnx) and ``LayerNormalizationlast_hidden_state_dim_1`` (the TorchScript
+    exporter) are names made up for sizes known only at run time: shown as ``?``."""
+    from mindconverter.codegen.script import _dims_text
+
+    shape = ("batch", "unk__3", "LayerNormalizationlast_hidden_state_dim_1", "floor(h/7)", 16)
+    assert _dims_text(shape) == "batch, ?, ?, (h // 7), 16"
