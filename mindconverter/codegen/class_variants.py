@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
-from .residuals import same_up_to_names, split_residual
+from .residuals import leading_space, same_up_to_names, split_residual
 from .scope import ClassBuilder, ClassRef, SlotRef
 
 # what texts that end in a residual sum hold, and the guard of that sum (never an attribute)
@@ -43,7 +43,6 @@ _ATTRIBUTE_LINE = re.compile(r"self\.(\w+) = $")
 # marker of a number slot the merged text already holds
 _NUMBER = re.compile(r"\x00\d+\x00|(?<![\w.\x00])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.\x00])")
 _MARKER = re.compile(r"\x00(\d+)\x00")
-_MARKER_ANYWHERE = re.compile(r"\x00(\d+)\x00")
 
 
 def _form(line: str) -> str:
@@ -412,7 +411,7 @@ class Variants:
 
     def body_slots(self) -> set[int]:
         """The slots ``construct`` reads (numbers that differ between the texts)."""
-        return {int(i) for line, _ in self.body for i in _MARKER_ANYWHERE.findall(line)}
+        return {int(i) for line, _ in self.body for i in _MARKER.findall(line)}
 
     def construct_lines(self, flags: dict[str, str], numbers: dict[int, str]) -> list[str]:
         """``construct``'s lines, statements of an optional layer under its guard, a residual
@@ -420,14 +419,14 @@ class Variants:
         each number slot written as ``numbers`` says (``self.head_dim`` or the literal)."""
         lines: list[str] = []
         body = [
-            (_MARKER_ANYWHERE.sub(lambda m: numbers[int(m.group(1))], line), guard)
+            (_MARKER.sub(lambda m: numbers[int(m.group(1))], line), guard)
             for line, guard in self.body
         ]
         for index, (line, guard) in enumerate(body):
             if guard is None or (guard == RESIDUAL and guard not in flags):
                 lines.append(line)
                 continue
-            indent = _indent(line)
+            indent = leading_space(line)
             if guard == RESIDUAL and (index == 0 or body[index - 1][1] != guard):
                 lines.append(f"{indent}if self.{flags[guard]}:")
             elif index == 0 or body[index - 1][1] != guard:
@@ -449,14 +448,10 @@ def _held(builder: ClassBuilder) -> set[str]:
     return {a for a in map(_attribute, builder.init_lines) if a}
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
 def _guard(run: list[str], fits) -> str | None:
     """The optional layer a run of statements belongs to: the first it reads that ``fits``;
     ``None`` when the run is not indented as one piece or reads no such layer."""
-    indent = _indent(run[0])
+    indent = leading_space(run[0])
     if any(not line.startswith(indent) for line in run):
         return None
     for line in run:

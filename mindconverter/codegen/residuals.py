@@ -63,7 +63,7 @@ def same_up_to_names(
     bound_theirs = dict(bound_mine)
     for index, (a, b) in enumerate(zip(mine, theirs)):
         names_a, names_b = targets(a), targets(b)
-        if len(names_a) != len(names_b) or _indent(a) != _indent(b):
+        if len(names_a) != len(names_b) or leading_space(a) != leading_space(b):
             return False
         rest_a, rest_b = _after_targets(a, names_a), _after_targets(b, names_b)
         if not _same_tokens(rest_a, rest_b, bound_mine, bound_theirs):
@@ -75,7 +75,8 @@ def same_up_to_names(
     )
 
 
-def _indent(line: str) -> str:
+def leading_space(line: str) -> str:
+    """The leading whitespace of a line."""
     return line[: len(line) - len(line.lstrip())]
 
 

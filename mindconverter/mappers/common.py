@@ -167,3 +167,13 @@ def fold_operands(operands: Sequence, combine: Callable) -> object:
         groups = [level[start : start + FOLD_GROUP] for start in range(0, len(level), FOLD_GROUP)]
         level = [functools.reduce(combine, group) for group in groups]
     return level[0]
+
+
+def exact_as_scalar(value: np.generic) -> bool:
+    """Whether a fill value survives MindSpore's GRAPH mode, which reads a Python number as an
+    int32 or float32 scalar (a wider value is silently cut)."""
+    if value.dtype.kind in "iu":
+        return -(2**31) <= int(value) < 2**31
+    if value.dtype.kind == "f":
+        return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
+    return True

@@ -18,7 +18,7 @@ from .base import (
     Unsupported,
     normalize_axis,
 )
-from .common import scalar_or_const
+from .common import exact_as_scalar, scalar_or_const
 from .registry import mapper
 
 
@@ -101,22 +101,12 @@ def constant_of_shape(ctx: NodeContext):
     shape = Input(0)
     if out_shape is not None and all(isinstance(d, (int, np.integer)) for d in out_shape):
         shape = Lit(tuple(int(d) for d in out_shape))
-    if not _exact_as_scalar(array[0]):  # a Python number reaches GRAPH mode as int32/float32
+    if not exact_as_scalar(array[0]):  # a Python number reaches GRAPH mode as int32/float32
         zeros = Call("ops.zeros", [shape, DType(array.dtype.name)])
         return BinOp("+", zeros, Const(np.asarray(array[0])))
     if isinstance(shape, Lit):
         return Call("ops.full", [shape, Lit(item)], {"dtype": DType(array.dtype.name)})
     return Call("ops.fill", [DType(array.dtype.name), shape, Lit(item)])
-
-
-def _exact_as_scalar(value: np.generic) -> bool:
-    """Whether a fill value survives MindSpore's GRAPH mode, which reads a Python number as an
-    int32 or float32 scalar (a wider value is silently cut)."""
-    if value.dtype.kind in "iu":
-        return -(2**31) <= int(value) < 2**31
-    if value.dtype.kind == "f":
-        return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
-    return True
 
 
 @mapper("Trilu", since=14)

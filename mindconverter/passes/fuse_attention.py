@@ -33,6 +33,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
 from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
+from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -104,24 +105,12 @@ class _Finder:
         """Whether ``name`` feeds ``reader`` and otherwise only Shape nodes whose sizes end up
         in nodes the match removes (``dying``, by id; dynamo computes the key transpose's
         targets from the key's shape): once they go, nothing reads ``name``."""
-        readers = self.readers.get(name, [])
-        others = [node for node in readers if node is not reader]
-        if name in self.pinned or len(others) == len(readers):
-            return False
-        if any(node.op_type != "Shape" for node in others):
-            return False
-        pending, seen = list(others), set()
-        while pending:
-            node = pending.pop()
-            if id(node) in seen or id(node) in dying:
-                continue
-            seen.add(id(node))
-            if node.op_type not in _SIZE_OPS or node.domain not in ("", "ai.onnx"):
-                return False
-            if any(out in self.pinned for out in node.output):
-                return False
-            pending += [n for out in node.output for n in self.readers.get(out, [])]
-        return True
+        return (
+            size_readers(
+                name, reader, lambda n: self.readers.get(n, []), self.pinned, dying, _SIZE_OPS
+            )
+            is not None
+        )
 
     def scalar(self, name: str) -> float | None:
         value = self.graph.constant(name)
@@ -422,7 +411,7 @@ def _masked_by_where(finder: _Finder, name: str, match: _Match):
     ``scores + fill`` is the fill). Adds that bias to the match and returns (the scores, the
     Where), or None."""
     where = finder.made_by(name, "Where")
-    if where is None or _score_side_of(finder, where.input[1]) is None:
+    if where is None or not _from_scores(finder, where.input[1]):
         return None
     fill = finder.scalar(where.input[2])
     dtype = finder.graph.dtypes.get(where.input[1])
@@ -441,34 +430,31 @@ def _masked_by_where(finder: _Finder, name: str, match: _Match):
     return where.input[1], where
 
 
-def _score_side_of(finder: _Finder, name: str) -> int | None:
-    """0 when ``name`` is made (through scales, Adds and Reshapes) by a MatMul, else None."""
-    probe = helper.make_node("Add", [name, name], ["probe"])
-    return _score_side(finder, probe)
-
-
 def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
     """Which input of a bias Add carries the scores: the one made (through scales and Adds)
     by a MatMul."""
-    for side in (0, 1):
-        name = add.input[side]
-        for _ in range(_MAX_BIASES + 4):
-            node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape", "Where")
-            if node is None:
-                break
-            if node.op_type == "MatMul":
-                return side
-            if node.op_type in ("Reshape", "Where"):  # a Where masks the scores it keeps
-                name = node.input[0] if node.op_type == "Reshape" else node.input[1]
-                continue
-            if node.op_type == "Add":
-                name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]
-                continue
-            found = _scale_factor(finder, node, name)
-            if found is None:
-                break
-            name = found[0]
-    return None
+    return next((side for side in (0, 1) if _from_scores(finder, add.input[side])), None)
+
+
+def _from_scores(finder: _Finder, name: str) -> bool:
+    """Whether ``name`` is made by a MatMul through scales, Adds, Reshapes and masking Wheres."""
+    for _ in range(_MAX_BIASES + 4):
+        node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape", "Where")
+        if node is None:
+            return False
+        if node.op_type == "MatMul":
+            return True
+        if node.op_type in ("Reshape", "Where"):  # a Where masks the scores it keeps
+            name = node.input[0] if node.op_type == "Reshape" else node.input[1]
+            continue
+        if node.op_type == "Add":
+            name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]
+            continue
+        found = _scale_factor(finder, node, name)
+        if found is None:
+            return False
+        name = found[0]
+    return False
 
 
 def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:

@@ -28,8 +28,10 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
+from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
 from ..graph.symbolic import DynamicDimensionError
+from ..mappers.common import exact_as_scalar
 from .context import PassContext
 
 # Elementwise operators that may appear inside a GELU formula.
@@ -615,23 +617,7 @@ def _sizes_only_for(index: _Index, name: str, reader: onnx.NodeProto) -> list | 
     """The nodes besides ``reader`` that read ``name`` only to compute ``reader``'s other
     inputs (a Shape and the arithmetic on its sizes), which go when ``reader`` does; None
     when something else reads ``name`` or those sizes."""
-    if name in index.pinned:
-        return None
-    others = [node for node in index.live_readers(name) if node is not reader]
-    if len(others) == len(index.live_readers(name)) or any(n.op_type != "Shape" for n in others):
-        return None
-    found, pending = {}, list(others)
-    while pending:
-        node = pending.pop()
-        if id(node) in found or node is reader:
-            continue
-        if node.op_type not in _SIZE_OPS or node.domain not in ("", "ai.onnx"):
-            return None
-        if any(out in index.pinned for out in node.output):
-            return None
-        found[id(node)] = node
-        pending += [n for out in node.output for n in index.live_readers(out)]
-    return list(found.values())
+    return size_readers(name, reader, index.live_readers, index.pinned, (), _SIZE_OPS)
 
 
 def _lift_rotary_applications(index: _Index) -> int:
@@ -928,7 +914,8 @@ def _lift_full_likes(index: _Index) -> int:
         shape = index.producer.get(node.input[-1])
         if shape is None or not _whole_shape(index, shape):
             continue
-        if array.size != 1 or not _fits_a_number(array.reshape(-1)[0]):
+        value = array.reshape(-1)[0] if array.size == 1 else None
+        if value is None or value.dtype.kind not in "iufb" or not exact_as_scalar(value):
             continue
         fused = helper.make_node("FullLike", [shape.input[0]], [node.output[0]], domain=DOMAIN)
         fused.attribute.append(helper.make_attribute("value", numpy_helper.from_array(array)))
@@ -954,15 +941,6 @@ def _whole_shape(index: _Index, node: onnx.NodeProto) -> bool:
     if not isinstance(sizes, tuple) or shape is None or len(sizes) != len(shape):
         return False
     return all(str(a).replace(" ", "") == str(b).replace(" ", "") for a, b in zip(sizes, shape))
-
-
-def _fits_a_number(value: np.generic) -> bool:
-    """Whether a Python number carries the value exactly (MindSpore reads int32/float32)."""
-    if value.dtype.kind in "iu":
-        return -(2**31) <= int(value) < 2**31
-    if value.dtype.kind == "f":
-        return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
-    return value.dtype.kind == "b"
 
 
 # --- driver -------------------------------------------------------------------------------
