@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from .contrib_shapes import add_contrib_shape_handlers
+from .symbolic_slices import add_slice_length_check
 
 # Bound on inference rounds (each round re-runs the whole graph after merging symbols).
 MAX_ROUNDS = 8
@@ -47,8 +48,12 @@ class SymbolicInference:
     values: dict[str, SymbolicValue]
 
 
-def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
-    """Run onnxruntime's symbolic shape inference; None when it is unavailable or fails."""
+def infer_symbolic(
+    model: onnx.ModelProto, sizes: dict[str, int] | None = None
+) -> SymbolicInference | None:
+    """Run onnxruntime's symbolic shape inference; None when it is unavailable or fails.
+    ``sizes`` (named input dimension -> size at the conversion shape) settle the lengths of
+    slices whose bounds the tool cannot prove non-negative."""
     try:
         from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
     except ImportError:  # sympy missing, or an onnxruntime without the tool
@@ -60,6 +65,7 @@ def infer_symbolic(model: onnx.ModelProto) -> SymbolicInference | None:
         inference = SymbolicShapeInference(INT_MAX, True, False, 0)
         deadline = time.monotonic() + TOTAL_SECONDS
         add_contrib_shape_handlers(inference)
+        add_slice_length_check(inference, sizes or {})
         with _node_alarm() as armed:
             _fall_back_per_node(inference, deadline, armed)
             inference._preprocess(model)
@@ -193,7 +199,7 @@ def is_numeric(value: SymbolicValue) -> bool:
 
 def python_expressible(value: SymbolicValue) -> bool:
     """Whether a symbolic value is written with Python integer arithmetic alone: sums, products,
-    integer powers and floor division of named dimensions and integers."""
+    integer powers, floor division, ``min`` and ``max`` of named dimensions and integers."""
     if isinstance(value, int):
         return True
     import sympy
@@ -205,6 +211,8 @@ def python_expressible(value: SymbolicValue) -> bool:
     if isinstance(value, sympy.Pow):
         base, exponent = value.args
         return exponent.is_Integer and int(exponent) > 0 and python_expressible(base)
+    if isinstance(value, (sympy.Min, sympy.Max)):  # a slice bound clamped to the axis
+        return all(python_expressible(arg) for arg in value.args)
     if isinstance(value, sympy.floor):
         inner = value.args[0]
         numerator, denominator = inner.as_numer_denom()

@@ -33,7 +33,8 @@ def dims(ctx: NodeContext):
 
 
 def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:
-    """A sympy integer expression (sums, products, powers, floor division) as an expression."""
+    """A sympy integer expression (sums, products, powers, floor division, min and max) as an
+    expression."""
     import sympy
 
     if isinstance(value, int) or value.is_Integer:
@@ -45,6 +46,9 @@ def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:
         return BinOp(
             "//", integer_expression(numerator, lookup), integer_expression(denominator, lookup)
         )
+    if isinstance(value, (sympy.Min, sympy.Max)):
+        name = "min" if isinstance(value, sympy.Min) else "max"
+        return Call(name, [integer_expression(arg, lookup) for arg in value.args])
     if isinstance(value, sympy.Pow):
         base, exponent = value.args
         return BinOp("**", integer_expression(base, lookup), int(exponent))

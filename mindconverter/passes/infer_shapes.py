@@ -79,7 +79,7 @@ def run(graph: Graph, context: PassContext) -> bool:
     also records the symbolic values of its shape tensors in ``graph.symbolic_values``.
     """
     if has_symbolic_inputs(graph.model):
-        symbolic = infer_symbolic(graph.model)
+        symbolic = infer_symbolic(graph.model, _named_sizes(context))
         if symbolic is not None:
             graph.replace_model(symbolic.model)
             graph.symbolic_values = _vectors_only(graph, symbolic.values)
@@ -91,6 +91,16 @@ def run(graph: Graph, context: PassContext) -> bool:
         graph.replace_model(infer_shapes(graph.model))
         _name_unknown_sizes_until_settled(graph)
     return False
+
+
+def _named_sizes(context: PassContext) -> dict[str, int]:
+    """Each named input dimension's size at the conversion shape."""
+    sizes = {}
+    for name, declared in context.declared_shapes.items():
+        for dim, size in zip(declared, context.resolved_shapes.get(name, ()), strict=False):
+            if isinstance(dim, str) and isinstance(size, int):
+                sizes[dim] = size
+    return sizes
 
 
 def _vectors_only(graph: Graph, values: dict) -> dict:
