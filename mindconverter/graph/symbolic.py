@@ -273,18 +273,37 @@ def whole_dimensions(graph, items, candidates: list[str]) -> tuple[list, dict]:
         if isinstance(item, int) or item.is_Symbol or item.is_Integer:
             result.append(item)
             continue
-        found = _dimension_equal_to(graph, item, candidates)
+        found, offset = _dimension_near(graph, item, candidates)
         if found is None:
             result.append(item)
             continue
-        name = f"whole_dim_{len(whole)}"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        symbol = sympy.Symbol(name, integer=True)
-        whole[str(symbol)] = found
-        result.append(symbol)
+        symbol = next(
+            (sympy.Symbol(n, integer=True) for n, at in whole.items() if at == found), None
+        )
+        if symbol is None:
+            name = f"whole_dim_{len(whole)}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            symbol = sympy.Symbol(name, integer=True)
+            whole[str(symbol)] = found
+        result.append(symbol + offset)
     return result, whole
+
+
+# Largest constant by which a size may differ from a whole dimension and still be read from it
+# (``seq_len + 1`` for a padded row).
+NEAR_OFFSET = 8
+
+
+def _dimension_near(graph, item, candidates: list[str]) -> tuple[tuple[str, int] | None, int]:
+    """A whole dimension of a candidate tensor that ``item`` equals up to a small constant
+    offset, and the offset; (None, 0) when there is none."""
+    for offset in sorted(range(-NEAR_OFFSET, NEAR_OFFSET + 1), key=abs):
+        found = _dimension_equal_to(graph, item - offset, candidates)
+        if found is not None:
+            return found, offset
+    return None, 0
 
 
 def _dimension_equal_to(graph, item, candidates: list[str]) -> tuple[str, int] | None:

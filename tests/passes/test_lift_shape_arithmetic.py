@@ -82,6 +82,45 @@ def test_size_equal_to_a_whole_dimension_is_read_from_that_tensor(tmp_path):
     assert "ops.shape(x)[1]" not in body and "- 1" not in body and "-1 +" not in body, body
 
 
+def test_a_size_near_a_whole_dimension_is_read_from_that_tensor(tmp_path):
+    """A size that differs from a whole dimension of a tensor the shape reads by a constant
+    (``n - 2`` beside ``h`` of ``n - 1`` rows) is read from that tensor, plus the constant."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes = [
+        helper.make_node("Slice", ["x", "zero", "minus_one", "one"], ["h"]),
+        helper.make_node("Slice", ["h", "one", "big", "one"], ["z"]),
+        helper.make_node("Shape", ["h"], ["h_size"]),
+        helper.make_node("Gather", ["h_size", "first"], ["batch"]),
+        helper.make_node("Shape", ["x"], ["x_size"]),
+        helper.make_node("Gather", ["x_size", "second"], ["n"]),
+        helper.make_node("Sub", ["n", "two"], ["shorter"]),
+        helper.make_node("Concat", ["batch", "shorter", "tail"], ["target"], axis=0),
+        helper.make_node("Reshape", ["z", "target"], ["y"]),
+    ]
+    constants = {
+        "zero": np.array([0], np.int64),
+        "minus_one": np.array([-1], np.int64),
+        "one": np.array([1], np.int64),
+        "two": np.array([2], np.int64),
+        "big": np.array([2**62], np.int64),
+        "first": np.array([0], np.int64),
+        "second": np.array([1], np.int64),
+        "tail": np.array([2, 2], np.int64),
+    }
+    model = make_model(
+        nodes, [("x", np.float32, ["batch", "n", 4])], [("y", np.float32, None)], constants
+    )
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 6, 4)).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,6,4"])
+    code = result.script_path.read_text()
+    body = code[code.index("def construct") :]
+    assert "ops.shape(x)" not in body and "_ = x.shape" not in body, body
+    assert "x.shape[1]" not in body, body
+
+
 def test_a_size_also_read_by_other_arithmetic_is_a_python_number(tmp_path):
     """BERT slices its position ids with the sequence length that also sizes a reshape: once the
     reshape's target is a Dims node of its own, the slice is the size's only reader and gets it
