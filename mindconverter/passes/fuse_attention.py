@@ -299,6 +299,10 @@ def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
 def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
     """The MatMul of the probabilities with v after the softmax (through the NaN guard)."""
     probs = softmax.output[0]
+    round_trip = _reshaped_back(finder, probs)
+    if round_trip:  # XGLM unfolds its probabilities and folds them straight back
+        match.removed += round_trip
+        probs = round_trip[-1].output[0]
     readers = finder.readers.get(probs, [])
     if probs in finder.pinned:
         return None
@@ -322,6 +326,22 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
     match.nan_guard = True
     match.removed += [isnan, where]
     return after[0]
+
+
+def _reshaped_back(finder: _Finder, name: str) -> list[onnx.NodeProto]:
+    """Two Reshapes, each the only reader of what it reads, that give ``name`` its own sizes
+    back (an unfold of the heads and the fold undoing it); empty when there are none."""
+    chain = []
+    for _ in range(2):
+        readers = finder.readers.get(name, [])
+        if name in finder.pinned or len(readers) != 1 or readers[0].op_type != "Reshape":
+            return []
+        if readers[0].input[0] != name:
+            return []
+        chain.append(readers[0])
+        name = readers[0].output[0]
+    same = finder.graph.dims(name) == finder.graph.dims(chain[0].input[0])
+    return chain if same and finder.graph.dims(name) is not None else []
 
 
 def _folded_context(finder: _Finder, fold: onnx.NodeProto, match: _Match):
@@ -358,9 +378,14 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
     """Walk back from the softmax's input over bias Adds (and the unfold of heads folded into
     the batch), then scalar scales, to the score MatMul; biases go into the match (outermost
     first)."""
-    for _ in range(_MAX_BIASES + 2):
+    for _ in range(_MAX_BIASES + 3):
         if not finder.private(name, reader):
             return None
+        fold = _scores_fold(finder, name, match)
+        if fold is not None:  # XGLM folds the masked scores back before its softmax
+            match.probs_fold = fold
+            name, reader = fold.input[0], fold
+            continue
         unfold = _unfolds_heads(finder, name) if match.unfold is None else None
         if unfold is not None:
             match.unfold = unfold
@@ -391,6 +416,14 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
     if not finder.private(name, reader):
         return None
     return finder.made_by(name, "MatMul")
+
+
+def _scores_fold(finder: _Finder, name: str, match: _Match) -> onnx.NodeProto | None:
+    """The Reshape folding unfolded (B, H, S, T) scores back into (B*H, S, T) right before the
+    softmax (over the last axis, which the fold keeps: the same as a softmax before the fold)."""
+    if match.unfold is not None or match.probs_fold is not None:
+        return None
+    return _heads_reshape(finder, name, folds=True)
 
 
 def _floor_clamp(finder: _Finder, name: str) -> onnx.NodeProto | None:
@@ -486,9 +519,14 @@ def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     return match if _ranks_agree(finder, match) else None
 
 
-def _unfolded(finder: _Finder, name: str, reader: onnx.NodeProto) -> onnx.NodeProto | None:
-    """The Reshape folding (B, H, S, D) into ``name``, (B*H, S, D), read by ``reader`` alone."""
-    return _heads_reshape(finder, name, folds=True) if finder.private(name, reader) else None
+def _unfolded(
+    finder: _Finder, name: str, reader: onnx.NodeProto, dying: set[int]
+) -> onnx.NodeProto | None:
+    """The Reshape folding (B, H, S, D) into ``name``, (B*H, S, D), read by ``reader`` alone
+    (besides sizes for nodes in ``dying``: XGLM sizes its scores' fold from the folded query)."""
+    if not finder.private_but_sized(name, reader, dying):
+        return None
+    return _heads_reshape(finder, name, folds=True)
 
 
 def _folded_match(finder: _Finder, match: _Match, chain: list[onnx.NodeProto]) -> _Match | None:
@@ -496,18 +534,21 @@ def _folded_match(finder: _Finder, match: _Match, chain: list[onnx.NodeProto]) -
     before their folds, the biases added to the folded scores unfolded, the fused node
     writing what the context's unfold wrote."""
     _, scores, context = chain
+    dying = {id(node) for node in match.removed + chain}
+    if match.probs_fold is not None:
+        dying.add(id(match.probs_fold))
     q, q_reader = _peel_scales(finder, scores.input[0], scores, match)
-    q_fold = _unfolded(finder, q, q_reader)
+    q_fold = _unfolded(finder, q, q_reader, dying)
     key_t = finder.made_by(scores.input[1], "Transpose")
     if q_fold is None or key_t is None or list(_attr(key_t, "perm", [])) != [0, 2, 1]:
         return None
-    k_fold = _unfolded(finder, key_t.input[0], key_t)
+    k_fold = _unfolded(finder, key_t.input[0], key_t, dying)
     if k_fold is None or not finder.private(scores.input[1], scores):
         return None
     match.q, match.k, match.v = q_fold.input[0], k_fold.input[0], context.input[1]
     match.removed += [q_fold, key_t, k_fold]
     if match.probs_fold is not None:
-        v_fold = _unfolded(finder, context.input[1], context)
+        v_fold = _unfolded(finder, context.input[1], context, dying)
         readers = finder.readers.get(context.output[0], [])
         unfolds = [node for node in readers if node.op_type == "Reshape"]
         if v_fold is None or len(unfolds) != 1 or context.output[0] in finder.pinned:

@@ -532,3 +532,61 @@ def test_a_clamp_at_the_lowest_float_is_fused_away_unless_a_bias_is_minus_infini
 def test_a_clamped_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
     shape = [f"1,{HEADS},3,{HEAD_DIM}"] * 3 + ["1,1,1,3"]
     _matches_at(clamped_attention(), tmp_path, [{"b": 1, "s": 3}, {"b": 2, "s": 5}], shape=shape)
+
+
+def folded_softmax_attention():
+    """XGLM: heads folded into the batch for both products, the scores unfolded for the mask
+    and the clamp, folded back (sized from the folded query) before the softmax; the
+    probabilities unfolded and folded straight back before the context product."""
+    nodes = [
+        _const("zero", [0], np.int64),
+        _const("one", [1], np.int64),
+        _const("three", [3], np.int64),
+        _const("heads", [HEADS], np.int64),
+        _const("rest", [-1, HEAD_DIM], np.int64),
+        helper.make_node("Shape", ["q"], ["q_shape"]),
+        helper.make_node("Slice", ["q_shape", "zero", "one"], ["batch"]),
+        helper.make_node("Mul", ["batch", "heads"], ["batch_heads"]),
+        helper.make_node("Concat", ["batch_heads", "rest"], ["fold"], axis=0),
+        *[helper.make_node("Reshape", [n, "fold"], [f"{n}_folded"]) for n in "qkv"],
+        helper.make_node("Transpose", ["k_folded"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q_folded", "kt"], ["scores"]),
+        _const("two", [2], np.int64),
+        helper.make_node("Slice", ["q_shape", "two", "three"], ["seq"]),
+        helper.make_node("Concat", ["seq", "seq"], ["rows_cols"], axis=0),
+        helper.make_node("Concat", ["batch", "heads", "rows_cols"], ["unfold"], axis=0),
+        helper.make_node("Reshape", ["scores", "unfold"], ["unfolded"]),
+        _const("allowed", 0.0),
+        _const("blocked", np.finfo(F32).min),
+        helper.make_node("Where", ["keep", "allowed", "blocked"], ["mask"]),
+        helper.make_node("Add", ["unfolded", "mask"], ["masked"]),
+        _const("floor", np.finfo(F32).min),
+        helper.make_node("Max", ["masked", "floor"], ["clamped"]),
+        helper.make_node("Shape", ["q_folded"], ["q_size"]),
+        helper.make_node("Slice", ["q_size", "zero", "one"], ["folded_batch"]),
+        helper.make_node("Concat", ["folded_batch", "rows_cols"], ["refold"], axis=0),
+        helper.make_node("Reshape", ["clamped", "refold"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        helper.make_node("Reshape", ["probs", "unfold"], ["probs_unfolded"]),
+        helper.make_node("Reshape", ["probs_unfolded", "refold"], ["probs_folded"]),
+        helper.make_node("MatMul", ["probs_folded", "v_folded"], ["context"]),
+        _const("split_heads", [HEADS, -1, HEAD_DIM], np.int64),
+        helper.make_node("Concat", ["batch", "split_heads"], ["heads_back"], axis=0),
+        helper.make_node("Reshape", ["context", "heads_back"], ["out"]),
+    ]
+    spec = ["b", HEADS, "s", HEAD_DIM]
+    inputs = [(n, F32, spec) for n in "qkv"] + [("keep", np.bool_, ["b", 1, "s", "s"])]
+    return make_model(nodes, inputs, [("out", F32, None)])
+
+
+def test_a_softmax_over_scores_folded_back_is_fused():
+    shapes = [(2, HEADS, 3, HEAD_DIM)] * 3 + [(2, 1, 3, 3)]
+    count, (node,) = _fused(folded_softmax_attention(), shapes)
+    assert count == 1 and len(node.input) == 4 and list(node.input[:3]) == ["q", "k", "v"]
+
+
+@pytest.mark.slow
+def test_a_softmax_over_scores_folded_back_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    shape = [f"2,{HEADS},3,{HEAD_DIM}"] * 3 + ["2,1,3,3"]
+    model = folded_softmax_attention()
+    _matches_at(model, tmp_path, [{"b": 2, "s": 3}, {"b": 1, "s": 6}], shape=shape)
