@@ -260,35 +260,39 @@ class DynamicDim:
 
 def whole_dimensions(graph, items, candidates: list[str]) -> tuple[list, dict]:
     """``items`` with each expression that is a whole dimension of a candidate tensor (the
-    sequence length after a feature extractor, ``(n // 5 - 1) // 2``) replaced by a symbol of
-    its own, and where each such symbol is read: ``hidden_states.shape[1]``, not the formula
-    over the network input (which would pass that input down to every block)."""
-    import sympy
-
+    sequence length after a feature extractor, ``(n // 5 - 1) // 2``), or a product of such
+    (a flattened patch grid), replaced by symbols of their own, and where each such symbol is
+    read: ``hidden_states.shape[1]``, not the formula over the network input (which would pass
+    that input down to every block)."""
     whole: dict[str, tuple[str, int]] = {}
-    result = []
     # the new symbols' names must not be a dimension name of the model's own
     taken = {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
-    for item in items:
-        if isinstance(item, int) or item.is_Symbol or item.is_Integer:
-            result.append(item)
-            continue
-        found, offset = _dimension_near(graph, item, candidates)
-        if found is None:
-            result.append(item)
-            continue
-        symbol = next(
-            (sympy.Symbol(n, integer=True) for n, at in whole.items() if at == found), None
-        )
-        if symbol is None:
-            name = f"whole_dim_{len(whole)}"
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            symbol = sympy.Symbol(name, integer=True)
-            whole[str(symbol)] = found
-        result.append(symbol + offset)
+    result = [_read_whole(graph, item, candidates, whole, taken) for item in items]
     return result, whole
+
+
+def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str]):
+    """``item`` with whole dimensions (up to an offset) read as symbols recorded in ``whole``."""
+    import sympy
+
+    if isinstance(item, int) or item.is_Symbol or item.is_Integer:
+        return item
+    found, offset = _dimension_near(graph, item, candidates)
+    if found is None:
+        # flatten(2) of a (B, C, H, W) grid: H * W; SEW's min(pooled length, conv length)
+        if isinstance(item, (sympy.Mul, sympy.Min, sympy.Max)):
+            parts = [_read_whole(graph, arg, candidates, whole, taken) for arg in item.args]
+            return item.func(*parts)
+        return item
+    symbol = next((sympy.Symbol(n, integer=True) for n, at in whole.items() if at == found), None)
+    if symbol is None:
+        name = f"whole_dim_{len(whole)}"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        symbol = sympy.Symbol(name, integer=True)
+        whole[str(symbol)] = found
+    return symbol + offset
 
 
 # Largest constant by which a size may differ from a whole dimension and still be read from it
