@@ -21,6 +21,7 @@ from .expressions import ExpressionWriter
 from .naming import comment_text
 from .rendered import RenderedModel, UnconvertedSite
 from .scope import RenderState
+from .single_sizes import unpack_single_sizes
 from .statements import StatementWriter
 from .tidy import tidy_expressions
 
@@ -33,6 +34,7 @@ def render_script(
 ) -> RenderedModel:
     """Render the MindSpore script for the mapped graph and its recovered module tree."""
     tidy_expressions(graph, mapped)
+    unpack_single_sizes(graph, tree.nodes())
     inlined = fold_head_reshapes(graph, tree)
     state = RenderState(graph, mapped, inlined=inlined)
     exprs = ExpressionWriter(state)

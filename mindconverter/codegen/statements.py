@@ -35,8 +35,8 @@ class StatementWriter:
         named = self.scope.is_root and source_output_name(out, self.state.graph.outputs)
         if named:  # the network's results keep the source's output names
             name = self.exprs.new_variable(named)
-        elif _is_dims(mapped):
-            name = self.exprs.new_variable("shape")  # sizes, never a tensor's old name
+        elif _is_dims(mapped):  # sizes, never a tensor's old name
+            name = self.exprs.new_variable("shape" if isinstance(mapped.result, tuple) else "size")
             self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result

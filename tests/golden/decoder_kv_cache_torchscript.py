@@ -117,9 +117,9 @@ class MindSporeModel(nn.Cell):
     def construct(self, input_ids, past_keys, past_values):
         sequence = input_ids.shape[1]
         past = past_keys.shape[3]
-        shape = ops.scalar_to_tensor(past, ms.int64)
-        shape_1 = past + sequence
-        x = ops.arange(shape, shape_1, 1)
+        size = ops.scalar_to_tensor(past, ms.int64)
+        size_1 = past + sequence
+        x = ops.arange(size, size_1, 1)
         x = ops.cast(x, ms.float32)
         x = ops.unsqueeze(x, dim=1)
         x = x * ms.Tensor([[1.0, 0.01]], ms.float32)
@@ -130,8 +130,8 @@ class MindSporeModel(nn.Cell):
         sin = sin[None, None, :, :]
         range_ = ops.arange(0, sequence, 1)
         range_ = ops.unsqueeze(range_, dim=1)
-        range_ = range_ + shape
-        range_1 = ops.arange(0, shape_1, 1)
+        range_ = range_ + size
+        range_1 = ops.arange(0, size_1, 1)
         range_1 = ops.unsqueeze(range_1, dim=0)
         less_or_equal = range_1 <= range_
         less_or_equal = ops.where(less_or_equal, 0.0, -3.4028235e38)
