@@ -36,7 +36,7 @@ class StatementWriter:
         if named:  # the network's results keep the source's output names
             name = self.exprs.new_variable(named)
         elif _is_dims(mapped):  # sizes, never a tensor's old name
-            name = self.exprs.new_variable("shape" if isinstance(mapped.result, tuple) else "size")
+            name = self.exprs.new_variable("size" if _one_size(mapped) else "shape")
             self.scope.sizes.add(out)
         elif mapped.node.op_type == "ScaledDotProductAttention" and mapped.node.domain == DOMAIN:
             name = self.exprs.new_variable("context")  # as attention code names its result
@@ -361,6 +361,14 @@ def _name_fused_projection(roles: dict, producers: dict, source, role: str) -> N
 
 def _is_dims(mapped: MappedNode) -> bool:
     return mapped.node.op_type == "Dims" and mapped.node.domain == DOMAIN
+
+
+def _one_size(mapped: MappedNode) -> bool:
+    """A ``Dims`` node giving one number (as a number or a scalar tensor), not a vector."""
+    attrs = mapped.node.attrs
+    if attrs.get("scalar", 0):
+        return True
+    return not attrs.get("as_tensor", 0) and not isinstance(mapped.result, tuple)
 
 
 def _is_sizes(graph, value: str) -> bool:

@@ -25,7 +25,7 @@ from ..graph.module_tree import Block, module_classes, module_path
 from ..graph.shared_modules import Repeat, find_repeats
 from ..graph.symbolic import whole_dimensions
 from ..mappers.activation import ACTIVATION_CELLS
-from ..mappers.base import MappedNode, NodeContext, Unsupported
+from ..mappers.base import Cell, MappedNode, NodeContext, Unsupported, expression_parts
 from ..mappers.symbolic import dims
 from .context import PassContext
 
@@ -126,8 +126,8 @@ def _hoist_shared_inputs(block: Block, graph: Graph, graph_nodes=None) -> None:
                 if id(m) not in members:
                     read_outside |= {n for n in m.node.inputs if n}
             for item in list(child.items):
-                if isinstance(item, Block) or not item.converted:
-                    continue
+                if isinstance(item, Block) or not item.converted or _holds_weights(item):
+                    continue  # a layer with weights is the module's own (YOLOS's projection)
                 inputs = {n for n in item.node.inputs if n and n not in graph.constants}
                 outputs = {n for n in item.node.outputs if n}
                 read_inside = _reads(child)
@@ -143,6 +143,11 @@ def _hoist_shared_inputs(block: Block, graph: Graph, graph_nodes=None) -> None:
                     break
             if changed:
                 break
+
+
+def _holds_weights(item: MappedNode) -> bool:
+    """Whether a mapped node is a layer with weights (``self.proj = nn.Conv2d(...)``)."""
+    return any(isinstance(part, Cell) and part.weights for part in expression_parts(item.result))
 
 
 def _hoist_layer_computations(block: Block, graph: Graph) -> None:

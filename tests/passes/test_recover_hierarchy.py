@@ -258,3 +258,39 @@ def test_a_block_reads_sizes_from_what_it_computes_with():
     tree = _tree("tiny_bert_dynamo.onnx", ("2,8", "2,8"))
     embeddings = _children(_children(tree)["bert"])["embeddings"]
     assert embeddings.inputs == ["input_ids"]
+
+
+def test_a_layer_whose_output_is_sized_elsewhere_stays_in_its_module(tmp_path):
+    """YOLOS: the encoder reads the patch grid's size from the projection's output; the
+    projection still belongs to the patch embeddings (it is not moved out as a computation
+    the embeddings share with the encoder)."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    patch = "/embeddings/patch_embeddings"
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w"], ["grid"], kernel_shape=[2, 2], strides=[2, 2],
+            name=f"{patch}/projection/Conv",
+        ),
+        helper.make_node("Reshape", ["grid", "flat"], ["cells"], name=f"{patch}/Reshape"),
+        helper.make_node("Transpose", ["cells"], ["tokens"], perm=[0, 2, 1], name=f"{patch}/T"),
+        helper.make_node("Relu", ["tokens"], ["h"], name="/encoder/act/Relu"),
+        helper.make_node("Transpose", ["h"], ["h_t"], perm=[0, 2, 1], name="/encoder/T"),
+        helper.make_node("Shape", ["grid"], ["grid_size"], name="/encoder/Shape"),
+        helper.make_node("Reshape", ["h_t", "grid_size"], ["y"], name="/encoder/Reshape"),
+    ]  # fmt: skip
+    rng = np.random.default_rng(0)
+    constants = {
+        "w": rng.standard_normal((4, 3, 2, 2)).astype(np.float32),
+        "flat": np.array([0, 4, -1], np.int64),
+    }
+    model = make_model(
+        nodes, [("x", np.float32, ["batch", 3, "h", "w"])], [("y", np.float32, None)], constants
+    )
+    feeds = {"x": rng.standard_normal((2, 3, 8, 6)).astype(np.float32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["2,3,8,6"])
+    code = result.script_path.read_text()
+    assert "self.projection = nn.Conv2d(" in code, code
