@@ -24,6 +24,10 @@ from .scope import ClassBuilder, ClassRef, SlotRef
 
 # what texts that end in a residual sum hold, and the guard of that sum (never an attribute)
 RESIDUAL = "#residual"
+# the guard of a functional activation only some texts apply (``x = ops.relu(x)``): HF's
+# ResNet/RegNet conv layers end in an activation except the last of a bottleneck
+OPTIONAL_CALL = "#call:"
+_CHAIN_CALL = re.compile(r"\s*(\w+) = ops\.(\w+)\(\1\)")
 
 # MindSpore's defaults for the keywords the mappers leave out when they hold them (checked
 # against the installed classes by tests/codegen/test_class_variants.py).
@@ -293,19 +297,24 @@ class Variants:
         this class passed on to the child (Swin's head size per stage). Returns the child as
         the merged text holds it; None when their classes' optional layers differ."""
         sources = self.sources[key]
-        if mine.key == theirs.key and not mine.routed:
+        if mine.key == theirs.key and not mine.routed and not mine.flags:
             for m, t in zip(mine.slots, theirs.slots):
                 sources[m] = ("slot", t)
             return mine
         child = self.class_of(mine.key) if self.class_of else None
-        if child is None or child.held[mine.key] != child.held[theirs.key]:
+        if child is None:
             return None
+        flags = self._route_flags(key, mine, child.held[mine.key], child.held[theirs.key])
         routed = dict(mine.routed)
         pairs = zip(child.sources[mine.key], child.sources[theirs.key])
         for index, (first, other) in enumerate(pairs):
-            if first is None or other is None:
-                return None
+            if other is None:  # an argument of a part their child does not hold
+                continue
             value = ("slot", theirs.slots[other[1]]) if other[0] == "slot" else other
+            if first is None and index not in routed:  # of a part the first child lacks
+                slot = self._new_slot(key, child.labels[index], value)
+                routed[index] = slot.index
+                continue
             if index in routed:
                 sources[routed[index]] = value
             elif first[0] == "slot":
@@ -316,7 +325,26 @@ class Variants:
                     if k != key:
                         k_sources[slot.index] = first
                 routed[index] = slot.index
-        return replace(mine, routed=tuple(sorted(routed.items())))
+        return replace(mine, routed=tuple(sorted(routed.items())), flags=flags)
+
+    def _route_flags(self, key, mine: ClassRef, mine_held: set, their_held: set) -> tuple:
+        """The child's optional parts one child holds and the other not become flags of this
+        class passed on to it (``has_shortcut``); the texts without the part leave the flag
+        at its default."""
+        routed = dict(mine.flags)
+        for part in sorted((mine_held ^ their_held) | routed.keys()):
+            value = ("literal", "True") if part in their_held else ("default", "False")
+            if part in routed:
+                self.sources[key][routed[part]] = value
+                continue
+            slot = self._new_slot(key, (flag_name(part), ""), value)
+            for k, k_sources in self.sources.items():
+                if k != key:
+                    k_sources[slot.index] = (
+                        ("literal", "True") if part in mine_held else ("default", "False")
+                    )
+            routed[part] = slot.index
+        return tuple(sorted(routed.items()))
 
     def _take_body(self, old: list[tuple[str, str | None]], key, body: list[str]) -> bool:
         """The merged ``construct``: statements only some texts run are those of a layer only
@@ -327,6 +355,8 @@ class Variants:
         )
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
+                calls = {g for _, g in old[i1:i2] if g and g.startswith(OPTIONAL_CALL)}
+                self.held[key] = held = held | calls  # the new text applies them too
                 if any(guard and guard not in held for _, guard in old[i1:i2]):
                     return False
                 for (line, guard), other in zip(old[i1:i2], body[j1:j2]):
@@ -336,13 +366,27 @@ class Variants:
                     self.body.append((merged, guard))
             elif tag == "insert":  # statements of a layer the new text alone holds
                 run = body[j1:j2]
-                guard = _guard(run, lambda a: a in held and all(a not in h for h in before))
+                guard = _guard(
+                    run, lambda a, held=held: a in held and all(a not in h for h in before)
+                )
+                call = optional_call(run)
+                if guard is None and call is not None and all(call not in h for h in before):
+                    self.held[key] = held = held | {call}
+                    guard = call
                 if guard is None:
                     return False
                 self.body.extend((line, guard) for line in run)
             elif tag == "delete":  # statements of a layer every earlier text holds
                 run = [line for line, _ in old[i1:i2]]
-                guard = _guard(run, lambda a: a not in held and all(a in h for h in before))
+                guard = _guard(
+                    run, lambda a, held=held: a not in held and all(a in h for h in before)
+                )
+                call = optional_call(run) if all(g is None for _, g in old[i1:i2]) else None
+                if guard is None and call is not None:
+                    for k in self.held:  # every earlier text applies it
+                        if k != key:
+                            self.held[k] = self.held[k] | {call}
+                    guard = call
                 for line, own in old[i1:i2]:
                     if (own or guard) is None or (own or guard) in held:
                         return False
@@ -423,11 +467,11 @@ class Variants:
             for line, guard in self.body
         ]
         for index, (line, guard) in enumerate(body):
-            if guard is None or (guard == RESIDUAL and guard not in flags):
+            if guard is None or (guard.startswith("#") and guard not in flags):
                 lines.append(line)
                 continue
             indent = leading_space(line)
-            if guard == RESIDUAL and (index == 0 or body[index - 1][1] != guard):
+            if guard.startswith("#") and (index == 0 or body[index - 1][1] != guard):
                 lines.append(f"{indent}if self.{flags[guard]}:")
             elif index == 0 or body[index - 1][1] != guard:
                 lines.append(f"{indent}if self.{guard} is not None:")
@@ -441,6 +485,23 @@ class Variants:
         if attribute in flags:
             return f"{text} if {flags[attribute]} else None"
         return text
+
+
+def optional_call(run: list[str]) -> str | None:
+    """The guard of a run that is one functional activation of the value it rebinds
+    (``x = ops.relu(x)``); None for anything else."""
+    match = _CHAIN_CALL.fullmatch(run[0]) if len(run) == 1 else None
+    return f"{OPTIONAL_CALL}{match.group(2)}" if match else None
+
+
+def flag_name(guard: str) -> str:
+    """The constructor argument that switches a guarded piece on: ``residual``, ``relu`` for
+    an optional activation, ``has_<layer>`` for an optional layer."""
+    if guard == RESIDUAL:
+        return "residual"
+    if guard.startswith(OPTIONAL_CALL):
+        return guard[len(OPTIONAL_CALL) :]
+    return f"has_{guard}"
 
 
 def _held(builder: ClassBuilder) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .class_variants import RESIDUAL, Variants, kind_of
+from .class_variants import Variants, flag_name, kind_of
 from .naming import CELL_MEMBERS, Namer
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
@@ -69,8 +69,8 @@ def merge_classes(
             variants.init_line(line, join(line, template, info["params"], classes), flags)
             for line in variants.lines
         ]
-        if RESIDUAL in flags:
-            info["init"].append(f"self.{flags[RESIDUAL]} = {flags[RESIDUAL]}")
+        for guard in sorted(g for g in flags if g.startswith("#")):  # residual, activations
+            info["init"].append(f"self.{flags[guard]} = {flags[guard]}")
         numbers, stored = {}, {}
         layers = {m.group(1) for line in info["init"] if (m := re.match(r"self\.(\w+) = ", line))}
         for index in sorted(variants.body_slots()):
@@ -214,7 +214,7 @@ def _arguments(variants: Variants, members: list, values: dict) -> dict:
         by_vector[vector] = params.claim(hint, "value")
     flags = [
         (
-            params.claim("residual" if attribute == RESIDUAL else f"has_{attribute}", "flag"),
+            params.claim(flag_name(attribute), "flag"),
             attribute,
         )
         for attribute in sorted(variants.optional)
@@ -256,7 +256,14 @@ def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str
                     if info["defaults"].get(name) != value:
                         pairs.append(f"{name}={value}")
             held = info["variants"].held[part.key]
-            pairs += [f"{name}=True" for name, attribute in info["flags"] if attribute in held]
+            flags = dict(part.flags)  # the parent's own flags, passed on
+            for name, attribute in info["flags"]:
+                if attribute in flags:
+                    j = flags[attribute]
+                    value = params.get(j, builder.slots[j][2])
+                    pairs += [] if value == "False" else [f"{name}={value}"]
+                elif attribute in held:
+                    pairs.append(f"{name}=True")
             args = ", ".join(pairs)
             text.append(f"{info['name']}({args})")
         else:

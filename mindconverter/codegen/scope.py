@@ -31,6 +31,9 @@ class ClassRef:
     # (argument slot of the child's class, parent slot) for arguments the parent passes on
     # though this child's own text holds them as literals (another child of its class set them)
     routed: tuple[tuple[int, int], ...] = ()
+    # (optional part of the child's class, parent slot) for the flags the parent passes on
+    # (HF's ResNet stages: the first stage's first layer has no shortcut, the others do)
+    flags: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass

@@ -77,8 +77,27 @@ def test_instances_pass_only_what_differs_from_the_defaults():
 
 def test_an_extra_statement_without_an_optional_layer_keeps_classes_apart():
     other = _block("layer2.0", 8)
-    other.builder.body.insert(1, "out = ops.relu(out)")
+    other.builder.body.insert(1, "out = ops.softmax(out, axis=-1)")
     assert len(unique(merge_classes([_block("layer1.0", 8), other]))) == 2
+
+
+@pytest.mark.parametrize("with_first", [True, False])
+def test_an_activation_only_some_blocks_apply_is_a_flag(with_first):
+    """HF's ResNet conv layers: ``ops.relu`` after the norm, except in a bottleneck's last."""
+    plain, activated = _block("layer.0", 8), _block("layer.1", 8)
+    activated.builder.body.insert(1, "out = ops.relu(out)")
+    blocks = [activated, plain] if with_first else [plain, activated]
+    classes = merge_classes(blocks)
+    (info,) = unique(classes)
+    assert signature(info) == ["relu=False"]
+    assert info["init"][-1] == "self.relu = relu"
+    assert info["body"] == [
+        "out = self.conv1(x)",
+        "if self.relu:",
+        "    out = ops.relu(out)",
+        "out = out + x",
+    ]
+    assert _calls([plain, activated], classes) == ["BasicBlock()", "BasicBlock(relu=True)"]
 
 
 def test_a_statement_of_a_layer_every_instance_holds_keeps_classes_apart():
@@ -229,11 +248,21 @@ def test_blocks_whose_children_differ_in_a_default_are_one_class(strided_first):
     ]
 
 
-def test_children_of_one_class_with_other_optional_layers_keep_parents_apart():
+@pytest.mark.parametrize("plain_first", [True, False])
+def test_parents_pass_on_the_optional_layers_their_children_differ_by(plain_first):
+    """HF's ResNet stages: the first stage's layer has no shortcut, the others have one; the
+    stages are one class whose flag is passed on to its layer."""
     children = [_block("stages.0.layer", 8), _block("stages.1.layer", 8, downsample=True)]
+    if not plain_first:
+        children.reverse()
     stages = [_stage(f"stages.{i}", child) for i, child in enumerate(children)]
     classes = merge_classes([children[0], stages[0], children[1], stages[1]])
-    assert len(unique(classes)) == 3
+    assert len(unique(classes)) == 2
+    stage = classes[stages[0].key]
+    assert "has_downsample=False" in signature(stage)
+    assert "has_downsample=has_downsample" in stage["init"][0]
+    calls = _calls(stages if plain_first else stages[::-1], classes)
+    assert calls[0] == "Stage()" and calls[1] == "Stage(has_downsample=True)", calls
 
 
 def test_items_of_one_list_with_classes_of_other_kinds_merge():
@@ -320,3 +349,75 @@ def test_swin_stages_are_one_class_passing_their_numbers_and_run_like_onnxruntim
     for batch in (1, 2):
         x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
         assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
+
+
+@pytest.mark.slow
+def test_blocks_that_differ_by_an_activation_run_as_one_class(tmp_path):
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    rng = np.random.default_rng(0)
+    nodes, constants, value = [], {}, "x"
+    for index, activated in enumerate([True, False, True]):
+        scope = f"/layer.{index}"
+        constants[f"w{index}"] = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
+        out = f"conv{index}"
+        nodes.append(
+            helper.make_node(
+                "Conv", [value, f"w{index}"], [out], pads=[1, 1, 1, 1], name=f"{scope}/conv/Conv"
+            )
+        )
+        if activated:
+            nodes.append(helper.make_node("Relu", [out], [f"act{index}"], name=f"{scope}/Relu"))
+            out = f"act{index}"
+        value = out
+    model = make_model(
+        nodes, [("x", np.float32, [1, 4, 6, 6])], [(value, np.float32, None)], constants
+    )
+    feeds = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    code = assert_matches(model, tmp_path, feeds).script_path.read_text()
+    assert "if self.relu:" in code and "Layer(relu=True)" in code and "Layer2" not in code, code
+
+
+@pytest.mark.slow
+def test_stages_whose_layers_differ_by_a_shortcut_run_as_one_class(tmp_path):
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    rng = np.random.default_rng(0)
+    nodes, constants, value = [], {}, "x"
+    for index, shortcut in enumerate([False, True, True]):
+        scope = f"/stages.{index}/layer"
+        constants[f"w{index}"] = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
+        conv = helper.make_node(
+            "Conv",
+            [value, f"w{index}"],
+            [f"c{index}"],
+            pads=[1, 1, 1, 1],
+            name=f"{scope}/conv/Conv",
+        )
+        nodes.append(conv)
+        skip = value
+        if shortcut:
+            constants[f"s{index}"] = rng.standard_normal((4, 4, 1, 1)).astype(np.float32)
+            skip = f"short{index}"
+            scale = f"stages.{index}.layer.shortcut.scale"
+            constants[scale] = rng.standard_normal((1, 4, 1, 1)).astype(np.float32)
+            nodes += [  # a shortcut block: a 1x1 convolution and a (frozen) norm's scale
+                helper.make_node(
+                    "Conv", [value, f"s{index}"], [f"p{index}"], name=f"{scope}/shortcut/conv/Conv"
+                ),
+                helper.make_node("Mul", [f"p{index}", scale], [skip], name=f"{scope}/shortcut/Mul"),
+            ]
+        nodes.append(
+            helper.make_node("Add", [f"c{index}", skip], [f"y{index}"], name=f"{scope}/Add")
+        )
+        value = f"y{index}"
+    model = make_model(
+        nodes, [("x", np.float32, [1, 4, 6, 6])], [(value, np.float32, None)], constants
+    )
+    feeds = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    code = assert_matches(model, tmp_path, feeds).script_path.read_text()
+    assert "has_shortcut=True" in code and "Stage2" not in code, code
