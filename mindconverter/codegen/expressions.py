@@ -170,7 +170,8 @@ def _exporter_value_name(name: str) -> bool:
     ``onnx::`` name, or an operator's name with a counter), not a parameter or buffer."""
     if "/" in name or ":" in name:
         return True
-    return re.sub(r"_\d+$", "", name).lstrip("_") in _FOLDED_AFTER
+    stem = re.sub(r"_\d+$", "", name).lstrip("_")
+    return stem in _FOLDED_AFTER or (stem == "val" and stem != name)  # dynamo's ``val_376``
 
 
 # Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.

@@ -36,3 +36,20 @@ def test_a_value_the_exporter_computed_names_no_layer():
     assert _weight_hint({"gamma": computed}) == ""
     held = Weight(np.ones(2, np.float32), "m.conv_layers.0.layer_norm.weight")
     assert _weight_hint({"gamma": held}) == "m.conv_layers.0.layer_norm"
+
+
+@pytest.mark.parametrize(
+    "source, computed",
+    [
+        ("val_376", True),  # dynamo's name for a tensor it folded (Mixtral's stacked experts)
+        ("unsqueeze_14", True),
+        ("/m/Constant_output_0", True),
+        ("val", False),  # a module's own buffer may be called that
+        ("m.layers.0.valve", False),
+        ("m.layers.0.mlp.weight", False),
+    ],
+)
+def test_values_the_exporter_named_are_told_from_parameters(source, computed):
+    from mindconverter.codegen.expressions import _exporter_value_name
+
+    assert _exporter_value_name(source) is computed
