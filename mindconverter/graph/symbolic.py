@@ -258,7 +258,7 @@ class DynamicDim:
     __lt__ = __le__ = __gt__ = __ge__ = __neg__ = _refuse
 
 
-def whole_dimensions(graph, items, candidates: list[str]) -> tuple[list, dict]:
+def whole_dimensions(graph, items, candidates: list[str], parts: bool = True) -> tuple[list, dict]:
     """``items`` with each expression that is a whole dimension of a candidate tensor (the
     sequence length after a feature extractor, ``(n // 5 - 1) // 2``), or a product of such
     (a flattened patch grid), replaced by symbols of their own, and where each such symbol is
@@ -267,22 +267,24 @@ def whole_dimensions(graph, items, candidates: list[str]) -> tuple[list, dict]:
     whole: dict[str, tuple[str, int]] = {}
     # the new symbols' names must not be a dimension name of the model's own
     taken = {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
-    result = [_read_whole(graph, item, candidates, whole, taken) for item in items]
+    result = [_read_whole(graph, item, candidates, whole, taken, parts) for item in items]
     return result, whole
 
 
-def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str]):
-    """``item`` with whole dimensions (up to an offset) read as symbols recorded in ``whole``."""
+def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str], parts: bool):
+    """``item`` with whole dimensions (up to an offset) read as symbols recorded in ``whole``;
+    with ``parts``, also the whole dimensions it is a sum, product or min/max of."""
     import sympy
 
     if isinstance(item, int) or item.is_Symbol or item.is_Integer:
         return item
     found, offset = _dimension_near(graph, item, candidates)
     if found is None:
-        # flatten(2) of a (B, C, H, W) grid: H * W; SEW's min(pooled length, conv length)
-        if isinstance(item, (sympy.Mul, sympy.Min, sympy.Max)):
-            parts = [_read_whole(graph, arg, candidates, whole, taken) for arg in item.args]
-            return item.func(*parts)
+        # flatten(2) of a (B, C, H, W) grid: H * W; SEW's min(pooled length, conv length);
+        # a conformer's relative positions from 511 - (seq_len - 1)
+        if parts and isinstance(item, (sympy.Add, sympy.Mul, sympy.Min, sympy.Max)):
+            args = [_read_whole(graph, a, candidates, whole, taken, parts) for a in item.args]
+            return item.func(*args)
         return item
     symbol = next((sympy.Symbol(n, integer=True) for n, at in whole.items() if at == found), None)
     if symbol is None:

@@ -98,7 +98,10 @@ def _dims_node(graph: Graph, name: str) -> onnx.NodeProto | None:
     if not all(python_expressible(item) for item in items):
         return None
     candidates = _shape_sources(graph, name) + graph.inputs
-    items, whole = whole_dimensions(graph, items, candidates)
+    # whole dimensions only: a formula built of several would be read from tensors anywhere
+    # in the network (dynamo computes a size once for all its readers); once blocks are
+    # known, recover_hierarchy reads such formulas from the tensors each block holds
+    items, whole = whole_dimensions(graph, items, candidates, parts=False)
     if whole:  # the value now reads those sizes directly
         graph.symbolic_values[name] = (
             items[0]

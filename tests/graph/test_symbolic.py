@@ -157,3 +157,29 @@ def test_past_the_total_budget_there_is_no_symbolic_result(monkeypatch):
 
     monkeypatch.setattr(symbolic, "TOTAL_SECONDS", -1.0)
     assert infer_symbolic(_heads_model()) is None
+
+
+def test_sizes_built_from_whole_dimensions_read_them():
+    """A sum, a product or a min over whole dimensions of a candidate tensor (up to a small
+    offset) reads those dimensions: symbols of their own, recorded with where they are."""
+    from types import SimpleNamespace
+
+    from mindconverter.graph.symbolic import whole_dimensions
+
+    n = sympy.Symbol("n", integer=True, positive=True)
+    height, width = sympy.Symbol("height", integer=True), sympy.Symbol("width", integer=True)
+    length = sympy.floor((n - 9) / 4)  # a convolution's length, minus one
+    rows, columns = sympy.floor(height / 7), sympy.floor(width / 7)
+    graph = SimpleNamespace(
+        symbolic_shapes={
+            "h": ("batch", str(length + 1), 16),
+            "grid": ("batch", 8, str(rows), str(columns)),
+        }
+    )
+    items = [511 - length, rows * columns, sympy.Min(rows, columns + 1)]
+    items, whole = whole_dimensions(graph, items, ["h", "grid"])
+    assert whole["whole_dim_0"] == ("h", 1)
+    assert str(items[0]) == "512 - whole_dim_0"
+    assert {whole[str(s)] for s in items[1].free_symbols} == {("grid", 2), ("grid", 3)}
+    assert {whole[str(s)] for s in items[2].free_symbols} == {("grid", 2), ("grid", 3)}
+    assert isinstance(items[2], sympy.Min)

@@ -121,50 +121,6 @@ def test_a_size_near_a_whole_dimension_is_read_from_that_tensor(tmp_path):
     assert "x.shape[1]" not in body, body
 
 
-def test_a_product_of_whole_dimensions_is_read_from_that_tensor(tmp_path):
-    """A flattened grid size computed over the network input (``((h + 1) // 2) * ((w + 1)
-    // 2)``) is read from the tensor whose height and width those are: ``height * width``."""
-    import numpy as np
-
-    from tests.helpers import assert_matches, make_model
-
-    nodes = [
-        helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["grid"]),
-        helper.make_node("Shape", ["grid"], ["grid_size"]),
-        helper.make_node("Gather", ["grid_size", "first"], ["batch"]),
-        helper.make_node("Shape", ["x"], ["x_size"]),
-        helper.make_node("Gather", ["x_size", "third"], ["h"]),
-        helper.make_node("Gather", ["x_size", "fourth"], ["w"]),
-        helper.make_node("Add", ["h", "one"], ["h1"]),
-        helper.make_node("Add", ["w", "one"], ["w1"]),
-        helper.make_node("Div", ["h1", "two"], ["rows"]),
-        helper.make_node("Div", ["w1", "two"], ["columns"]),
-        helper.make_node("Mul", ["rows", "columns"], ["cells"]),
-        helper.make_node("Concat", ["batch", "channels", "cells"], ["target"], axis=0),
-        helper.make_node("Reshape", ["grid", "target"], ["y"]),
-    ]
-    constants = {
-        "starts": np.array([0, 0], np.int64),
-        "ends": np.array([2**62, 2**62], np.int64),
-        "axes": np.array([2, 3], np.int64),
-        "steps": np.array([2, 2], np.int64),
-        "first": np.array([0], np.int64),
-        "third": np.array([2], np.int64),
-        "fourth": np.array([3], np.int64),
-        "one": np.array([1], np.int64),
-        "two": np.array([2], np.int64),
-        "channels": np.array([3], np.int64),
-    }
-    model = make_model(
-        nodes, [("x", np.float32, ["batch", 3, "h", "w"])], [("y", np.float32, None)], constants
-    )
-    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 5, 6)).astype(np.float32)}
-    result = assert_matches(model, tmp_path, feeds, shape=["2,3,5,6"])
-    code = result.script_path.read_text()
-    body = code[code.index("def construct") :]
-    assert "// 2" not in body, body
-
-
 def test_a_size_also_read_by_other_arithmetic_is_a_python_number(tmp_path):
     """BERT slices its position ids with the sequence length that also sizes a reshape: once the
     reshape's target is a Dims node of its own, the slice is the size's only reader and gets it
