@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.internal_domain import DOMAIN
-from .base import BinOp, Call, DType, Input, Item, NodeContext, Unsupported
+from .base import BinOp, Call, DType, Input, Item, Neg, NodeContext, Unsupported
 from .registry import mapper
 
 
@@ -52,15 +52,36 @@ def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:
     if isinstance(value, sympy.Pow):
         base, exponent = value.args
         return BinOp("**", integer_expression(base, lookup), int(exponent))
-    if isinstance(value, (sympy.Add, sympy.Mul)):
-        op = "+" if isinstance(value, sympy.Add) else "*"
-        terms = (
-            [integer_expression(arg, lookup) for arg in sympy.Add.make_args(value)]
-            if op == "+"
-            else [integer_expression(arg, lookup) for arg in sympy.Mul.make_args(value)]
-        )
+    if isinstance(value, sympy.Add):
+        return _sum_expression(value, lookup)
+    if isinstance(value, sympy.Mul):
+        coefficient, rest = value.as_coeff_Mul()
+        if coefficient == -1:  # -x, not -1 * x
+            return Neg(integer_expression(rest, lookup))
+        terms = [integer_expression(arg, lookup) for arg in sympy.Mul.make_args(value)]
         result = terms[0]
         for term in terms[1:]:
-            result = BinOp(op, result, term)
+            result = BinOp("*", result, term)
         return result
     raise Unsupported(f"the shape expression {value} has no Python integer form")
+
+
+def _sum_expression(value: Any, lookup: dict[str, Any]) -> Any:
+    """A sum as people write it: what is added first (sizes before the constant), then what
+    is subtracted (``seq_len // 5 - 9``, ``512 - seq_len``)."""
+    terms = sorted(value.args, key=lambda t: (_negative(t), bool(t.is_number)))
+    result = None
+    for term in terms:
+        negative = _negative(term)
+        if result is None:
+            result = integer_expression(term, lookup)
+        elif negative:
+            result = BinOp("-", result, integer_expression(-term, lookup))
+        else:
+            result = BinOp("+", result, integer_expression(term, lookup))
+    return result
+
+
+def _negative(term: Any) -> bool:
+    """Whether a term of a sum has a negative coefficient (``-2*s``, ``-9``)."""
+    return bool(term.as_coeff_Mul()[0] < 0)

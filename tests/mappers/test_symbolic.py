@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from mindconverter.mappers.base import BinOp, Call, Unsupported
+from mindconverter.mappers.base import BinOp, Call, Neg, Unsupported
 from mindconverter.mappers.symbolic import integer_expression
 
 SEQ, BATCH = sympy.Symbol("seq", integer=True, positive=True), sympy.Symbol("batch")
@@ -25,10 +25,19 @@ def test_symbols_integers_and_arithmetic():
 def test_min_and_max_are_python_calls():
     clamped = integer_expression(sympy.Min(SEQ + 512, 1023), {"seq": "T"})
     assert isinstance(clamped, Call) and clamped.func == "min"
-    assert sorted(map(str, clamped.args)) == sorted(["1023", str(BinOp("+", 512, "T"))])
+    assert sorted(map(str, clamped.args)) == sorted(["1023", str(BinOp("+", "T", 512))])
     assert integer_expression(sympy.Max(SEQ, 3), {"seq": "T"}).func == "max"
 
 
 def test_expressions_without_a_python_form_are_unsupported():
     with pytest.raises(Unsupported):
         integer_expression(sympy.ceiling(SEQ / 3), {"seq": "T"})
+
+
+def test_sums_read_as_written_by_hand():
+    lookup = {"seq": "T"}
+    assert integer_expression(512 - SEQ, lookup) == BinOp("-", 512, "T")
+    assert integer_expression(sympy.floor(SEQ / 5) - 9, lookup) == BinOp(
+        "-", BinOp("//", "T", 5), 9
+    )
+    assert integer_expression(-SEQ, lookup) == Neg("T")
