@@ -173,8 +173,11 @@ def _dims_text(shape: tuple) -> str:
     return ", ".join(str(dim) if isinstance(dim, int) else _dim_text(str(dim)) for dim in shape)
 
 
-# floor(a/b), where a and b hold at most one level of parentheses (inner floors come first)
-_FLOOR_DIVISION = re.compile(r"floor\(((?:[^()]|\([^()]*\))*?)/((?:[^()]|\([^()]*\))*)\)")
+# floor(a/b), where a holds at most one level of parentheses and no division of its own and
+# b is a number or a name
+# (inner floors come first); floor(a/n - m/n), a convolution's length, is (a - m) // n
+_FLOOR_DIVISION = re.compile(r"floor\(((?:[^()/]|\([^()]*\))*)/(\w+)\)")
+_FLOOR_OFFSET = re.compile(r"floor\(((?:[^()/]|\([^()]*\))*)/(\d+) ([-+]) (\d+)/\2\)")
 
 
 # names shape inference or an exporter made up for a size nothing names (``unk__3``,
@@ -189,7 +192,8 @@ def _dim_text(dim: str) -> str:
         return "?"
     text = dim[:200]
     for _ in range(8):  # innermost floor first
-        changed = re.sub(_FLOOR_DIVISION, r"(\1 // \2)", text)
+        changed = re.sub(_FLOOR_OFFSET, r"((\1 \3 \4) // \2)", text)
+        changed = re.sub(_FLOOR_DIVISION, r"(\1 // \2)", changed)
         if changed == text:
             break
         text = changed

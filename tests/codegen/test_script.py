@@ -79,3 +79,11 @@ def test_sizes_nothing_names_read_as_unknown_in_the_docstring():
 
     shape = ("batch", "unk__3", "LayerNormalizationlast_hidden_state_dim_1", "floor(h/7)", 16)
     assert _dims_text(shape) == "batch, ?, ?, (h // 7), 16"
+
+
+def test_a_convolution_length_reads_as_python_in_the_docstring():
+    """``floor(a/4 - 9/4)`` is ``(a - 9) // 4``; a floor with no exact rewrite stays a floor."""
+    from mindconverter.codegen.script import _dims_text
+
+    shape = ("floor(floor(samples/5)/4 - 9/4) + 1", "floor(x/4 + 1/2)")
+    assert _dims_text(shape) == "(((samples // 5) - 9) // 4) + 1, floor(x/4 + 1/2)"
