@@ -8,8 +8,12 @@ from typing import Any
 import numpy as np
 
 from ..graph.internal_domain import DOMAIN
-from .base import BinOp, Call, DType, Input, Item, Neg, NodeContext, Unsupported
+from .base import BinOp, Call, DType, Input, Item, Neg, NodeContext, Noted, Unsupported
 from .registry import mapper
+
+# MindSpore 2.x's GRAPH_MODE folds min(a, b) of sizes known only at run time into -1 (the next
+# layer then fails to compile); min((a, b)) over a tuple compiles right
+_PICK_NOTE = "min over a tuple: GRAPH_MODE miscompiles min(a, b) of run-time sizes"
 
 
 @mapper("Dims", domain=DOMAIN)
@@ -48,7 +52,8 @@ def integer_expression(value: Any, lookup: dict[str, Any]) -> Any:
         )
     if isinstance(value, (sympy.Min, sympy.Max)):
         name = "min" if isinstance(value, sympy.Min) else "max"
-        return Call(name, [integer_expression(arg, lookup) for arg in value.args])
+        parts = tuple(integer_expression(arg, lookup) for arg in value.args)
+        return Noted(Call(name, [parts]), _PICK_NOTE)
     if isinstance(value, sympy.Pow):
         base, exponent = value.args
         return BinOp("**", integer_expression(base, lookup), int(exponent))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from mindconverter.mappers.base import BinOp, Call, Neg, Unsupported
+from mindconverter.mappers.base import BinOp, Call, Neg, Noted, Unsupported
 from mindconverter.mappers.symbolic import integer_expression
 
 SEQ, BATCH = sympy.Symbol("seq", integer=True, positive=True), sympy.Symbol("batch")
@@ -22,11 +22,13 @@ def test_symbols_integers_and_arithmetic():
     assert integer_expression(SEQ**2, lookup) == BinOp("**", "T", 2)
 
 
-def test_min_and_max_are_python_calls():
+def test_min_and_max_are_python_calls_over_a_tuple():
     clamped = integer_expression(sympy.Min(SEQ + 512, 1023), {"seq": "T"})
-    assert isinstance(clamped, Call) and clamped.func == "min"
-    assert sorted(map(str, clamped.args)) == sorted(["1023", str(BinOp("+", "T", 512))])
-    assert integer_expression(sympy.Max(SEQ, 3), {"seq": "T"}).func == "max"
+    assert isinstance(clamped, Noted) and "GRAPH_MODE" in clamped.note
+    assert isinstance(clamped.expr, Call) and clamped.expr.func == "min"
+    (parts,) = clamped.expr.args
+    assert sorted(map(str, parts)) == sorted(["1023", str(BinOp("+", "T", 512))])
+    assert integer_expression(sympy.Max(SEQ, 3), {"seq": "T"}).expr.func == "max"
 
 
 def test_expressions_without_a_python_form_are_unsupported():
