@@ -78,6 +78,12 @@ def gelu(ctx: NodeContext):
     )
 
 
+@mapper("Silu", domain=DOMAIN)
+def silu(ctx: NodeContext):
+    """Silu (a lifted ``x * sigmoid(x)``) -> ops.silu."""
+    return Call("ops.silu", [Input(0)])
+
+
 @mapper("Linear", domain=DOMAIN)
 def linear(ctx: NodeContext):
     """Linear (a lifted MatMul + Add with constant weight [in, out] and bias) -> nn.Dense."""

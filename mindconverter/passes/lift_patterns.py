@@ -4,9 +4,9 @@ Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm
 opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, GELU becomes an Erf or Tanh
 formula, and ``nn.Linear`` on a 3-D input becomes MatMul + Add. This stage runs on the
 simplified (constant-folded, shape-inferred) model and replaces each such chain by one node of
-the internal domain :data:`DOMAIN` (``LayerNorm``, ``RMSNorm``, ``Gelu``, ``Linear``), which the
+the internal domain :data:`DOMAIN` (``LayerNorm``, ``RMSNorm``, ``Gelu``, ``Silu``, ``Linear``), which the
 mappers in ``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``, the script's own
-``RMSNorm`` cell, ``nn.GELU`` and ``nn.Dense``.
+``RMSNorm`` cell, ``nn.GELU``, ``ops.silu`` and ``nn.Dense``.
 
 A chain is lifted only when its structure matches *and* evaluating the chain with onnx's
 reference evaluator on test values gives the lifted layer's numbers, so unusual variants
@@ -927,6 +927,29 @@ def _lift_full_likes(index: _Index) -> int:
     return count
 
 
+def _lift_silus(index: _Index) -> int:
+    """``x * sigmoid(x)`` (SiLU, swish: how both exporters write Llama's MLP activation and
+    EfficientNet's) -> ``Silu(x)``, written ``ops.silu(x)``."""
+    count = 0
+    for node in list(index.model.graph.node):
+        if (
+            id(node) in index.dead
+            or node.op_type != "Sigmoid"
+            or node.domain not in ("", "ai.onnx")
+        ):
+            continue
+        x, gate = node.input[0], node.output[0]
+        mul = index.sole_consumer(gate, ("Mul",))
+        if mul is None or index.other_input(mul, gate) != x or id(mul) in index.dead:
+            continue
+        dtype = index.dtypes.get(x)
+        if dtype is None or np.dtype(dtype).kind != "f":
+            continue
+        index.fuse([node, mul], helper.make_node("Silu", [x], [mul.output[0]], domain=DOMAIN))
+        count += 1
+    return count
+
+
 def _whole_shape(index: _Index, node: onnx.NodeProto) -> bool:
     """Whether ``node`` gives the whole shape of its first input: a Shape without bounds, or
     the sizes node shape arithmetic made of one (its sizes, in order, are the input's)."""
@@ -955,6 +978,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("ApplyRotaryPair", _pair_rotary_applications),
     ("PartialRotary", _fold_partial_rotaries),
     ("FullLike", _lift_full_likes),
+    ("Silu", _lift_silus),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]

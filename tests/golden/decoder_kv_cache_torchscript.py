@@ -85,12 +85,11 @@ class Layer(nn.Cell):
         out = hidden_states + self_attn
         post_attention_layernorm = self.post_attention_layernorm(out)
         gate_proj = self.gate_proj(post_attention_layernorm)
-        sigmoid = ops.sigmoid(gate_proj)
-        mul = gate_proj * sigmoid
+        gate_proj = ops.silu(gate_proj)
         up_proj = self.up_proj(post_attention_layernorm)
-        mul = mul * up_proj
-        mul = self.down_proj(mul)
-        add = out + mul
+        gate_proj = gate_proj * up_proj
+        gate_proj = self.down_proj(gate_proj)
+        add = out + gate_proj
         return present_key, present_value, add
 
 

@@ -375,6 +375,35 @@ def test_gelu_with_shared_intermediate_is_not_lifted():
     assert _lifted(model)[0] == {}
 
 
+@pytest.mark.parametrize("sigmoid_first", [False, True])
+def test_x_times_its_sigmoid_becomes_silu(tmp_path, sigmoid_first):
+    """Llama's MLP activation as both exporters write it: ``x * sigmoid(x)``."""
+    operands = ["s", "x"] if sigmoid_first else ["x", "s"]
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", operands, ["y"])]
+    model = make_model(nodes, [("x", F32, ["b", 8])], [("y", F32, None)])
+    counts, simplified = _lifted(model)
+    assert counts == {"Silu": 1}
+    assert [(n.domain, n.op_type) for n in simplified.graph.node] == [(DOMAIN, "Silu")]
+    feeds = {"x": (RNG.standard_normal((2, 8)) * 4).astype(F32)}
+    result = assert_matches(model, tmp_path, feeds=feeds, shape=["2,8"])
+    assert "ops.silu(x)" in _script(result) and "sigmoid" not in _script(result)
+    other = {"x": (RNG.standard_normal((3, 8)) * 4).astype(F32)}
+    assert_matches(model, tmp_path / "other", feeds=other, shape=["3,8"])
+
+
+def test_a_sigmoid_read_elsewhere_or_of_another_value_is_no_silu():
+    shared = [
+        helper.make_node("Sigmoid", ["x"], ["s"]),
+        helper.make_node("Mul", ["x", "s"], ["y"]),
+        helper.make_node("Neg", ["s"], ["z"]),
+    ]
+    model = make_model(shared, [("x", F32, [2, 8])], [("y", F32, None), ("z", F32, None)])
+    assert _lifted(model)[0] == {}
+    gated = [helper.make_node("Sigmoid", ["g"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    model = make_model(gated, [("x", F32, [2, 8]), ("g", F32, [2, 8])], [("y", F32, None)])
+    assert _lifted(model)[0] == {}
+
+
 @pytest.mark.parametrize("bias_first", [False, True])
 def test_matmul_add_becomes_dense_with_bias(tmp_path, bias_first):
     w, b = RNG.standard_normal((8, 6)).astype(F32), RNG.standard_normal(6).astype(F32)
