@@ -27,7 +27,11 @@ RESIDUAL = "#residual"
 # the guard of a functional activation only some texts apply (``x = ops.relu(x)``): HF's
 # ResNet/RegNet conv layers end in an activation except the last of a bottleneck
 OPTIONAL_CALL = "#call:"
-_CHAIN_CALL = re.compile(r"\s*(\w+) = ops\.(\w+)\(\1\)")
+# x = ops.fn(x) or x = ops.fn(x, <literals>): numbers, tuples of numbers, keyword literals;
+# the calls a block may apply or not under a flag (activations, a stride's asymmetric padding)
+_OPTIONAL_CALLS = {"relu", "relu6", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "gelu"}
+_OPTIONAL_CALLS |= {"pad"}
+_CHAIN_CALL = re.compile(r"\s*(\w+) = ops\.(\w+)\(\1((?:, [\w=.\-]+| \([\d, \-.]*\)|,)*)\)")
 
 # MindSpore's defaults for the keywords the mappers leave out when they hold them (checked
 # against the installed classes by tests/codegen/test_class_variants.py).
@@ -488,10 +492,13 @@ class Variants:
 
 
 def optional_call(run: list[str]) -> str | None:
-    """The guard of a run that is one functional activation of the value it rebinds
-    (``x = ops.relu(x)``); None for anything else."""
+    """The guard of a run that is one functional call of the value it rebinds, with literal
+    arguments only (``x = ops.relu(x)``, EfficientNet's ``x = ops.pad(x, (0, 1, 0, 1))``
+    before a strided depthwise convolution); None for anything else."""
     match = _CHAIN_CALL.fullmatch(run[0]) if len(run) == 1 else None
-    return f"{OPTIONAL_CALL}{match.group(2)}" if match else None
+    if match is None or match.group(2) not in _OPTIONAL_CALLS or "self." in match.group(3):
+        return None
+    return f"{OPTIONAL_CALL}{match.group(2)}"
 
 
 def flag_name(guard: str) -> str:

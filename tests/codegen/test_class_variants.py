@@ -421,3 +421,19 @@ def test_stages_whose_layers_differ_by_a_shortcut_run_as_one_class(tmp_path):
     feeds = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
     code = assert_matches(model, tmp_path, feeds).script_path.read_text()
     assert "has_shortcut=True" in code and "Stage2" not in code, code
+
+
+def test_an_asymmetric_pad_only_some_blocks_apply_is_a_flag():
+    """HF EfficientNet pads before a strided depthwise convolution only."""
+    plain, padded = _block("blocks.0", 8), _block("blocks.1", 8)
+    padded.builder.body.insert(0, "x = ops.pad(x, (0, 1, 0, 1))")
+    (info,) = unique(merge_classes([plain, padded]))
+    assert signature(info) == ["pad=False"]
+    assert info["body"][:2] == ["if self.pad:", "    x = ops.pad(x, (0, 1, 0, 1))"]
+
+
+def test_other_calls_and_calls_of_attributes_keep_classes_apart():
+    for line in ("x = ops.softmax(x, axis=-1)", "x = ops.pad(x, self.padding)"):
+        plain, other = _block("blocks.0", 8), _block("blocks.1", 8)
+        other.builder.body.insert(0, line)
+        assert len(unique(merge_classes([plain, other]))) == 2, line
