@@ -8,6 +8,7 @@ from ..graph.weight_roles import is_generated_name
 from ..mappers.base import Cell, Input, MappedNode, Outputs, Unpack
 from .expressions import ExpressionWriter
 from .literals import literal
+from .mask_names import mask_chain_roles
 from .naming import identifier
 from .rendered import UnconvertedSite
 from .roles import unfolded_into_bias
@@ -23,7 +24,10 @@ class StatementWriter:
     def __init__(self, state: RenderState, exprs: ExpressionWriter):
         self.state = state
         self.exprs = exprs
-        self.attention_roles = _attention_roles(state.mapped)
+        self.attention_roles = {
+            **mask_chain_roles(state.graph, state.mapped),
+            **_attention_roles(state.mapped),
+        }
         self.id_roles = _embedding_ids(state.mapped)
 
     @property

@@ -133,9 +133,9 @@ class MindSporeModel(nn.Cell):
         range_ = range_ + size
         range_1 = ops.arange(0, size_1, 1)
         range_1 = ops.unsqueeze(range_1, dim=0)
-        less_or_equal = range_1 <= range_
-        less_or_equal = ops.where(less_or_equal, 0.0, -3.4028235e38)
-        less_or_equal = less_or_equal[None, None, :, :]
+        causal_mask = range_1 <= range_
+        causal_mask = ops.where(causal_mask, 0.0, -3.4028235e38)
+        causal_mask = causal_mask[None, None, :, :]
         embed_tokens = self.embed_tokens(input_ids)
         gather = past_keys[0]
         gather_1 = past_values[0]
@@ -149,7 +149,7 @@ class MindSporeModel(nn.Cell):
             self.layers, past_key_per_layer, past_value_per_layer
         ):
             present_key, present_value, embed_tokens = layer(
-                embed_tokens, cos, sin, past_key, past_value, less_or_equal
+                embed_tokens, cos, sin, past_key, past_value, causal_mask
             )
             present_key_per_layer += (present_key,)
             present_value_per_layer += (present_value,)

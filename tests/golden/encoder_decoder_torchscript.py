@@ -172,14 +172,14 @@ class Decoder(nn.Cell):
         unsqueeze = ops.unsqueeze(out, dim=0)
         unsqueeze_1 = out[None, None, :, None]
         range_ = range_[None, None, None, :]
-        less_or_equal = range_ <= unsqueeze_1
+        causal_mask = range_ <= unsqueeze_1
         attention_mask = attention_mask[:, None, None, :]
         unsqueeze = unsqueeze + 2
         embed_positions = self.embed_positions(unsqueeze)
         add = x + embed_positions
         add = self.layernorm_embedding(add)
         for layer in self.layers:
-            add = layer(add, hidden_states, less_or_equal, attention_mask)
+            add = layer(add, hidden_states, causal_mask, attention_mask)
         return add
 
 
