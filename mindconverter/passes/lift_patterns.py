@@ -687,13 +687,37 @@ def _pair_rotary_applications(index: _Index) -> int:
         readers = index.live_readers(first.output[0])
         if any(position.get(id(reader), -1) <= position[id(second)] for reader in readers):
             continue
-        inputs = [first.input[0], second.input[0], first.input[1], first.input[2]]
-        outputs = [first.output[0], second.output[0]]
+        query, key = first, second
+        if (
+            _feeds_scores_as(index, second.output[0])
+            == 0
+            != _feeds_scores_as(index, first.output[0])
+        ):
+            query, key = second, first  # q before k in the call, whichever ran first (CodeGen)
+        inputs = [query.input[0], key.input[0], first.input[1], first.input[2]]
+        outputs = [query.output[0], key.output[0]]
         pair = helper.make_node("ApplyRotaryPair", inputs, outputs, domain=DOMAIN)
         pair.attribute.extend(a for a in first.attribute if a.name == "interleaved")
         index.fuse([first, second], pair)
         count += 1
     return count
+
+
+def _feeds_scores_as(index: _Index, name: str) -> int | None:
+    """Which input of the score product a turned value becomes, through a few reshapes,
+    transposes, scales and a cache concatenation: 0 for the query, 1 for the key; None when
+    no product is found."""
+    frontier = [name]
+    for _ in range(5):
+        following = []
+        for value in frontier:
+            for reader in index.live_readers(value):
+                if reader.op_type == "MatMul":
+                    return list(reader.input).index(value)
+                if reader.op_type in ("Transpose", "Reshape", "Concat", "Mul", "Div"):
+                    following.extend(reader.output[:1])
+        frontier = following
+    return None
 
 
 def _fold_partial_rotaries(index: _Index) -> int:

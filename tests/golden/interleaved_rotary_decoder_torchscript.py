@@ -54,7 +54,7 @@ class Attention(nn.Cell):
         q = ops.reshape(self.q_proj(hidden_states), shape)
         k = ops.reshape(self.k_proj(hidden_states), shape)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
-        k, q = apply_partial_interleaved_rotary_pos_emb(k, q, cos, sin, 4)
+        q, k = apply_partial_interleaved_rotary_pos_emb(q, k, cos, sin, 4)
         q = q.swapaxes(1, 2)
         k = k.swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
