@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from ..graph import Graph
-from ..mappers.base import Input, Item, MappedNode
+from ..mappers.base import Input, Item, MappedNode, expression_parts
 
 
 def unpack_single_sizes(graph: Graph, mapped: list[MappedNode]) -> None:
@@ -64,7 +64,7 @@ def _only_first(user: MappedNode, name: str) -> bool:
         return False
     positions = _positions(user, name)
     direct = reads = 0
-    for part in _parts(user.result):
+    for part in expression_parts(user.result, slices=True):
         if isinstance(part, Item) and part.index == 0 and _reads(part.value, positions):
             direct += 1
         elif _reads(part, positions):
@@ -74,23 +74,6 @@ def _only_first(user: MappedNode, name: str) -> bool:
 
 def _reads(part: Any, positions: set[int]) -> bool:
     return isinstance(part, Input) and part.index in positions
-
-
-def _parts(value: Any):
-    """``value`` and everything inside it, slices' bounds included."""
-    yield value
-    if isinstance(value, slice):
-        children: Any = (value.start, value.stop, value.step)
-    elif isinstance(value, (list, tuple)):
-        children = value
-    elif isinstance(value, dict):
-        children = value.values()
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
-    else:
-        return
-    for child in children:
-        yield from _parts(child)
 
 
 def _first_as_value(value: Any, positions: set[int]) -> Any:

@@ -342,12 +342,15 @@ class MappedNode:
         return self.reason is None
 
 
-def expression_parts(value: Any) -> Iterator[Any]:
+def expression_parts(value: Any, slices: bool = False) -> Iterator[Any]:
     """``value`` and everything inside it, depth first: sub-expressions, literals, and the
-    items of lists, tuples and dicts (a shared sub-expression is visited at each use)."""
+    items of lists, tuples and dicts, with ``slices`` also slices' bounds (``x[:, :n]``); a
+    shared sub-expression is visited at each use."""
     yield value
-    if isinstance(value, (list, tuple)):
-        children: Any = value
+    if slices and isinstance(value, slice):
+        children: Any = (value.start, value.stop, value.step)
+    elif isinstance(value, (list, tuple)):
+        children = value
     elif isinstance(value, dict):
         children = value.values()
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -355,4 +358,4 @@ def expression_parts(value: Any) -> Iterator[Any]:
     else:
         return
     for child in children:
-        yield from expression_parts(child)
+        yield from expression_parts(child, slices)
