@@ -49,6 +49,29 @@ def index_bounds(graph: Graph) -> dict[str, int]:
     return bounds
 
 
+def compared_values(graph: Graph) -> dict[str, int]:
+    """For integer inputs the network tests for equality with a constant (Silero VAD's
+    ``sr == 16000`` choosing a branch), the first such constant: random integers would only
+    ever take the other branch."""
+    values: dict[str, int] = {}
+    inputs = set(graph.inputs)
+    for node in graph.nodes:
+        if node.op_type != "Equal" or len(node.inputs) != 2:
+            continue
+        for name, other in (node.inputs, node.inputs[::-1]):
+            constant = graph.constants.get(other)
+            dtype = graph.dtypes.get(name)
+            if (
+                name in inputs
+                and constant is not None
+                and constant.size == 1
+                and dtype is not None
+                and dtype.kind in "iu"
+            ):
+                values.setdefault(name, int(np.asarray(constant).reshape(-1)[0]))
+    return values
+
+
 def training_mode_operators(graph: Graph) -> list[str]:
     """Operators a training-mode export runs in training mode (onnxruntime then uses batch
     statistics and random dropout, which no converted network in eval mode reproduces)."""
@@ -123,6 +146,7 @@ def random_inputs(
     """Random inputs matching each graph input's shape (or ``shapes``) and dtype, in order."""
     rng = np.random.default_rng(seed)
     bounds = index_bounds(graph)
+    compared = compared_values(graph)
     chosen = [shapes[n] if shapes and n in shapes else graph.shapes[n] for n in graph.inputs]
     total = sum(math.prod(shape) for shape in chosen)
     if total > MAX_VERIFY_ELEMENTS:  # checked before anything is allocated
@@ -136,6 +160,8 @@ def random_inputs(
         dtype = graph.dtypes.get(name, np.dtype(np.float32))
         if dtype.kind == "f":
             arrays.append(rng.standard_normal(shape).astype(dtype))
+        elif name in compared:
+            arrays.append(np.full(shape, compared[name], dtype))
         elif dtype.kind in "iu":
             arrays.append(rng.integers(0, bounds.get(name, 2), size=shape).astype(dtype))
         elif dtype.kind == "b":

@@ -71,6 +71,51 @@ def observed_ranks(
     return _in_child(lambda: _observe(copy, names, feeds_for))
 
 
+def fails_to_run(model: onnx.ModelProto, sizes: dict[str, tuple[int, ...]]) -> bool:
+    """Whether onnxruntime accepts ``model`` but every example run of it at ``sizes`` raises
+    (a control-flow branch the source itself cannot take at those sizes). False when it runs,
+    or when that cannot be told (a Loop, an input of no numeric type, a refused session)."""
+    weights = {init.name for init in model.graph.initializer}
+    fed = {inp.name for inp in model.graph.input} - weights
+    if _loops(model.graph) or not fed <= set(sizes):
+        return False
+    try:
+        feeds_for = [example_inputs(model, sizes, fill) for fill in (1, 2, 0)]
+    except (KeyError, ValueError, TypeError):
+        return False
+    # onnxruntime checks shapes when it builds a session: with the sizes fixed it may refuse
+    # the model outright, which tells no failure of ours from one of the source. Every size is
+    # left open (and inferred types dropped), so the session builds and the run itself fails.
+    opened = onnx.ModelProto()
+    opened.CopyFrom(model)
+    del opened.graph.value_info[:]
+    for index, inp in enumerate(opened.graph.input):
+        if inp.name in fed:
+            for axis, dim in enumerate(inp.type.tensor_type.shape.dim):
+                dim.dim_param = f"open_{index}_{axis}"
+    return _in_child(lambda: {"failed": _every_run_raises(opened, feeds_for)}).get("failed", False)
+
+
+def _every_run_raises(model: onnx.ModelProto, feeds_for: list[dict]) -> bool:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception:  # noqa: BLE001 - refused before running: nothing learned
+        return False
+    for feeds in feeds_for:
+        try:
+            session.run(None, feeds)
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own types
+            continue
+        return False
+    return True
+
+
 def _observe(model: onnx.ModelProto, names: list[str], feeds_for: list[dict]) -> dict:
     # integer inputs are often sizes (small ones are safe) or indices (0 is)
     values = _run_onnxruntime(model, names, feeds_for) or _run_reference(model, names, feeds_for)

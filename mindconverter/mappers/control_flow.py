@@ -19,6 +19,7 @@ import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from ..graph.body_models import body_model
+from ..graph.example_run import fails_to_run
 from .base import Cell, Input, NodeContext, Ternary, Unpack, Unsupported
 from .registry import mapper
 
@@ -99,9 +100,61 @@ def if_(ctx: NodeContext):
             "If with a constant condition that the preprocessing could not inline "
             "(onnxoptimizer's eliminate_if_with_const_cond rejected the model)"
         )
-    then_cell = body_cell(ctx, "then_branch", "ThenBranch", [], [])
-    else_cell = body_cell(ctx, "else_branch", "ElseBranch", [], [])
+    then_cell = _branch_cell(ctx, "then_branch", "ThenBranch")
+    else_cell = _branch_cell(ctx, "else_branch", "ElseBranch")
     return _results(ctx, Ternary(Input(0), then_cell, else_cell), ctx.num_outputs)
+
+
+def _branch_cell(ctx: NodeContext, attr: str, name: str) -> Cell:
+    """The branch ``attr`` as a cell; a branch that does not convert because the source model
+    itself cannot run it at the conversion sizes becomes a cell that raises, as the source does
+    there (Silero VAD's 8 kHz branch converted at a 16 kHz chunk size)."""
+    try:
+        return body_cell(ctx, attr, name, [], [])
+    except Unsupported:
+        if not _source_cannot_run(ctx, attr, name):
+            raise
+    return Cell(name, {}, [], role=_snake(name), definition=_raising_branch(name))
+
+
+def _source_cannot_run(ctx: NodeContext, attr: str, name: str) -> bool:
+    """Whether onnxruntime fails running the branch ``attr`` at the conversion sizes, every
+    dimension of its inputs fixed (a dynamic one is only an example size there)."""
+    try:
+        body = body_model(ctx.attr(attr), ctx.graph, [], name)
+    except ValueError:
+        return False
+    inputs = body.model.graph.input
+    if not all(isinstance(dim, int) for inp in inputs for dim in _dims_of(inp)):
+        return False
+    return fails_to_run(body.model, body.example_shapes)
+
+
+def _dims_of(info: onnx.ValueInfoProto) -> list:
+    shape = info.type.tensor_type.shape
+    return [dim.dim_value if dim.HasField("dim_value") else dim.dim_param for dim in shape.dim]
+
+
+def _raising_branch(name: str) -> str:
+    """A branch cell that raises where the source model fails."""
+    doc = (
+        f"{_BODY_DOCS[name]} The source model cannot run this branch at the input sizes the "
+        "network was converted at (onnxruntime fails there too), so it raises; convert at "
+        "sizes this branch takes (--shape) to get its layers."
+    )
+    return "\n".join(
+        [
+            f"class {name}(nn.Cell):",
+            _docstring(doc),
+            "",
+            "    def construct(self):",
+            "        # PyNative only: GRAPH_MODE compiles this raise whichever branch runs",
+            "        raise ValueError(",
+            '            "this branch of the source model cannot run at the input sizes the "',
+            '            "network was converted at; convert it again at sizes this branch takes"',
+            "        )",
+        ]
+    )
 
 
 def _loop_text(name: str, has_trip: bool, has_cond: bool, carried: int, scans: int) -> str:

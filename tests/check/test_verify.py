@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from mindconverter import convert
-from mindconverter.check.verify import verification_shapes
+from mindconverter.check.verify import compared_values, random_inputs, verification_shapes
 from mindconverter.graph import Graph
 
 
@@ -52,3 +52,36 @@ def test_a_second_size_the_source_cannot_run_at_gives_way_to_the_next(tmp_path):
     assert result.verification["skipped_shapes"] == [
         {"past": (2, 4), "new": (2, 3), "mask": (2, 6)}
     ]
+
+
+def test_an_integer_input_tested_for_equality_takes_the_constant_it_is_tested_against():
+    """``sr == 16000`` choosing a branch: random integers (0 or 1) would never take it."""
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+        helper.make_tensor_value_info("sr", TensorProto.INT64, []),
+        helper.make_tensor_value_info("ids", TensorProto.INT64, [3]),
+    ]
+    nodes = [
+        helper.make_node("Equal", ["wide", "sr"], ["is_wide"]),
+        helper.make_node("Cast", ["is_wide"], ["flag"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["ids"], ["float_ids"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["float_ids"], ["total"], keepdims=0),
+        helper.make_node("Add", ["flag", "total"], ["bias"]),
+        helper.make_node("Add", ["x", "bias"], ["out"]),
+    ]
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "rate",
+            inputs,
+            [out],
+            [helper.make_tensor("wide", TensorProto.INT64, [], [16000])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    graph = Graph(model)
+    assert compared_values(graph) == {"sr": 16000}
+    x, sr, ids = random_inputs(graph)
+    assert sr.dtype == "int64" and sr.shape == () and int(sr) == 16000
+    assert ids.shape == (3,) and set(ids.tolist()) <= {0, 1}

@@ -325,3 +325,136 @@ def test_a_body_with_weights_of_its_own_keeps_them_in_the_checkpoint(tmp_path):
     stored = ms.load_checkpoint(str(result.checkpoint_path))
     assert [name for name in stored if name.startswith("loop.body.")] == list(stored), stored
     assert len(stored) == 1
+
+
+HIDDEN = 4
+
+
+def _rate_switch_model(samples: int | str = "samples"):
+    """``If(rate == 16000)``: the 16 kHz branch works at any length; the 8 kHz branch (as in
+    Silero VAD) feeds an LSTM a rank that is only 3 for 256-sample chunks."""
+    then_branch = helper.make_graph(
+        [
+            helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["head"]),
+            helper.make_node("Unsqueeze", ["head", "axis0"], ["t_out"]),
+        ],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t_out", TensorProto.FLOAT, None)],
+    )
+    inner_then = helper.make_graph(
+        [helper.make_node("Squeeze", ["chunks", "axis1"], ["squeezed"])],
+        "squeeze",
+        [],
+        [helper.make_tensor_value_info("squeezed", TensorProto.FLOAT, None)],
+    )
+    inner_else = helper.make_graph(
+        [helper.make_node("Identity", ["chunks"], ["kept"])],
+        "keep",
+        [],
+        [helper.make_tensor_value_info("kept", TensorProto.FLOAT, None)],
+    )
+    else_branch = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["x", "chunk_shape"], ["chunks"]),
+            helper.make_node("Shape", ["chunks"], ["chunk_dims"]),
+            helper.make_node("Gather", ["chunk_dims", "one"], ["count"], axis=0),
+            helper.make_node("Equal", ["count", "one"], ["single"]),
+            helper.make_node(
+                "If", ["single"], ["steps"], then_branch=inner_then, else_branch=inner_else
+            ),
+            helper.make_node("Unsqueeze", ["steps", "axis0"], ["sequence"]),
+            helper.make_node("LSTM", ["sequence", "w", "r"], ["", "e_out"], hidden_size=HIDDEN),
+        ],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e_out", TensorProto.FLOAT, None)],
+    )
+    nodes = [
+        helper.make_node("Equal", ["rate", "sixteen_k"], ["wide"]),
+        helper.make_node("If", ["wide"], ["y"], then_branch=then_branch, else_branch=else_branch),
+    ]
+    rng = np.random.default_rng(0)
+    inits = {
+        "sixteen_k": np.array(16000, np.int64),
+        "starts": np.array([0], np.int64),
+        "ends": np.array([HIDDEN], np.int64),
+        "axes": np.array([1], np.int64),
+        "axis0": np.array([0], np.int64),
+        "axis1": np.array([1], np.int64),
+        "one": np.array(1, np.int64),
+        "chunk_shape": np.array([1, -1, 256], np.int64),
+        "w": rng.standard_normal((1, 4 * HIDDEN, 256)).astype(np.float32) * 0.1,
+        "r": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)).astype(np.float32) * 0.1,
+    }
+    return make_model(
+        nodes,
+        [("x", np.float32, (1, samples)), ("rate", np.int64, ())],
+        [("y", np.float32, None)],
+        inits,
+        opset=13,
+    )
+
+
+@pytest.mark.slow
+def test_a_branch_the_source_cannot_run_at_the_conversion_sizes_raises(tmp_path):
+    """Converted at 512 samples, the 8 kHz branch fails in onnxruntime too: the script's branch
+    raises there, and the 16 kHz branch matches; converted at 256, both branches convert."""
+    model = _rate_switch_model()
+    onnx.save(model, tmp_path / "m.onnx")
+    wide = np.array(16000, np.int64)
+    x = np.random.default_rng(1).standard_normal((1, 512)).astype(np.float32)
+    with pytest.raises(Exception, match="LSTM"):
+        run_onnxruntime(model, {"x": x, "rate": np.array(8000, np.int64)}, ["y"])
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out", shape=["x=1,512"], verify=True)
+    assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
+    text = result.script_path.read_text()
+    assert "onnxruntime fails there too" in text and "raise ValueError(" in text
+    want = run_onnxruntime(model, {"x": x, "rate": wide}, ["y"])
+    got = run_mindspore(result.script_path, result.checkpoint_path, [x, wide])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="cannot run at the input sizes"):
+        run_mindspore(result.script_path, result.checkpoint_path, [x, np.array(8000, np.int64)])
+
+    short = x[:, :256]
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out256", shape=["x=1,256"])
+    assert result.unconverted == []
+    assert "raise ValueError(" not in result.script_path.read_text()
+    for rate in (wide, np.array(8000, np.int64)):
+        want = run_onnxruntime(model, {"x": short, "rate": rate}, ["y"])
+        got = run_mindspore(result.script_path, result.checkpoint_path, [short, rate])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_branch_that_runs_in_the_source_but_does_not_convert_stays_unconverted(tmp_path):
+    """Only a failure of the source itself makes a raising branch: an operator we do not
+    convert (com.microsoft Inverse), in a branch onnxruntime runs, is reported."""
+    inverse = helper.make_graph(
+        [helper.make_node("Inverse", ["x"], ["e_out"], domain="com.microsoft")],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e_out", TensorProto.FLOAT, None)],
+    )
+    nodes = [
+        helper.make_node("Greater", ["s", "zero"], ["cond"]),
+        helper.make_node(
+            "If",
+            ["cond"],
+            ["y"],
+            then_branch=_branch("then", "Relu", "t_out"),
+            else_branch=inverse,
+        ),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, (2, 3, 3)), ("s", np.float32, ())],
+        [("y", np.float32, (2, 3, 3))],
+        {"zero": np.array(0, np.float32)},
+        opset=13,
+        extra_opsets={"com.microsoft": 1},
+    )
+    x = np.eye(3, dtype=np.float32)[None].repeat(2, 0) * 2
+    run_onnxruntime(model, {"x": x, "s": np.array(-1, np.float32)}, ["y"])  # it runs
+    onnx.save(model, tmp_path / "m.onnx")
+    result = convert(tmp_path / "m.onnx", output=tmp_path / "out")
+    assert [(u.op_type, "Inverse" in u.reason) for u in result.unconverted] == [("If", True)]
