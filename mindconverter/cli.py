@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="input shape(s), space-separated: one per input in order (e.g. 1,3,224,224), one per input "
         "with dynamic dimensions (fully static inputs, scalars included, may be left out; a static "
         "model needs none), or by name (input_ids=1,128; 'sr=' is a scalar; 0 is an empty axis: "
-        "'boxes=0,4'). Must agree with the model's static dimensions",
+        "'boxes=0,4'). An input whose dynamic dimensions are all named by the model and sized by "
+        "another shape (h[2, batch, 64] once input=1,512 sizes batch) may be left out too. Must "
+        "agree with the model's static dimensions",
     )
     parser.add_argument(
         "--input_nodes",

@@ -115,12 +115,43 @@ def _fit_in_order(
     fully static. None when that does not work out."""
     assigned: dict[str, tuple[int, ...]] = {}
     pending = list(positional)
+    unsized = []
     for spec in specs:
         if pending and _fits(spec, pending[0]):
             assigned[spec.name] = pending.pop(0)
         elif not spec.is_static:
+            unsized.append(spec)
+    sizes = named_sizes(specs, assigned)
+    if pending or any(derived_shape(spec, sizes) is None for spec in unsized):
+        return None
+    return assigned
+
+
+def named_sizes(specs: list[TensorSpec], given: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """The size each named dimension (``batch``) takes in the shapes ``given``."""
+    sizes: dict[str, int] = {}
+    for spec in specs:
+        if spec.name in given and spec.shape is not None:
+            for dim, size in zip(spec.shape, given[spec.name]):
+                if isinstance(dim, str) and dim.strip():
+                    sizes.setdefault(dim, size)
+    return sizes
+
+
+def derived_shape(spec: TensorSpec, sizes: dict[str, int]) -> tuple[int, ...] | None:
+    """``spec``'s shape when every dynamic dimension of it is named and sized in ``sizes``
+    (Silero VAD's state ``[2, batch, 64]`` once ``input`` gives ``batch``); else None."""
+    if spec.shape is None:
+        return None
+    dims = []
+    for dim in spec.shape:
+        if isinstance(dim, int) and dim > 0:
+            dims.append(dim)
+        elif isinstance(dim, str) and dim in sizes:
+            dims.append(sizes[dim])
+        else:
             return None
-    return None if pending else assigned
+    return tuple(dims)
 
 
 def resolve_input_shapes(
@@ -128,6 +159,7 @@ def resolve_input_shapes(
 ) -> dict[str, tuple[int, ...]]:
     """Combine declared input shapes with --shape values; checks count and static dims."""
     given_by_name = _assign_shapes(specs, shapes or [])
+    sizes = named_sizes(specs, given_by_name)
     resolved = {}
     for spec in specs:
         given = given_by_name.get(spec.name)
@@ -136,6 +168,15 @@ def resolve_input_shapes(
             if isinstance(dim, int) and (dim < 0 or dim > MAX_DIMENSION):
                 raise make_error(
                     "ABSURD_DIMENSION", f"Input '{spec.name}' declares dimension {dim}."
+                )
+        if given is None and not spec.is_static:
+            given = derived_shape(spec, sizes)
+            if given is not None and math.prod(given) > MAX_EXAMPLE_ELEMENTS:
+                raise make_error(
+                    "BAD_SHAPE",
+                    f"Input '{spec.name}' would take {math.prod(given)} elements at the sizes "
+                    f"--shape gives its named dimensions; an input may have at most "
+                    f"{MAX_EXAMPLE_ELEMENTS}.",
                 )
         if given is None:
             if not spec.is_static:

@@ -90,6 +90,28 @@ def test_unnamed_shapes_go_to_the_inputs_they_fit():
         assert info.value.key == "SHAPE_COUNT"
 
 
+def test_inputs_whose_named_dimensions_another_shape_sizes_need_no_shape():
+    """Silero VAD v4: ``input[batch, sequence]``, ``sr``, ``h/c[2, batch, 64]``; once ``input``
+    is shaped, ``h`` and ``c`` are known. An unnamed dynamic dimension still needs --shape."""
+    from mindconverter.passes.fix_shapes import resolve_input_shapes
+
+    specs = _specs(
+        ("input", ["batch", "sequence"]),
+        ("sr", []),
+        ("h", [2, "batch", 64]),
+        ("c", [2, "batch", 64]),
+    )
+    want = {"input": (3, 512), "sr": (), "h": (2, 3, 64), "c": (2, 3, 64)}
+    assert resolve_input_shapes(specs, [("input", (3, 512))]) == want
+    assert resolve_input_shapes(specs, [(None, (3, 512))]) == want
+    assert resolve_input_shapes(specs, [("input", (3, 512)), ("h", (2, 3, 64))]) == want
+    unnamed = _specs(("input", ["batch", "sequence"]), ("state", [2, "", 128]))
+    for shapes in ([("input", (1, 512))], [(None, (1, 512))]):
+        with pytest.raises(MindConverterError) as info:
+            resolve_input_shapes(unnamed, shapes)
+        assert info.value.key in ("SHAPE_REQUIRED", "SHAPE_COUNT")
+
+
 def test_shape_requests():
     assert parse_shape_request("1,3") == (None, (1, 3))
     assert parse_shape_request("x:0=1,3") == ("x:0", (1, 3))
