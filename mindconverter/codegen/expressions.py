@@ -148,6 +148,7 @@ HELPER_CELLS = {
     "GridSampleNearest": {"ms", "ops"},
     "ImageDecoder": {"ms"},
     "NarrowFloat": {"ms", "ops"},
+    "NonMaxSuppressionInBlocks": {"ms", "ops"},
     "PowerOfTwo": {"ms", "ops"},
     "RMSNorm": {"ms", "ops", "Parameter"},
     "TfIdfVectorizer": {"ms", "ops"},

@@ -20,6 +20,9 @@ from .base import (
 from .registry import mapper
 
 MAX_NMS_PAIRS = 128  # (batch, class) pairs; each becomes one NMS call in construct()
+# Boxes compared all pairs at once up to this count (a few [N, N] float32 temporaries: 16 MiB
+# each); past it, or when the count is known at run time only, a block at a time.
+DENSE_BOXES = 2048
 INT32_MAX = 2**31 - 1  # the kernel's limit is an int32
 
 
@@ -135,6 +138,37 @@ def _selected_rows(suppress, keys, limit, half, zero, batch: int, klass: int):
     return Call("ops.stack", [columns], {"axis": Lit(1)})
 
 
+def _in_blocks(corners, scores, limit, thresholds, pairs: tuple[int, int]):
+    """One NonMaxSuppressionInBlocks cell per (batch, class) pair: boxes compared a block at a
+    time (memory linear in the box count) where the count is known at run time or large."""
+    iou_threshold, score_threshold = thresholds
+    batches, classes = pairs
+    no_threshold = Lit(None)
+    rows = []
+    for b in range(batches):
+        for c in range(classes):
+            cell = Cell(
+                "NonMaxSuppressionInBlocks",
+                kwargs={},
+                args=[
+                    *(Item(corner, (b,)) for corner in corners),
+                    Item(scores, (b, c)),
+                    limit,
+                    iou_threshold,
+                    no_threshold if score_threshold is None else score_threshold,
+                ],
+                role="nms",
+            )
+            selected = Temp(cell, "selected")
+            columns = [
+                Call("ops.full_like", [selected, Lit(b)]),
+                Call("ops.full_like", [selected, Lit(c)]),
+                selected,
+            ]
+            rows.append(Call("ops.stack", [columns], {"axis": Lit(1)}))
+    return rows[0] if len(rows) == 1 else Call("ops.concat", [rows], {"axis": Lit(0)})
+
+
 @mapper("NonMaxSuppression", since=10)
 def non_max_suppression(ctx: NodeContext):
     """NonMaxSuppression -> ops.NonMaxSuppressionWithOverlaps per (batch, class) on an ONNX IoU mask.
@@ -145,7 +179,9 @@ def non_max_suppression(ctx: NodeContext):
     feed the kernel; the rows ``(batch, class, box)`` are concatenated in batch/class order.
 
     A box count known only at run time (boxes kept by an earlier step) is supported; batch and
-    class counts must be static. The output size depends on the data (dynamic shape): MindSpore
+    class counts must be static. Such a count, or one over DENSE_BOXES, goes to the script's
+    NonMaxSuppressionInBlocks cell, which in PyNative mode compares the boxes one block at a
+    time (memory linear in the count: SSDlite's 27000 candidates took tens of GB all at once). The output size depends on the data (dynamic shape): MindSpore
     runs it on CPU in PYNATIVE and GRAPH mode (tested). Tie order relies on ``ops.argsort`` being stable, which it is on CPU.
     At most MAX_NMS_PAIRS (batch, class) pairs, each one kernel call in construct().
     """
@@ -195,6 +231,11 @@ def non_max_suppression(ctx: NodeContext):
     iou_threshold = _threshold(ctx, 3, 0.0)
     score_threshold = _threshold(ctx, 4, None)
 
+    if not known_boxes or num_boxes > DENSE_BOXES:
+        corners = _corners(boxes, center_point_box)
+        return _in_blocks(
+            corners, scores, limit, (iou_threshold, score_threshold), (batches, classes)
+        )
     suppress = _suppression_matrix(boxes, center_point_box, iou_threshold)
     # priority keys N - rank (distinct, so the kernel's own ordering cannot reorder ties); -1 drops a box
     order = Call("ops.argsort", [scores], {"axis": Lit(-1), "descending": Lit(True)})

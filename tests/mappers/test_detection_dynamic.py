@@ -64,6 +64,56 @@ def test_nms_over_the_boxes_a_threshold_kept(tmp_path, graph_mode):
 
 
 @pytest.mark.parametrize("graph_mode", [False, True])
+@pytest.mark.parametrize("center_point_box, limit", [(0, 2**63 - 1), (1, 700)])
+def test_nms_over_thousands_of_boxes_compares_them_a_block_at_a_time(
+    tmp_path, graph_mode, center_point_box, limit
+):
+    """SSDlite keeps tens of thousands of candidates: all pairs at once took tens of GB. Past
+    a few thousand boxes (or a count known at run time only) the script keeps boxes block by
+    block in PyNative mode; the result is ONNX's, ties (scores rounded) and limit included."""
+    nodes = [
+        helper.make_node("Greater", ["scores", "threshold"], ["over"]),
+        helper.make_node("NonZero", ["over"], ["where"]),
+        helper.make_node("Squeeze", ["where", "zero"], ["kept"]),
+        helper.make_node("Gather", ["boxes", "kept"], ["kept_boxes"], axis=0),
+        helper.make_node("Gather", ["scores", "kept"], ["kept_scores"], axis=0),
+        helper.make_node("Unsqueeze", ["kept_boxes", "zero"], ["batched_boxes"]),
+        helper.make_node("Unsqueeze", ["kept_scores", "zero_one"], ["batched_scores"]),
+        helper.make_node(
+            "NonMaxSuppression",
+            ["batched_boxes", "batched_scores", "limit", "iou", "min_score"],
+            ["selected"],
+            center_point_box=center_point_box,
+        ),
+    ]
+    count = 2600
+    model = make_model(
+        nodes,
+        [("boxes", np.float32, [count, 4]), ("scores", np.float32, [count])],
+        [("selected", np.int64, None)],
+        {
+            "threshold": np.array(0.05, np.float32),
+            "zero": np.array([0], np.int64),
+            "zero_one": np.array([0, 1], np.int64),
+            "limit": np.array([limit], np.int64),
+            "iou": np.array([0.3], np.float32),
+            "min_score": np.array([0.1], np.float32),
+        },
+        opset=13,
+    )
+    result = _convert(tmp_path, model, None)
+    assert "NonMaxSuppressionInBlocks" in result.script_path.read_text()
+    rng = np.random.default_rng(center_point_box)
+    scores = np.round(rng.random(count), 2).astype(np.float32)  # many equal scores
+    corner = rng.random((count, 2)) * 600  # sparse enough that hundreds are kept
+    boxes = np.concatenate([corner, corner + 5 + rng.random((count, 2)) * 30], -1)
+    if center_point_box:
+        boxes = np.concatenate([corner + 10, 10 + rng.random((count, 2)) * 30], -1)
+    boxes = boxes.astype(np.float32)
+    _check(model, result, {"boxes": boxes, "scores": scores}, graph_mode)
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
 def test_nms_with_a_dynamic_box_count_and_a_small_limit(tmp_path, graph_mode):
     model = make_model(
         [helper.make_node("NonMaxSuppression", ["b", "s", "limit", "iou", "min_score"], ["sel"])],
