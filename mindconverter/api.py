@@ -90,6 +90,7 @@ def convert(
     graph_mode: bool = False,
     dynamic: bool = True,
     float32: bool = False,
+    keep_quantized: bool = False,
     mindir: bool = False,
     scaffold: bool = False,
     train_output: str | None = None,
@@ -106,7 +107,8 @@ def convert(
     inference and verification. The dimensions the model declares dynamic stay dynamic in the
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
-    bfloat16 model in float32; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
+    bfloat16 model in float32; ``keep_quantized=True`` keeps the integer weights of onnxruntime's
+    quantized matrix products as integers, dequantized as the network runs; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
     ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script,
     training ``train_output`` (an output name; default: the first output) with ``train_loss``
     (cross_entropy, mse, l1, bce or output; default: the one that fits the output).
@@ -117,6 +119,7 @@ def convert(
     started = time.perf_counter()
     flags = dict(overwrite=overwrite, strict=strict, verify=verify, verify_layers=verify_layers)
     flags.update(graph_mode=graph_mode, dynamic=dynamic, float32=float32, mindir=mindir)
+    flags.update(keep_quantized=keep_quantized)
     check_options(dict(flags, scaffold=scaffold, debug=debug), registry, log, progress)
     check_paths(model_file=model_file, output=output, report=report)
     check_names(input_nodes=input_nodes, output_nodes=output_nodes)
@@ -142,6 +145,7 @@ def convert(
         dynamic=dynamic,
         keep_reference=verify,
         float32=float32,
+        keep_quantized=keep_quantized,
         debug=debug,
         progress=progress or Progress(),
         log=log,

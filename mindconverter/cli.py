@@ -178,6 +178,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "loss to minimise)",
     )
     parser.add_argument(
+        "--keep_quantized",
+        action="store_true",
+        help="keep the integer weights of onnxruntime's quantized operators (MatMulNBits, "
+        "DynamicQuantizeMatMul, MatMulIntegerToFloat) as integers in the checkpoint, "
+        "dequantized in the network as it runs: a smaller checkpoint whose quantized weights "
+        "do not train (default: dequantized once into float weights)",
+    )
+    parser.add_argument(
         "--float32",
         action="store_true",
         help="compute a float16/bfloat16 model in float32 (default: in its own dtype)",
@@ -263,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         graph_mode=args.graph_mode,
         dynamic=not args.static,
         float32=args.float32,
+        keep_quantized=args.keep_quantized,
         mindir=args.mindir,
         scaffold=args.scaffold,
         train_output=args.train_output,

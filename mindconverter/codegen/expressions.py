@@ -150,6 +150,7 @@ HELPER_CELLS = {
     "NarrowFloat": {"ms", "ops"},
     "NonMaxSuppressionInBlocks": {"ms", "ops"},
     "PowerOfTwo": {"ms", "ops"},
+    "QuantizedDense": {"ms", "ops", "Parameter"},
     "RMSNorm": {"ms", "ops", "Parameter"},
     "TfIdfVectorizer": {"ms", "ops"},
     "UniqueSlices": {"ms", "ops"},

@@ -23,6 +23,7 @@ class ConversionSettings:
     dynamic: bool = True  # keep the dimensions the model declares dynamic
     keep_reference: bool = False  # keep the model as given, to verify against it
     float32: bool = False  # compute a float16/bfloat16 model in float32
+    keep_quantized: bool = False  # integer weights stay integers, dequantized at run time
     debug: bool = False
     progress: Progress = field(default_factory=Progress)
     log: Callable[[str], None] | None = None

@@ -60,6 +60,7 @@ def _run_pipeline(model_path: Path, settings: ConversionSettings) -> ConvertedMo
         keep_reference=settings.keep_reference,
         dynamic=settings.dynamic,
         float32=settings.float32,
+        keep_quantized=settings.keep_quantized,
         debug=settings.debug,
         log=settings.log,
         progress=settings.progress,

@@ -187,13 +187,20 @@ class NodeContext:
     """Read-only view of one node for a mapper: attributes, input/output shapes, constants."""
 
     def __init__(
-        self, graph: Graph, node: Node, domain_opset: int | None = None, convert_body=None
+        self,
+        graph: Graph,
+        node: Node,
+        domain_opset: int | None = None,
+        convert_body=None,
+        keep_quantized: bool = False,
     ):
         self.graph = graph
         self.node = node
         self.opset = domain_opset if domain_opset is not None else graph.opset
         # (BodyModel, class name, doc) -> BodyCell: an If/Loop/Scan body as a cell class
         self.convert_body = convert_body
+        # --keep_quantized: integer weights stay integers, dequantized as the network runs
+        self.keep_quantized = keep_quantized
 
     # --- node facts -----------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:

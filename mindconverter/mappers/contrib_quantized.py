@@ -22,6 +22,7 @@ from .base import (
     Call,
     Cell,
     Const,
+    DType,
     Input,
     Lit,
     NodeContext,
@@ -85,9 +86,90 @@ def nbits_weight(ctx: NodeContext) -> np.ndarray:
     return weight.reshape(n, -1)[:, :k]
 
 
+@dataclasses.dataclass
+class QuantizedWeight:
+    """A weight the checkpoint keeps as integers (--keep_quantized): ``values`` [N, blocks,
+    block], ``scale`` and ``zero_point`` [N, blocks], read from inputs ``sources`` (the values',
+    the scale's and the zero point's; None for a zero point the operator defaults)."""
+
+    values: np.ndarray
+    scale: np.ndarray
+    zero_point: np.ndarray
+    sources: tuple[int, int, int | None]
+    note: str
+
+
+def quantized_dense(ctx: NodeContext, x, weight: QuantizedWeight, bias: int | None) -> Cell:
+    """The script's QuantizedDense cell: the integers kept, dequantized as it runs."""
+    n, blocks, block = weight.values.shape
+    value_index, scale_index, zero_index = weight.sources
+    zero_note = f"{weight.note}; one zero point a block"
+    weights = {
+        "weight": ctx.weight(value_index, weight.values, weight.note),
+        "scale": ctx.weight(scale_index, weight.scale[..., None], f"{weight.note}; one a block"),
+        "zero_point": (
+            ctx.weight(zero_index, weight.zero_point[..., None], zero_note)
+            if zero_index is not None
+            else Weight(weight.zero_point[..., None], "", "the operator's default zero point")
+        ),
+    }
+    kwargs = {
+        "in_channels": int(ctx.attr("K")) if ctx.has_attr("K") else blocks * block,
+        "out_channels": n,
+        "blocks": blocks,
+        "block": block,
+    }
+    if weight.values.dtype != np.int8:
+        kwargs["dtype"] = DType(weight.values.dtype.name)
+    if bias is not None and ctx.has_input(bias):
+        weights["bias"] = ctx.weight(bias, np.asarray(ctx.require_const(bias, "the bias")))
+    else:
+        kwargs["has_bias"] = False
+    return Cell("QuantizedDense", kwargs=kwargs, args=[x], weights=weights, role="fc")
+
+
+def _nbits_quantized(ctx: NodeContext) -> QuantizedWeight:
+    """MatMulNBits' weight unpacked to one uint8 a value, with its block scales and zero points."""
+    k, n = int(ctx.attr("K")), int(ctx.attr("N"))
+    bits, block = int(ctx.attr("bits", 4)), int(ctx.attr("block_size"))
+    nbits_weight(ctx)  # the same checks as the float path
+    packed = np.asarray(ctx.require_const(1, "the quantized weight"))
+    blocks = packed.shape[1]
+    values = unpack_bits(packed.reshape(n, blocks, -1), bits, block).astype(np.uint8)
+    scales = np.asarray(ctx.require_const(2, "the scales")).astype(np.float32).reshape(n, blocks)
+    zero = _nbits_zero_points(ctx, n, blocks, bits)
+    note = f"unpacked from {bits}-bit blocks of {block}, one value a byte (K={k})"
+    return QuantizedWeight(values, scales, zero, (1, 2, 3 if ctx.has_input(3) else None), note)
+
+
+def _columns_quantized(ctx: NodeContext, weight: int, scale: int, zero: int) -> QuantizedWeight:
+    """An integer (K, N) weight with a scalar or per-column scale and zero point, as N rows of
+    one block of K."""
+    values = np.asarray(ctx.require_const(weight, "the quantized weight"))
+    k, n = values.shape
+    scales = np.asarray(ctx.require_const(scale, "the weight scale")).astype(np.float32)
+    zero_point = (
+        np.asarray(ctx.require_const(zero, "the weight zero point")).astype(np.float32)
+        if ctx.has_input(zero)
+        else np.zeros((), np.float32)
+    )
+    if scales.size not in (1, n) or zero_point.size not in (1, n):
+        raise Unsupported("a weight scale or zero point that is neither per tensor nor per column")
+    return QuantizedWeight(
+        np.ascontiguousarray(values.T).reshape(n, 1, k),
+        np.broadcast_to(scales.reshape(-1), (n,)).reshape(n, 1).copy(),
+        np.broadcast_to(zero_point.reshape(-1), (n,)).reshape(n, 1).copy(),
+        (weight, scale, zero if ctx.has_input(zero) else None),
+        "transpose(1, 0); as [N, 1, K]",
+    )
+
+
 @mapper("MatMulNBits", domain=MS_DOMAIN)
 def matmul_nbits(ctx: NodeContext):
-    """MatMulNBits -> nn.Dense(K, N) holding the dequantized float weight (and the bias)."""
+    """MatMulNBits -> nn.Dense(K, N) holding the dequantized float weight (and the bias);
+    QuantizedDense holding the unpacked integers with --keep_quantized."""
+    if ctx.keep_quantized:
+        return quantized_dense(ctx, Input(0), _nbits_quantized(ctx), 5)
     weight = nbits_weight(ctx)
     bits, block = int(ctx.attr("bits", 4)), int(ctx.attr("block_size"))
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
@@ -224,18 +306,26 @@ def dynamically_quantized(x):
 
 @mapper("DynamicQuantizeMatMul", domain=MS_DOMAIN)
 def dynamic_quantize_matmul(ctx: NodeContext):
-    """DynamicQuantizeMatMul -> nn.Dense over the dequantized weight, applied to A quantized to
-    uint8 and back as onnxruntime does at run time."""
-    weight = dequantized_weight(ctx, 1, 2, 3)
+    """DynamicQuantizeMatMul -> nn.Dense over the dequantized weight (QuantizedDense with
+    --keep_quantized), applied to A quantized to uint8 and back as onnxruntime does at run
+    time."""
     x = Temp(Input(0), "x")
+    if ctx.keep_quantized:
+        quantized = _columns_quantized(ctx, 1, 2, 3)
+        return quantized_dense(ctx, dynamically_quantized(x), quantized, 4)
+    weight = dequantized_weight(ctx, 1, 2, 3)
     return _dense(ctx, dynamically_quantized(x), weight, 1, 4)
 
 
 @mapper("MatMulIntegerToFloat", domain=MS_DOMAIN)
 def matmul_integer_to_float(ctx: NodeContext):
-    """MatMulIntegerToFloat -> nn.Dense over the dequantized weight on the dequantized input."""
+    """MatMulIntegerToFloat -> nn.Dense over the dequantized weight (QuantizedDense with
+    --keep_quantized) on the dequantized input."""
     if ctx.const(1) is None:
         raise Unsupported("MatMulIntegerToFloat with a weight computed at run time")
+    if ctx.keep_quantized:
+        quantized = _columns_quantized(ctx, 1, 3, 5)
+        return quantized_dense(ctx, dequantized_input(ctx, 0, 2, 4), quantized, 6)
     weight = dequantized_weight(ctx, 1, 3, 5)
     return _dense(ctx, dequantized_input(ctx, 0, 2, 4), weight, 1, 6)
 

@@ -29,6 +29,7 @@ class PassContext:
     keep_reference: bool = False  # keep the model as given, for verification against it
     dynamic: bool = True  # keep the dimensions the model declares dynamic symbolic
     float32: bool = False  # compute a float16/bfloat16 model in float32
+    keep_quantized: bool = False  # quantized weights stay integers (mappers read it)
     debug: bool = False
     log: Callable[[str], None] | None = None
     progress: Progress = field(default_factory=Progress)  # stage timings on a terminal

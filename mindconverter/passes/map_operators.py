@@ -15,7 +15,11 @@ from .context import PassContext
 
 
 def map_nodes(
-    graph: Graph, registry: MapperRegistry, debug: bool = False, convert_body=None
+    graph: Graph,
+    registry: MapperRegistry,
+    debug: bool = False,
+    convert_body=None,
+    keep_quantized: bool = False,
 ) -> list[MappedNode]:
     """Map every node; a mapper's internal error becomes an unconverted node (or raises with debug)."""
     mapped = []
@@ -28,7 +32,7 @@ def map_nodes(
             mapped.append(MappedNode(node, reason=reason))
             continue
         try:
-            result = fn(NodeContext(graph, node, opset, convert_body))
+            result = fn(NodeContext(graph, node, opset, convert_body, keep_quantized))
         except Unsupported as exc:
             mapped.append(MappedNode(node, reason=str(exc)))
             continue
@@ -62,6 +66,10 @@ def _dynamic_dim_in(value) -> DynamicDim | None:
 def run(graph: Graph, context: PassContext) -> bool:
     """Map every node with the context's registry; the results go to ``context.mapped``."""
     context.mapped = map_nodes(
-        graph, context.registry, debug=context.debug, convert_body=context.convert_body
+        graph,
+        context.registry,
+        debug=context.debug,
+        convert_body=context.convert_body,
+        keep_quantized=context.keep_quantized,
     )
     return False

@@ -210,3 +210,25 @@ def test_statically_quantized_cnn_converts_and_matches(tmp_path, fixture):
     for batch in (1, 3):
         feeds = {"input": rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)}
         assert_runs_like_onnxruntime(model, result, feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_4_bit_model_kept_quantized_matches_with_a_smaller_checkpoint(tmp_path):
+    """--keep_quantized: MatMulNBits' integers stay integers (one a byte) in the checkpoint,
+    dequantized as the network runs; the numbers are the float conversion's."""
+    logging.getLogger().setLevel(logging.WARNING)
+    path = FIXTURES / "tiny_gpt_torchscript.onnx"
+    source = onnx.load(str(path))
+    heads, hidden = attention_sizes(source)
+    model = matmul_4bits(fused(path, "gpt2", heads, hidden, tmp_path), tmp_path)
+    batch, seq = SHAPES[0]
+    shapes = [f"{batch},{seq}"] * len(token_feeds(source, batch, seq))
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "floats").mkdir()
+    kept = convert_fully(model, tmp_path / "kept", shape=shapes, keep_quantized=True)
+    floats = convert_fully(model, tmp_path / "floats", shape=shapes)
+    assert "QuantizedDense(" in kept.script_path.read_text()
+    assert kept.checkpoint_path.stat().st_size < 0.8 * floats.checkpoint_path.stat().st_size
+    for batch, seq in SHAPES:
+        feeds = token_feeds(source, batch, seq, seed=seq)
+        assert_runs_like_onnxruntime(model, kept, feeds, rtol=1e-3, atol=5e-4)

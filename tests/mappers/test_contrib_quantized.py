@@ -24,6 +24,16 @@ def ints(shape, low, high, seed, dtype=U8):
     return np.random.default_rng(seed).integers(low, high, shape).astype(dtype)
 
 
+def assert_kept_quantized(result, dtype):
+    """--keep_quantized: the script's QuantizedDense, its weight stored as integers."""
+    import mindspore as ms
+
+    assert "QuantizedDense(" in result.script_path.read_text()
+    params = ms.load_checkpoint(str(result.checkpoint_path))
+    stored = [p for name, p in params.items() if name.endswith(".weight")]
+    assert stored and all(p.asnumpy().dtype == dtype for p in stored)
+
+
 def weight_map_entries(result):
     data = json.loads(result.weight_map_path.read_text())
     return [entry for entries in data.values() for entry in entries]
@@ -34,7 +44,10 @@ def weight_map_entries(result):
     [(4, 32, "packed", False), (4, 40, None, True), (8, 32, "packed", False), (2, 32, None, False),
      (4, 32, "float", False)],
 )  # fmt: skip
-def test_matmul_nbits_is_a_dense_layer_with_float_weights(tmp_path, bits, k, zero_points, bias):
+@pytest.mark.parametrize("keep_quantized", [False, True])
+def test_matmul_nbits_is_a_dense_layer_with_float_weights(
+    tmp_path, bits, k, zero_points, bias, keep_quantized
+):
     n, block = 6, 16
     blocks = -(-k // block)
     initializers = {
@@ -54,7 +67,10 @@ def test_matmul_nbits_is_a_dense_layer_with_float_weights(tmp_path, bits, k, zer
         "MatMulNBits", names, ["y"], domain=MS, K=k, N=n, bits=bits, block_size=block
     )
     model = ms_model([node], [("x", F32, [2, 3, k])], [("y", F32, None)], initializers)
-    result = assert_matches(model, tmp_path, rtol=1e-4, atol=1e-4)
+    result = assert_matches(model, tmp_path, rtol=1e-4, atol=1e-4, keep_quantized=keep_quantized)
+    if keep_quantized:
+        assert_kept_quantized(result, U8)
+        return
     assert "nn.Dense(" in result.script_path.read_text()
     transforms = [e["converted_weight"]["name"] for e in weight_map_entries(result)]
     assert any(name.endswith("weight") for name in transforms)
@@ -82,8 +98,9 @@ def test_gather_block_quantized_is_an_embedding(tmp_path, with_zero_points):
     assert "nn.Embedding(" in result.script_path.read_text()
 
 
+@pytest.mark.parametrize("keep_quantized", [False, True])
 @pytest.mark.parametrize("signed", [True, False])
-def test_dynamic_quantize_matmul(tmp_path, signed):
+def test_dynamic_quantize_matmul(tmp_path, signed, keep_quantized):
     dtype = np.int8 if signed else U8
     low, high = (-128, 128) if signed else (0, 256)
     initializers = {
@@ -96,10 +113,13 @@ def test_dynamic_quantize_matmul(tmp_path, signed):
         "DynamicQuantizeMatMul", ["x", "w", "scale", "zp", "bias"], ["y"], domain=MS
     )
     model = ms_model([node], [("x", F32, [3, 16])], [("y", F32, None)], initializers)
-    assert_matches(model, tmp_path, rtol=1e-4, atol=1e-4)
+    result = assert_matches(model, tmp_path, rtol=1e-4, atol=1e-4, keep_quantized=keep_quantized)
+    if keep_quantized:
+        assert_kept_quantized(result, dtype)
 
 
-def test_matmul_integer_to_float(tmp_path):
+@pytest.mark.parametrize("keep_quantized", [False, True])
+def test_matmul_integer_to_float(tmp_path, keep_quantized):
     initializers = {
         "w": ints((16, 6), -128, 128, 13, np.int8),
         "a_scale": np.array(0.02, F32),
@@ -115,7 +135,11 @@ def test_matmul_integer_to_float(tmp_path):
     )
     model = ms_model([node], [("a", U8, [2, 3, 16])], [("y", F32, None)], initializers)
     feeds = {"a": ints((2, 3, 16), 0, 256, 16)}
-    assert_matches(model, tmp_path, feeds, rtol=1e-4, atol=1e-4)
+    result = assert_matches(
+        model, tmp_path, feeds, rtol=1e-4, atol=1e-4, keep_quantized=keep_quantized
+    )
+    if keep_quantized:
+        assert_kept_quantized(result, np.int8)
 
 
 def test_q_attention(tmp_path):
