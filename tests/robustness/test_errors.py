@@ -167,7 +167,11 @@ CASES = {
     "shape wrong rank": (_valid_with("--shape", "1,4,5"), "SHAPE_CONFLICT", 2),
     "shape conflicts with static": (_valid_with("--shape", "2,4"), "SHAPE_CONFLICT", 2),
     "shape wrong count": (_valid_with("--shape", "1,4", "1,4"), "SHAPE_COUNT", 2),
-    "shape too few": (_valid_with("--shape", "2,4", model=dynamic_model()), "SHAPE_COUNT", 2),
+    "shape too few": (
+        _valid_with("--shape", "2,4", model=dynamic_model(second_batch="M")),
+        "SHAPE_COUNT",
+        2,
+    ),
     "shape required": (_valid_with(model=dynamic_model()), "SHAPE_REQUIRED", 2),
     "shape rank vs dynamic": (
         _valid_with("--shape", "2,4,1", "2,4,1", model=dynamic_model()),

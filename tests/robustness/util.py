@@ -40,11 +40,14 @@ def valid_model(opset: int = 17) -> onnx.ModelProto:
     )
 
 
-def dynamic_model() -> onnx.ModelProto:
-    """Two inputs with dynamic batch: a[N,4] + c[N,4] -> Relu."""
+def dynamic_model(second_batch: str = "N") -> onnx.ModelProto:
+    """Two inputs with dynamic batch: a[N,4] + c[N,4] -> Relu (c's batch named
+    ``second_batch``: another name needs a --shape of its own)."""
     nodes = [helper.make_node("Add", ["a", "c"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
     return make_model(
-        nodes, [("a", np.float32, ["N", 4]), ("c", np.float32, ["N", 4])], [("y", np.float32, None)]
+        nodes,
+        [("a", np.float32, ["N", 4]), ("c", np.float32, [second_batch, 4])],
+        [("y", np.float32, None)],
     )
 
 
