@@ -50,11 +50,12 @@ def index_bounds(graph: Graph) -> dict[str, int]:
 
 
 def compared_values(graph: Graph) -> dict[str, int]:
-    """For integer inputs the network tests for equality with a constant (Silero VAD's
+    """For integer scalar inputs the network tests for equality with a constant (Silero VAD's
     ``sr == 16000`` choosing a branch), the first such constant: random integers would only
-    ever take the other branch."""
+    ever take the other branch. Tensors (token ids tested against a padding id, masks against
+    0) keep their random values."""
     values: dict[str, int] = {}
-    inputs = set(graph.inputs)
+    inputs = {name for name in graph.inputs if graph.shapes.get(name) == ()}
     for node in graph.nodes:
         if node.op_type != "Equal" or len(node.inputs) != 2:
             continue

@@ -64,6 +64,7 @@ def test_an_integer_input_tested_for_equality_takes_the_constant_it_is_tested_ag
     nodes = [
         helper.make_node("Equal", ["wide", "sr"], ["is_wide"]),
         helper.make_node("Cast", ["is_wide"], ["flag"], to=TensorProto.FLOAT),
+        helper.make_node("Equal", ["ids", "wide"], ["padding"]),  # a tensor: stays random
         helper.make_node("Cast", ["ids"], ["float_ids"], to=TensorProto.FLOAT),
         helper.make_node("ReduceSum", ["float_ids"], ["total"], keepdims=0),
         helper.make_node("Add", ["flag", "total"], ["bias"]),
