@@ -25,11 +25,9 @@ def _boxes(rng, n):
     return np.concatenate([corner, corner + 5 + rng.random((1, n, 2)) * 30], -1).astype(np.float32)
 
 
-@pytest.mark.parametrize("graph_mode", [False, True])
-def test_nms_over_the_boxes_a_threshold_kept(tmp_path, graph_mode):
-    """torchvision's pattern: keep the boxes over a score threshold (NonZero), then NMS with
-    an unbounded max_output_boxes_per_class (sys.maxsize)."""
-    nodes = [
+def _thresholded_nms(nms_inputs, center_point_box=0):
+    """torchvision's pattern: the boxes over a score threshold (NonZero), then NMS."""
+    return [
         helper.make_node("Greater", ["scores", "threshold"], ["over"]),
         helper.make_node("NonZero", ["over"], ["where"]),
         helper.make_node("Squeeze", ["where", "zero"], ["kept"]),
@@ -39,10 +37,18 @@ def test_nms_over_the_boxes_a_threshold_kept(tmp_path, graph_mode):
         helper.make_node("Unsqueeze", ["kept_scores", "zero_one"], ["batched_scores"]),
         helper.make_node(
             "NonMaxSuppression",
-            ["batched_boxes", "batched_scores", "limit", "iou"],
+            ["batched_boxes", "batched_scores", *nms_inputs],
             ["selected"],
+            center_point_box=center_point_box,
         ),
     ]
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_nms_over_the_boxes_a_threshold_kept(tmp_path, graph_mode):
+    """torchvision's pattern: keep the boxes over a score threshold (NonZero), then NMS with
+    an unbounded max_output_boxes_per_class (sys.maxsize)."""
+    nodes = _thresholded_nms(["limit", "iou"])
     model = make_model(
         nodes,
         [("boxes", np.float32, [60, 4]), ("scores", np.float32, [60])],
@@ -71,21 +77,7 @@ def test_nms_over_thousands_of_boxes_compares_them_a_block_at_a_time(
     """SSDlite keeps tens of thousands of candidates: all pairs at once took tens of GB. Past
     a few thousand boxes (or a count known at run time only) the script keeps boxes block by
     block in PyNative mode; the result is ONNX's, ties (scores rounded) and limit included."""
-    nodes = [
-        helper.make_node("Greater", ["scores", "threshold"], ["over"]),
-        helper.make_node("NonZero", ["over"], ["where"]),
-        helper.make_node("Squeeze", ["where", "zero"], ["kept"]),
-        helper.make_node("Gather", ["boxes", "kept"], ["kept_boxes"], axis=0),
-        helper.make_node("Gather", ["scores", "kept"], ["kept_scores"], axis=0),
-        helper.make_node("Unsqueeze", ["kept_boxes", "zero"], ["batched_boxes"]),
-        helper.make_node("Unsqueeze", ["kept_scores", "zero_one"], ["batched_scores"]),
-        helper.make_node(
-            "NonMaxSuppression",
-            ["batched_boxes", "batched_scores", "limit", "iou", "min_score"],
-            ["selected"],
-            center_point_box=center_point_box,
-        ),
-    ]
+    nodes = _thresholded_nms(["limit", "iou", "min_score"], center_point_box)
     count = 2600
     model = make_model(
         nodes,
