@@ -11,6 +11,7 @@ import numpy as np
 from ..check.diagnose import first_divergence, layer_errors, locate_line
 from ..check.network import build_network, mindspore_lock
 from ..check.verify import (
+    compared_values,
     describe,
     random_inputs,
     training_mode_operators,
@@ -122,10 +123,12 @@ def export_staged_mindir(
         say(f"NOTE: {context.notes[-1]}")
         return
     specs = []
+    fills = compared_values(graph)  # a mode switch takes a branch that runs (sr == 16000)
     for spec in context.input_specs:
         shape = context.resolved_shapes.get(spec.name) or graph.shapes.get(spec.name) or ()
         dims = tuple(d if isinstance(d, int) else 1 for d in shape)
-        specs.append((dims, graph.dtypes.get(spec.name, np.dtype(np.float32))))
+        dtype = graph.dtypes.get(spec.name, np.dtype(np.float32))
+        specs.append((dims, dtype, fills.get(spec.name, 0)))
     script, checkpoint = outputs.staged_path(paths.script), outputs.staged_path(paths.checkpoint)
     exported: list[str] = []
     with (

@@ -114,7 +114,19 @@ def _branch_cell(ctx: NodeContext, attr: str, name: str) -> Cell:
     except Unsupported:
         if not _source_cannot_run(ctx, attr, name):
             raise
-    return Cell(name, {}, [], role=_snake(name), definition=_raising_branch(name))
+    outputs = [_zeros_like_output(ctx, index) for index in range(ctx.num_outputs)]
+    definition = _raising_branch(name, outputs)
+    return Cell(name, {}, [Input(0)], role=_snake(name), definition=definition)
+
+
+def _zeros_like_output(ctx: NodeContext, index: int) -> str:
+    """``ops.zeros`` of the If output's dtype and rank (its sizes all 1)."""
+    dtype = ctx.output_dtype(index)
+    shape = ctx.output_shape(index)
+    if dtype is None or shape is None:
+        raise Unsupported("an If branch that cannot run, with an output of unknown type")
+    name = "bool_" if np.dtype(dtype) == np.bool_ else np.dtype(dtype).name
+    return f"ops.zeros({(1,) * len(shape)!r}, ms.{name})"
 
 
 def _source_cannot_run(ctx: NodeContext, attr: str, name: str) -> bool:
@@ -135,24 +147,30 @@ def _dims_of(info: onnx.ValueInfoProto) -> list:
     return [dim.dim_value if dim.HasField("dim_value") else dim.dim_param for dim in shape.dim]
 
 
-def _raising_branch(name: str) -> str:
-    """A branch cell that raises where the source model fails."""
+def _raising_branch(name: str, outputs: list[str]) -> str:
+    """A branch cell that raises where the source model fails; it takes the If's condition
+    (the raise then runs only when the branch does, in GRAPH_MODE too) and returns zeros of
+    the If's output types, so that both branches have outputs of one kind."""
     doc = (
         f"{_BODY_DOCS[name]} The source model cannot run this branch at the input sizes the "
         "network was converted at (onnxruntime fails there too), so it raises; convert at "
         "sizes this branch takes (--shape) to get its layers."
     )
+    taken = "condition" if name == "ThenBranch" else "not condition"
+    returned = outputs[0] if len(outputs) == 1 else ", ".join(outputs)
     return "\n".join(
         [
             f"class {name}(nn.Cell):",
             _docstring(doc),
             "",
-            "    def construct(self):",
-            "        # PyNative only: GRAPH_MODE compiles this raise whichever branch runs",
-            "        raise ValueError(",
-            '            "this branch of the source model cannot run at the input sizes the "',
-            '            "network was converted at; convert it again at sizes this branch takes"',
-            "        )",
+            "    def construct(self, condition):",
+            f"        if {taken}:",
+            "            raise ValueError(",
+            '                "this branch of the source model cannot run at the input sizes the "',
+            '                "network was converted at; convert it again at sizes it takes"',
+            "            )",
+            "        # never reached: outputs of the other branch's types, as GRAPH_MODE needs",
+            f"        return {returned}",
         ]
     )
 

@@ -15,11 +15,14 @@ import numpy as np
 from ..errors import make_error
 from ..text import one_line
 
+# An input's example: its shape, its dtype and the value every element takes.
+InputSpec = tuple[tuple, np.dtype, int]
 
-def _example_tensors(specs: list[tuple[tuple, np.dtype]]) -> list:
+
+def _example_tensors(specs: list[InputSpec]) -> list:
     import mindspore as ms
 
-    return [ms.Tensor(np.zeros(shape, dtype)) for shape, dtype in specs]
+    return [ms.Tensor(np.full(shape, fill, dtype)) for shape, dtype, fill in specs]
 
 
 def _first_line(exc: Exception) -> str:
@@ -37,11 +40,11 @@ def _export_checked(network, inputs: list, stem: Path, specs) -> None:
 
 
 def export_mindir(
-    build_network: Callable[[], Any], specs: list[tuple[tuple, np.dtype]], stream: BinaryIO
+    build_network: Callable[[], Any], specs: list[InputSpec], stream: BinaryIO
 ) -> str:
     """Build the network (``build_network()``: the script's ``MindSporeModel`` with its
     checkpoint), export it as MindIR and copy the file into ``stream``. ``specs`` are the
-    inputs' example shapes and dtypes. Exports with the script's ``dynamic_inputs()`` when it
+    inputs' example shapes, dtypes and values. Exports with the script's ``dynamic_inputs()`` when it
     has them and the result runs, else with the example shapes; returns how (a phrase for the
     report)."""
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings would fill stderr

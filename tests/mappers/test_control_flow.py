@@ -406,15 +406,20 @@ def test_a_branch_the_source_cannot_run_at_the_conversion_sizes_raises(tmp_path)
     x = np.random.default_rng(1).standard_normal((1, 512)).astype(np.float32)
     with pytest.raises(Exception, match="LSTM"):
         run_onnxruntime(model, {"x": x, "rate": np.array(8000, np.int64)}, ["y"])
-    result = convert(tmp_path / "m.onnx", output=tmp_path / "out", shape=["x=1,512"], verify=True)
+    result = convert(
+        tmp_path / "m.onnx", output=tmp_path / "out", shape=["x=1,512"], verify=True, mindir=True
+    )
     assert result.unconverted == [], [(u.op_type, u.reason) for u in result.unconverted]
+    assert result.paths.mindir is not None and result.paths.mindir.exists()  # sr 16000 there
     text = result.script_path.read_text()
     assert "onnxruntime fails there too" in text and "raise ValueError(" in text
     want = run_onnxruntime(model, {"x": x, "rate": wide}, ["y"])
-    got = run_mindspore(result.script_path, result.checkpoint_path, [x, wide])
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="cannot run at the input sizes"):
-        run_mindspore(result.script_path, result.checkpoint_path, [x, np.array(8000, np.int64)])
+    for graph_mode in (False, True):
+        got = run_mindspore(result.script_path, result.checkpoint_path, [x, wide], graph_mode)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match="cannot run at the input sizes"):
+            narrow = np.array(8000, np.int64)
+            run_mindspore(result.script_path, result.checkpoint_path, [x, narrow], graph_mode)
 
     short = x[:, :256]
     result = convert(tmp_path / "m.onnx", output=tmp_path / "out256", shape=["x=1,256"])
