@@ -21,6 +21,7 @@ from .base import (
     Item,
     Lit,
     NodeContext,
+    Noted,
     Outputs,
     Temp,
     Unsupported,
@@ -205,8 +206,9 @@ def scatter(ctx: NodeContext):
 
 @mapper("TopK")
 def top_k(ctx: NodeContext):
-    """TopK -> ops.topk (k from the attribute before opset 10, from the input after; a k
-    computed at run time is passed as a tensor)."""
+    """TopK -> the first k of a stable ops.sort (ties lower index first, as ONNX says);
+    ops.topk when the output need not be sorted; a sort and a gather when k is computed at
+    run time."""
     axis = normalize_axis(int(ctx.attr("axis", -1)), ctx.input_rank(0))
     if ctx.opset < 10:
         k = Lit(int(ctx.attr("k")))
@@ -216,6 +218,9 @@ def top_k(ctx: NodeContext):
         return _top_k_computed(ctx, axis)
     largest = bool(int(ctx.attr("largest", 1))) if ctx.opset >= 11 else True
     sorted_ = bool(int(ctx.attr("sorted", 1))) if ctx.opset >= 11 else True
+    dtype = ctx.input_dtype(0)
+    if sorted_ and dtype is not None and np.dtype(dtype).name in _SORTABLE:
+        return _top_k_sorted(ctx, axis, k.value, largest)
     kwargs = {"dim": Lit(axis)}
     if not largest:
         kwargs["largest"] = Lit(False)
@@ -226,6 +231,26 @@ def top_k(ctx: NodeContext):
     indices = None
     if ctx.has_output(1):
         indices = Call("ops.cast", [Item(call, 1), DType("int64")])
+    return Outputs([values, indices])
+
+
+# dtypes MindSpore's Sort takes (TopK of the others keeps ops.topk: ties in no set order)
+_SORTABLE = {"bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8"}
+
+
+def _top_k_sorted(ctx: NodeContext, axis: int, k: int, largest: bool):
+    """The first k of a stable sort: ONNX puts tied values lower index first, which ops.topk
+    does not promise and MindSpore's CPU sort keeps (in both directions)."""
+    note = "ONNX puts tied values lower index first: a stable sort (ops.topk may not)"
+    ordered = Temp(
+        Noted(Call("ops.sort", [Input(0)], {"axis": Lit(axis), "descending": Lit(largest)}), note),
+        "ordered",
+    )
+    first_k = (*([slice(None)] * axis), slice(None, k))
+    values = Item(Item(ordered, 0), first_k) if ctx.has_output(0) else None
+    indices = None
+    if ctx.has_output(1):
+        indices = Call("ops.cast", [Item(Item(ordered, 1), first_k), DType("int64")])
     return Outputs([values, indices])
 
 

@@ -41,8 +41,6 @@ INT_MAX = 2**63 - 1
 # Bugs these graphs found that are not fixed yet: the generator steers clear of them (each has
 # a strict xfail test with its minimal reproducer in test_properties.py).
 KNOWN_FINDINGS = {
-    "topk-ties": "TopK indices of tied values: MindSpore's ops.topk does not put the lower index "
-    "first as ONNX says",
     "dynamic-slice-start": "Slice with a negative step over a dynamic dimension: a start below "
     "-size is clamped the Python way (empty result) instead of to the first element, and "
     "MindSpore's indexing mishandles bounds beyond the axis (x[:-3:-2] of one element is empty)",
@@ -948,7 +946,7 @@ def build_arg(b: Builder) -> None:
 
 
 def build_topk(b: Builder) -> None:
-    # random values from an input or weight: no ties (KNOWN_FINDINGS["topk-ties"])
+    # random values from an input or weight (ties: test_topk_of_tied_values_keeps_index_order)
     x = b.pick(FLOATS, min_rank=1, test=lambda v: v in b.inputs or not v.live)
     axis = b.axis(x.rank)
     k = b.draw(st.integers(1, x.shape[axis]))
