@@ -65,8 +65,9 @@ def _nbits_zero_points(ctx: NodeContext, n: int, blocks: int, bits: int) -> np.n
     return zero.reshape(n, blocks).astype(np.float32)
 
 
-def nbits_weight(ctx: NodeContext) -> np.ndarray:
-    """MatMulNBits' weight dequantized to float32 (N, K): (q - zero_point) * scale per block."""
+def _nbits_blocks(ctx: NodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MatMulNBits' weight unpacked: the integers (N, blocks, block) and the scales and zero
+    points (N, blocks), float32."""
     k, n = int(ctx.attr("K")), int(ctx.attr("N"))
     bits, block = int(ctx.attr("bits", 4)), int(ctx.attr("block_size"))
     packed = np.asarray(ctx.require_const(1, "the quantized weight"))
@@ -79,11 +80,16 @@ def nbits_weight(ctx: NodeContext) -> np.ndarray:
         g_idx = np.asarray(ctx.require_const(4, "g_idx")).reshape(-1)
         if not np.array_equal(g_idx[:k], np.arange(k) // block):
             raise Unsupported("MatMulNBits with a reordering g_idx")
-    values = unpack_bits(packed.reshape(n, blocks, -1), bits, block).astype(np.float32)
+    values = unpack_bits(packed.reshape(n, blocks, -1), bits, block)
     scales = np.asarray(ctx.require_const(2, "the scales")).astype(np.float32).reshape(n, blocks)
-    zero = _nbits_zero_points(ctx, n, blocks, bits)
-    weight = (values - zero[..., None]) * scales[..., None]
-    return weight.reshape(n, -1)[:, :k]
+    return values, scales, _nbits_zero_points(ctx, n, blocks, bits)
+
+
+def nbits_weight(ctx: NodeContext) -> np.ndarray:
+    """MatMulNBits' weight dequantized to float32 (N, K): (q - zero_point) * scale per block."""
+    values, scales, zero = _nbits_blocks(ctx)
+    weight = (values.astype(np.float32) - zero[..., None]) * scales[..., None]
+    return weight.reshape(values.shape[0], -1)[:, : int(ctx.attr("K"))]
 
 
 @dataclasses.dataclass
@@ -130,16 +136,11 @@ def quantized_dense(ctx: NodeContext, x, weight: QuantizedWeight, bias: int | No
 
 def _nbits_quantized(ctx: NodeContext) -> QuantizedWeight:
     """MatMulNBits' weight unpacked to one uint8 a value, with its block scales and zero points."""
-    k, n = int(ctx.attr("K")), int(ctx.attr("N"))
     bits, block = int(ctx.attr("bits", 4)), int(ctx.attr("block_size"))
-    nbits_weight(ctx)  # the same checks as the float path
-    packed = np.asarray(ctx.require_const(1, "the quantized weight"))
-    blocks = packed.shape[1]
-    values = unpack_bits(packed.reshape(n, blocks, -1), bits, block).astype(np.uint8)
-    scales = np.asarray(ctx.require_const(2, "the scales")).astype(np.float32).reshape(n, blocks)
-    zero = _nbits_zero_points(ctx, n, blocks, bits)
-    note = f"unpacked from {bits}-bit blocks of {block}, one value a byte (K={k})"
-    return QuantizedWeight(values, scales, zero, (1, 2, 3 if ctx.has_input(3) else None), note)
+    values, scales, zero = _nbits_blocks(ctx)
+    note = f"unpacked from {bits}-bit blocks of {block}, one value a byte (K={ctx.attr('K')})"
+    sources = (1, 2, 3 if ctx.has_input(3) else None)
+    return QuantizedWeight(values.astype(np.uint8), scales, zero, sources, note)
 
 
 def _columns_quantized(ctx: NodeContext, weight: int, scale: int, zero: int) -> QuantizedWeight:
