@@ -108,7 +108,8 @@ def convert(
     generated network (shape arithmetic on them is computed from tensors at run time);
     ``dynamic=False`` fixes every dimension to ``shape``; ``float32=True`` computes a float16 or
     bfloat16 model in float32; ``keep_quantized=True`` keeps the integer weights of onnxruntime's
-    quantized matrix products as integers, dequantized as the network runs; ``mindir=True`` also exports ``<stem>.mindir`` for deployment;
+    quantized matrix products as integers, dequantized as the network runs; ``mindir=True``
+    also exports ``<stem>.mindir`` for deployment;
     ``scaffold=True`` also writes ``train_<stem>.py`` and ``eval_<stem>.py`` beside the script,
     training ``train_output`` (an output name; default: the first output) with ``train_loss``
     (cross_entropy, mse, l1, bce or output; default: the one that fits the output).

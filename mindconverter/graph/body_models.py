@@ -50,7 +50,9 @@ def _value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, elem_type, list(dims) if dims is not None else None)
 
 
-def _dims(info: onnx.ValueInfoProto):
+def declared_dims(info: onnx.ValueInfoProto) -> list | None:
+    """A value info's dims: sizes, names, None for an unnamed unknown size; None without a
+    shape."""
     tensor_type = info.type.tensor_type
     if not tensor_type.HasField("shape"):
         return None
@@ -75,8 +77,9 @@ def body_model(
         declared = inp.type.tensor_type
         if declared.elem_type:
             elem_type = declared.elem_type
-        if _dims(inp) is not None and all(d is not None for d in _dims(inp)):
-            dims = _dims(inp)
+        declared_sizes = declared_dims(inp)
+        if declared_sizes is not None and all(d is not None for d in declared_sizes):
+            dims = declared_sizes
         dims = _named_dims(dims, f"{inp.name}", taken)
         inputs.append(_value_info(inp.name, elem_type, dims))
     copied = []
@@ -98,7 +101,7 @@ def body_model(
         inputs.append(_value_info(outer_name, elem_type, named))
         captured.append(outer_name)
     for info in inputs:
-        dims = _dims(info) or []
+        dims = declared_dims(info) or []
         example[info.name] = tuple(d if isinstance(d, int) else 2 for d in dims)
     outputs = [_value_info(out.name, out.type.tensor_type.elem_type, None) for out in body.output]
     graph = helper.make_graph(

@@ -18,7 +18,7 @@ import onnx
 import onnx.numpy_helper
 from onnx import TensorProto, helper
 
-from ..graph.body_models import body_model
+from ..graph.body_models import body_model, declared_dims
 from ..graph.example_run import fails_to_run
 from .base import Cell, Input, NodeContext, Ternary, Unpack, Unsupported
 from .registry import mapper
@@ -137,14 +137,9 @@ def _source_cannot_run(ctx: NodeContext, attr: str, name: str) -> bool:
     except ValueError:
         return False
     inputs = body.model.graph.input
-    if not all(isinstance(dim, int) for inp in inputs for dim in _dims_of(inp)):
+    if not all(isinstance(dim, int) for inp in inputs for dim in declared_dims(inp) or []):
         return False
     return fails_to_run(body.model, body.example_shapes)
-
-
-def _dims_of(info: onnx.ValueInfoProto) -> list:
-    shape = info.type.tensor_type.shape
-    return [dim.dim_value if dim.HasField("dim_value") else dim.dim_param for dim in shape.dim]
 
 
 def _raising_branch(name: str, outputs: list[str]) -> str:
