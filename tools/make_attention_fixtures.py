@@ -14,6 +14,8 @@ self-attention and cross-attention) at toy width, for golden files of their atte
 ``tiny_bloom_{torchscript,dynamo}.onnx``: BLOOM, whose ALiBi attention multiplies heads folded
 into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder, whose first
 block owns the relative position table and hands the position bias to the others;
+``tiny_t5_torchscript.onnx``: the whole T5 (one encoder block, two decoder blocks), whose
+decoder attention computes the same causal mask in every block;
 ``tiny_gptj_torchscript.onnx``: GPT-J, whose rotary embedding turns interleaved pairs of the
 first features of each head, on sin and cos tables layer 0 repeats for every layer;
 ``tiny_swin_dynamo.onnx``: Swin with two stages whose head sizes and window counts differ
@@ -304,6 +306,30 @@ def export_transformers() -> None:
     _drop_metadata(FIXTURES / "tiny_swin_dynamo.onnx")
 
 
+def export_t5() -> None:
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    t5 = hf.T5Model(
+        hf.T5Config(
+            vocab_size=40, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=2,
+            num_heads=2, relative_attention_num_buckets=8, relative_attention_max_distance=16,
+            use_cache=False,
+        )
+    )  # fmt: skip
+    tokens = {
+        "input_ids": torch.randint(0, 40, (2, 5)),
+        "attention_mask": torch.ones(2, 5, dtype=torch.int64),
+        "decoder_input_ids": torch.randint(0, 40, (2, 4)),
+    }
+    dims = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "sequence"},
+        "decoder_input_ids": {0: "batch", 1: "target"},
+    }
+    _export(t5, "tiny_t5_torchscript", tokens, dims, dynamo=False)
+
+
 def _drop_metadata(path: Path) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads)."""
     import onnx
@@ -322,5 +348,6 @@ if __name__ == "__main__":
     if "--transformers-only" not in sys.argv:
         export_tiny_llama()
     export_transformers()
+    export_t5()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

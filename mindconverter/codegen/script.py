@@ -33,7 +33,8 @@ def render_script(
     graph: Graph, mapped: list[MappedNode], tree: Block, model_name: str
 ) -> RenderedModel:
     """Render the MindSpore script for the mapped graph and its recovered module tree."""
-    tidy_expressions(graph, mapped)
+    # the tree holds nodes passes rewired (new objects) besides the mapped ones
+    tidy_expressions(graph, list({id(m): m for m in [*mapped, *tree.nodes()]}.values()))
     unpack_single_sizes(graph, tree.nodes())
     inlined = fold_head_reshapes(graph, tree)
     state = RenderState(graph, mapped, inlined=inlined)

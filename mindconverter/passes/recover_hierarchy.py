@@ -186,6 +186,160 @@ def _hoist_layer_computations(block: Block, graph: Graph) -> None:
     block.items[at:at] = in_order
 
 
+def _hoist_common_computations(block: Block, graph: Graph) -> None:
+    """Move out of a list's layers what every layer computes alike from the same outside values
+    (the causal mask TorchScript records in each T5 decoder layer's attention): computed once
+    before the layers, each layer keeps only its own work. Sizes such a computation reads are
+    read again from what the list takes from outside; the layers keep their own size reads."""
+    for child in block.child_blocks():
+        _hoist_common_computations(child, graph)
+    layers = [c for c in block.child_blocks() if c.name.isdigit()]
+    if len(layers) < 2 or any(layer.repeats > 1 for layer in layers):
+        return
+    twins = _counterparts(layers)
+    first = layers[0]
+    made = [{n for m in layer.nodes() for n in m.node.outputs if n} for layer in layers]
+    outside = [
+        n for m in first.nodes() for n in m.node.inputs
+        if n and n not in made[0] and n not in graph.constants
+    ]  # fmt: skip
+    common: list[MappedNode] = []
+    copies: dict[str, MappedNode] = {}  # a size read by a common node: its copy outside
+    matched: dict[str, list[str]] = {}  # a common value: its twin in each later layer
+    for m in first.nodes():
+        if _is_dims(m) and m.converted and graph.symbolic_values.get(m.node.outputs[0]):
+            copy = _dims_from(graph, m, outside)
+            if copy is not None:  # the same size in every layer: compared by value
+                copies[m.node.outputs[0]] = copy
+            continue
+        others = twins.get(id(m))
+        if others is None or not m.converted or len(m.node.outputs) != 1:
+            continue
+        output = m.node.outputs[0]
+        if output in graph.outputs or any(o.node.outputs[0] in graph.outputs for o in others):
+            continue
+        if _holds_weights(m) or not all(
+            _same_computation(graph, m, other, matched, copies, made[0], made[index + 1], index)
+            for index, other in enumerate(others)
+        ):
+            continue
+        common.append(m)
+        matched[output] = [o.node.outputs[0] for o in others]
+    moved_outputs = {m.node.outputs[0] for m in common}
+    read_by_rest = {
+        n for m in first.nodes() if m.node.outputs[0:1] and m.node.outputs[0] not in moved_outputs
+        for n in m.node.inputs
+    }  # fmt: skip
+    if not moved_outputs & read_by_rest:
+        return  # nothing the layers would take: no computation worth moving
+    _move_before_layers(block, layers, common, copies, matched, graph)
+
+
+def _counterparts(layers: list[Block]) -> dict[int, list[MappedNode]]:
+    """For each node of the first layer, the node in the same place of every later layer (by
+    module path inside the layer, operator and order), when each later layer has one."""
+
+    def places(layer: Block) -> dict:
+        found: dict = defaultdict(list)
+        for m in layer.nodes():
+            found[(module_path(m.node)[len(layer.path) :], m.node.op_type)].append(m)
+        return found
+
+    first, *later = [places(layer) for layer in layers]
+    result: dict[int, list[MappedNode]] = {}
+    for key, nodes in first.items():
+        others = [p.get(key, []) for p in later]
+        if all(len(o) == len(nodes) for o in others):
+            for position, m in enumerate(nodes):
+                result[id(m)] = [o[position] for o in others]
+    return result
+
+
+def _same_computation(
+    graph: Graph,
+    m: MappedNode,
+    other: MappedNode,
+    matched: dict[str, list[str]],
+    sizes: dict[str, MappedNode],
+    made: set[str],
+    made_other: set[str],
+    index: int,
+) -> bool:
+    """Whether ``other`` computes what ``m`` does: the same operator and mapping, reading the
+    same outside values, equal constants, equal sizes, or the twins of values ``m`` reads."""
+    if (
+        other.node.op_type != m.node.op_type
+        or other.node.attrs != m.node.attrs
+        or not other.converted
+        or repr(other.result) != repr(m.result)
+        or len(other.node.inputs) != len(m.node.inputs)
+    ):
+        return False
+    for mine, theirs in zip(m.node.inputs, other.node.inputs):
+        size = graph.symbolic_values.get(mine)
+        if size is not None and (mine in sizes or mine not in made):
+            if graph.symbolic_values.get(theirs) != size:  # a size: the same in every layer
+                return False
+        elif mine in made:
+            if mine not in matched or matched[mine][index] != theirs:
+                return False
+        elif mine in graph.constants or theirs in graph.constants:
+            first, second = graph.constant(mine), graph.constant(theirs)
+            if first is None or second is None or first.dtype != second.dtype:
+                return False
+            if first.shape != second.shape or not (first == second).all():
+                return False
+        elif mine != theirs or theirs in made_other:
+            return False
+    return True
+
+
+def _move_before_layers(
+    block: Block,
+    layers: list[Block],
+    common: list[MappedNode],
+    copies: dict[str, MappedNode],
+    matched: dict[str, list[str]],
+    graph: Graph,
+) -> None:
+    """Put the first layer's ``common`` nodes before the layers (with the size reads they need,
+    renamed), drop their twins from the later layers and point the twins' readers at them."""
+    moved = {id(m) for m in common}
+    renamed: dict[str, str] = {}
+    hoisted: list[MappedNode] = []
+    for m in common:
+        for name in m.node.inputs:
+            if name in copies and name not in renamed:
+                copy = copies[name]
+                output = f"{name}__{block.path or 'root'}"
+                graph.symbolic_values[output] = graph.symbolic_values[name]
+                copy = MappedNode(replace(copy.node, outputs=[output]), copy.result, copy.reason)
+                renamed[name] = output
+                hoisted.append(copy)
+        inputs = [renamed.get(n, n) for n in m.node.inputs]
+        hoisted.append(MappedNode(replace(m.node, inputs=inputs), m.result, m.reason))
+    for sub in _all_blocks(layers[0]):
+        sub.items = [item for item in sub.items if id(item) not in moved]
+    for index, layer in enumerate(layers[1:]):
+        twin_of = {matched[m.node.outputs[0]][index]: m.node.outputs[0] for m in common}
+        for sub in _all_blocks(layer):
+            kept = []
+            for item in sub.items:
+                if (
+                    isinstance(item, MappedNode)
+                    and item.node.outputs[0:1]
+                    and (item.node.outputs[0] in twin_of)
+                ):
+                    continue
+                if isinstance(item, MappedNode) and set(item.node.inputs) & set(twin_of):
+                    inputs = [twin_of.get(n, n) for n in item.node.inputs]
+                    item = MappedNode(replace(item.node, inputs=inputs), item.result, item.reason)
+                kept.append(item)
+            sub.items = kept
+    at = block.items.index(layers[0])
+    block.items[at:at] = hoisted
+
+
 def _hidden_input(layer: Block, graph: Graph, producer: dict) -> set[str]:
     """The values a layer takes from outside whose computation must stay in it: its float
     inputs (hidden states, images; also a float mask, to be safe), and any of unknown type."""
@@ -763,6 +917,7 @@ def _blocks(
     _settle(root)
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _hoist_layer_computations(root, graph)
+    _hoist_common_computations(root, graph)
     _settle(root)
     _align_repeated_blocks(root)
     localize_sizes(graph, root)

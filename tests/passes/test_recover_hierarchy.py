@@ -210,6 +210,36 @@ def test_what_a_first_layer_computes_for_the_others_runs_before_the_layers(tmp_p
 
 
 @pytest.mark.slow
+def test_what_every_layer_computes_alike_runs_once_before_the_layers(tmp_path):
+    """T5 through TorchScript: each decoder block's self-attention builds the same causal mask
+    from the target length. Built once in the decoder before the loop, the attention keeps
+    only the attention, and the numbers stay onnxruntime's at two shapes."""
+    import numpy as np
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_t5_torchscript.onnx")
+    shape = ["input_ids=2,5", "attention_mask=2,5", "decoder_input_ids=2,4"]
+    result = convert_fully(model, tmp_path, shape=shape)
+    code = result.script_path.read_text()
+    attention = code[code.index("class SelfAttention2") : code.index("class Layer3")]
+    decoder = code[code.index("class Decoder") : code.index("class Model(")]
+    assert "ops.arange" not in attention and "ops.where" not in attention, attention
+    assert "for layer in self.block:" in decoder and decoder.count("ops.arange") == 4, decoder
+    assert "ms.Tensor(" not in decoder  # the moved mask is tidied like the rest
+    rng = np.random.default_rng(7)
+    for batch, source, target in (2, 5, 4), (3, 7, 6):
+        mask = np.ones((batch, source), np.int64)
+        mask[0, -2:] = 0
+        feeds = {
+            "input_ids": rng.integers(0, 40, (batch, source)),
+            "attention_mask": mask,
+            "decoder_input_ids": rng.integers(0, 40, (batch, target)),
+        }
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.slow
 def test_a_token_count_fixed_by_the_model_is_a_number_not_an_argument(tmp_path):
     """DINOv2 through dynamo: the export specialised the position-table interpolation away, so
     the token count (a formula over the image height) can only be 17; shape inference knows
