@@ -46,6 +46,26 @@ def _live_reads(block: Block, readers: dict[str, int], outputs: list[str]) -> di
     return counts
 
 
+# roles a child block gives an argument that name the value where the parent computes it
+_PASSED_ROLES = {"attention_mask", "attention_bias", "position_ids", "alibi", "cos", "sin"}
+
+
+def _passed_roles(graph, block: Block, inputs: set[str]) -> dict[str, str]:
+    """The values ``block`` computes and hands to its child blocks, by the role each child's
+    argument has (``attention_bias``, ``position_ids``); a value two roles claim keeps none."""
+    found: dict[str, set[str]] = {}
+    children = block.child_blocks()
+    # a layer list's own nodes and calls are written in this block's construct
+    children += [
+        layer for child in children if is_cell_list(child) for layer in child.child_blocks()
+    ]
+    for child in children:
+        for name, role in zip(child.inputs, input_names(graph, child.inputs, child.nodes())):
+            if role in _PASSED_ROLES and name not in inputs and name not in graph.inputs:
+                found.setdefault(name, set()).add(role)
+    return {name: roles.pop() for name, roles in found.items() if len(roles) == 1}
+
+
 class BlockWriter:
     """Writes a block and, recursively, the blocks inside it."""
 
@@ -82,6 +102,7 @@ class BlockWriter:
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.params = list(inputs)
+        scope.passed_roles = _passed_roles(graph, block, set(inputs))
         scope.lists = {b.name for b in block.child_blocks() if is_cell_list(b)}
         scope.live_reads = _live_reads(block, readers, outputs)
         scope.remaining_uses = readers

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name
@@ -51,6 +53,9 @@ class StatementWriter:
             name = reuse if reuse == role else self.exprs.new_variable(role)
         elif out in self.attention_roles:
             role = self.attention_roles[out]  # a straight chain keeps it: q = rotate(q)
+            name = reuse if reuse == role else self.exprs.new_variable(role)
+        elif out in self.scope.passed_roles and not _names_a_role(reuse):
+            role = self.scope.passed_roles[out]  # what the children take it as
             name = reuse if reuse == role else self.exprs.new_variable(role)
         elif reuse is not None:
             name = reuse
@@ -292,6 +297,12 @@ def _embedding_ids(mapped: list[MappedNode]) -> dict[str, str]:
             if table.endswith(suffix) and len(table) > len(suffix):
                 roles.setdefault(node.inputs[1], table[: -len(suffix)] + "_ids")
     return roles
+
+
+def _names_a_role(name: str | None) -> bool:
+    """A variable named for what it is (``causal_mask``), which a chain keeps."""
+    base = re.sub(r"_\d+$", "", name or "")
+    return base.endswith(("mask", "bias", "ids")) or base in ("alibi", "cos", "sin")
 
 
 def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:

@@ -92,13 +92,13 @@ class BloomModel(nn.Cell):
         out = out * attention_mask
         out = ops.unsqueeze(out, dim=1)
         out = ops.cast(out, ms.float32)
-        out = self.weight * out
+        alibi = self.weight * out
         cast = ops.cast(attention_mask, ms.bool_)
         cast = ops.reshape(cast, (2, 1, 1, 5))
         cast = ops.logical_and(self.const, cast)
-        cast = ops.where(cast, 0.0, -3.4028235e38)
+        attention_mask_1 = ops.where(cast, 0.0, -3.4028235e38)
         for layer in self.h:
-            x = layer(x, out, cast)
+            x = layer(x, alibi, attention_mask_1)
         x = self.ln_f(x)
         return x
 

@@ -93,7 +93,7 @@ class Model(nn.Cell):
         cum_sum = cum_sum * attention_mask
         cum_sum = ops.unsqueeze(cum_sum, dim=1)
         cum_sum = ops.cast(cum_sum, ms.float32)
-        cum_sum = ms.Tensor([[0.0625], [0.00390625]], ms.float32) * cum_sum
+        alibi = ms.Tensor([[0.0625], [0.00390625]], ms.float32) * cum_sum
         cast = ops.cast(attention_mask, ms.bool_)
         range_ = ops.arange(0, seq_len, 1)
         range_1 = ops.arange(0, seq_len, 1)
@@ -102,9 +102,9 @@ class Model(nn.Cell):
         less_or_equal = range_1 <= range_
         cast = cast[:, None, None, :]
         and_ = ops.logical_and(less_or_equal, cast)
-        and_ = ops.where(and_, 0.0, -3.4028235e38)
+        attention_mask_1 = ops.where(and_, 0.0, -3.4028235e38)
         for layer in self.h:
-            out = layer(out, cum_sum, and_)
+            out = layer(out, alibi, attention_mask_1)
         out = self.ln_f(out)
         return out
 

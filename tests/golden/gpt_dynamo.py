@@ -84,9 +84,9 @@ class MindSporeModel(nn.Cell):
         wpe = self.wpe(out)
         x = x + wpe
         slice_ = self.causal[:sequence]
-        slice_ = slice_[:, :sequence]
+        attention_mask = slice_[:, :sequence]
         for layer in self.h:
-            x = layer(x, slice_)
+            x = layer(x, attention_mask)
         x = self.ln_f(x)
         logits = self.lm_head(x)
         return logits

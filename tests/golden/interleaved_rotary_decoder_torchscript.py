@@ -120,17 +120,17 @@ class Model(nn.Cell):
         range_ = range_[None, None, None, :]
         less_or_equal = range_ <= unsqueeze_1
         attention_mask = attention_mask[:, None, None, :]
-        and_ = ops.logical_and(less_or_equal, attention_mask)
+        attention_mask_1 = ops.logical_and(less_or_equal, attention_mask)
         rotary_emb = self.rotary_emb(unsqueeze)
         rotary_emb_1, rotary_emb_2 = ops.split(rotary_emb, 2, axis=2)
         rotary_emb_1 = rotary_emb_1[:, :, None, :, None]
         rotary_emb_1 = ops.tile(rotary_emb_1, (1, 1, 1, 1, 2))
-        rotary_emb_1 = ops.reshape(rotary_emb_1, (1, seq_len, 1, -1))
+        sin = ops.reshape(rotary_emb_1, (1, seq_len, 1, -1))
         rotary_emb_2 = rotary_emb_2[:, :, None, :, None]
         rotary_emb_2 = ops.tile(rotary_emb_2, (1, 1, 1, 1, 2))
-        rotary_emb_2 = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1))
+        cos = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1))
         for layer in self.h:
-            x = layer(x, rotary_emb_2, rotary_emb_1, and_)
+            x = layer(x, cos, sin, attention_mask_1)
         x = self.ln_f(x)
         return x
 

@@ -144,9 +144,9 @@ class Encoder(nn.Cell):
         gather = self.relative_attention_bias(greater)
         gather = ops.transpose(gather, (2, 0, 1))
         gather = ops.unsqueeze(gather, dim=0)
-        where_1 = ops.where(attention_mask, gather, -3.4028235e38)
+        attention_bias = ops.where(attention_mask, gather, -3.4028235e38)
         for layer in self.block:
-            x = layer(x, where_1)
+            x = layer(x, attention_bias)
         x = self.final_layer_norm(x)
         return x
 
