@@ -34,6 +34,7 @@ from ..mappers.base import (
     Weight,
     ms_dtype_name,
 )
+from .applied_layers import TIEABLE_CELLS, layer_content, same_layer
 from .container_dtypes import widened, widened_weight
 from .literals import literal
 from .naming import comment_text, identifier
@@ -114,10 +115,6 @@ def _weight_hint(weights: dict[str, Weight]) -> str:
             return source.rsplit(".", 1)[0]
     return ""
 
-
-# Layers whose Parameters may be replaced by a shared one after construction (recurrent layers
-# keep their own lists of parameters, so assigning one would not reach the computation).
-_TIEABLE_CELLS = {"nn.Dense", "nn.Embedding", "nn.LayerNorm", "nn.Conv1d", "nn.Conv2d", "nn.Conv3d"}
 
 # Layers whose constructor takes the dtype of their parameters (MindSpore 2.x).
 _CELLS_WITH_DTYPE = {
@@ -441,23 +438,6 @@ class ExpressionWriter:
         parts.append(")")
         return parts
 
-    def define_body_class(self, cell: Cell) -> Cell:
-        """Give a converted body's classes names no other class has (every class of the text
-        starts with ``cell.cls``); the script defines them once."""
-        taken = set(self.state.body_classes)
-        stem, count = cell.cls, 1
-        while any(name == stem or name.startswith(stem) for name in taken):
-            count += 1
-            stem = f"{cell.cls}{count}"
-        text = re.sub(
-            rf"\b{re.escape(cell.cls)}(\w*)", lambda m: stem + m.group(1), cell.definition
-        )
-        for name in re.findall(r"^class (\w+)\(", text, re.M):
-            self.state.body_classes[name] = ""
-        self.state.body_classes[stem] = text
-        self.state.uses.update(cell.uses)
-        return replace(cell, cls=stem, definition="")
-
     def leaf_name(self, mapped: MappedNode, cell: Cell) -> str:
         """Attribute hint for a layer: its source module name relative to the current block."""
         # a body cell's weights are named inside the body: only the node's scope names it
@@ -482,18 +462,30 @@ class ExpressionWriter:
 
     def cell(self, cell: Cell, mapped: MappedNode) -> str:
         cell = with_own_scope_weights(cell, mapped)
+        cell = with_weight_dtype(cell)
+        content = layer_content(cell, self.state.content_keys)
+        attr = same_layer(content, self.scope.cells_by_content) if content else None
+        if attr is None:  # else the same layer applied again: called again
+            attr = self.define_layer(cell, mapped)
+            if content is not None:
+                self.scope.cells_by_content.append((content, attr))
+        args = [self.expr(a, mapped) for a in cell.args]
+        args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
+        return f"self.{attr}({', '.join(args)})"
+
+    def define_layer(self, cell: Cell, mapped: MappedNode) -> str:
+        """``self.<attr> = <cell>`` in ``__init__`` with its checkpoint entries; the attribute."""
         fallback = cell.role or _ROLE_BY_OP.get(
             mapped.node.op_type, identifier(mapped.node.op_type)
         )
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
-        cell = with_weight_dtype(cell)
         if cell.definition:
-            cell = self.define_body_class(cell)
+            cell = define_body_class(self.state, cell)
         if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see templates/)
             self.state.uses.update({cell.cls, *HELPER_CELLS[cell.cls]})
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():
-            key = self.state.content_keys.key(weight.array) if cell.cls in _TIEABLE_CELLS else None
+            key = self.state.content_keys.key(weight.array) if cell.cls in TIEABLE_CELLS else None
             holder = f"self.{attr}.{param_name}"
             held = self.held_weight(key, weight.source, holder) if key else None
             if held is not None:  # tied: the layer shares the Parameter of an earlier one
@@ -501,9 +493,7 @@ class ExpressionWriter:
                     self.scope.cls.init_lines.append([f"{holder} = {held}"])
                 continue
             self.add_entry(f"{attr}.{param_name}", with_exporter_note(weight, mapped), mapped)
-        args = [self.expr(a, mapped) for a in cell.args]
-        args += [f"{k}={self.expr(v, mapped)}" for k, v in cell.call_kwargs.items()]
-        return f"self.{attr}({', '.join(args)})"
+        return attr
 
     def param(self, param: Param, mapped: MappedNode | None) -> str:
         source = param.weight.source
@@ -611,3 +601,19 @@ class ExpressionWriter:
                 ),
             )
         )
+
+
+def define_body_class(state: RenderState, cell: Cell) -> Cell:
+    """Give a converted body's classes names no other class has (every class of the text
+    starts with ``cell.cls``); the script defines them once."""
+    taken = set(state.body_classes)
+    stem, count = cell.cls, 1
+    while any(name == stem or name.startswith(stem) for name in taken):
+        count += 1
+        stem = f"{cell.cls}{count}"
+    text = re.sub(rf"\b{re.escape(cell.cls)}(\w*)", lambda m: stem + m.group(1), cell.definition)
+    for name in re.findall(r"^class (\w+)\(", text, re.M):
+        state.body_classes[name] = ""
+    state.body_classes[stem] = text
+    state.uses.update(cell.uses)
+    return replace(cell, cls=stem, definition="")

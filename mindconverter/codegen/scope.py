@@ -106,6 +106,9 @@ class BlockScope:
     # sizes tuples -> their items' text (``shape[0]`` -> ``batch``; "" where not a name)
     size_parts: dict[str, list[str]] = field(default_factory=dict)
     lists: set[str] = field(default_factory=set)  # source names of the block's layer lists
+    # layers of this block by what they are (class, arguments, weights): a layer the source
+    # applies twice is called twice, not copied (DeBERTa's projections of the position table)
+    cells_by_content: list[tuple[tuple, str]] = field(default_factory=list)
     # values the block computes for its children, named by the role a child gives them
     passed_roles: dict[str, str] = field(default_factory=dict)
 
