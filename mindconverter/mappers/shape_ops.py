@@ -281,7 +281,15 @@ def _expand_computed(ctx: NodeContext, in_rank: int):
 
 @mapper("Tile", since=6)
 def tile(ctx: NodeContext):
-    """Tile -> ops.tile; repeats computed at run time are passed as the tuple of their entries."""
+    """Tile -> ops.tile; repeats computed at run time are passed as the tuple of their entries
+    (sizes known to be numbers written as numbers)."""
+    sizes = shape_value(ctx, 1)
+    if ctx.const(1) is None and sizes is not None:
+        repeats = tuple(
+            int(size) if isinstance(size, int) or size.is_Integer else Item(Input(1), axis)
+            for axis, size in enumerate(sizes)
+        )
+        return Call("ops.tile", [ctx.operand(0), repeats])
     if ctx.const(1) is None:
         count = ctx.require_shape(1)[0]
         if not isinstance(count, int):

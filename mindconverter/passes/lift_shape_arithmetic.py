@@ -31,6 +31,7 @@ SHAPE_INPUTS = {
     "ConstantOfShape": {0},
     "Range": {0, 1, 2},
     "Slice": {1, 2},
+    "Tile": {1},
 }
 
 

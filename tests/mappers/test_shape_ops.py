@@ -149,6 +149,29 @@ def test_tile(tmp_path):
     assert_matches(model, tmp_path)
 
 
+def test_tile_by_a_run_time_size_takes_the_sizes_as_a_tuple(tmp_path):
+    """``x.repeat(x.shape[0], 1)`` as exporters write it: the repeats are the sizes themselves,
+    never a tensor made of them and indexed back."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "one"], ["repeats"], axis=0),
+        helper.make_node("Tile", ["x", "repeats"], ["y"]),
+    ]
+    inits = {
+        "zero": np.array(0, np.int64),
+        "axes": np.array([0], np.int64),
+        "one": np.array([1], np.int64),
+    }
+    model = make_model(nodes, [("x", F, ("batch", 3))], [("y", F, None)], inits)
+    for batch in (2, 3):
+        feeds = {"x": np.arange(batch * 3, dtype=np.float32).reshape(batch, 3)}
+        result = assert_matches(model, tmp_path / str(batch), feeds=feeds, shape=["2,3"])
+    code = result.script_path.read_text()
+    assert "tuple_to_array" not in code and "ops.tile(x, (batch, 1))" in code, code
+
+
 def test_size(tmp_path):
     node = helper.make_node("Size", ["x"], ["y"])
     model = make_model([node], [("x", F, (2, 3, 4))], [("y", I64, None)], opset=13)
