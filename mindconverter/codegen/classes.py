@@ -17,10 +17,14 @@ _SPELLED_OUT = {"attn": "attention", "mlp": "MLP", "ffn": "FFN", "ff": "FeedForw
 def class_hint_from_path(path: str) -> str:
     """A class name hint for a block of a source that kept no class names (a TorchScript
     export): its attribute, abbreviations spelled out, a list's item in the singular
-    (``model.layers.0`` -> ``layer``); ``<attribute>_block`` for a one- or two-letter one."""
+    (``model.layers.0`` -> ``layer``), ``self`` with its parent's (``attention.self`` ->
+    ``self_attention``); ``<attribute>_block`` for a one- or two-letter one."""
     item = bool(re.search(r"\.\d+$", path))
     attribute = re.sub(r"\.\d+$", "", path).rsplit(".", 1)[-1]
     words = [_SPELLED_OUT.get(word, word) for word in attribute.split("_") if word]
+    parent = path.rsplit(".", 1)[0] if "." in path else ""
+    if attribute == "self" and parent:  # BERT's attention.self: SelfAttention, as HF names it
+        words += [_SPELLED_OUT.get(w, w) for w in parent.rsplit(".", 1)[-1].split("_") if w]
     if item and words and len(words[-1]) > 3 and words[-1].endswith("s"):
         words[-1] = words[-1][:-1]
     if not words or len(attribute) <= 2:

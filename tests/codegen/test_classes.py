@@ -53,3 +53,5 @@ def test_class_hints_spell_out_attributes_and_take_a_lists_item_in_the_singular(
     assert class_name(class_hint_from_path("transformer.h.0")) == "HBlock"
     assert class_name(class_hint_from_path("model.layers.0.mlp")) == "MLP"
     assert class_name(class_hint_from_path("encoder.layer.1")) == "Layer"
+    # BERT's attention.self (a TorchScript export keeps no class names): named as HF names it
+    assert class_name(class_hint_from_path("encoder.layer.0.attention.self")) == "SelfAttention"
