@@ -53,6 +53,8 @@ class StatementWriter:
             name = reuse if reuse == role else self.exprs.new_variable(role)
         elif out in self.attention_roles:
             role = self.attention_roles[out]  # a straight chain keeps it: q = rotate(q)
+            if reuse != role and _frees(self.scope, mapped, role):
+                reuse = role  # k = ops.concat((past_key, k), axis=-2)
             name = reuse if reuse == role else self.exprs.new_variable(role)
         elif out in self.scope.passed_roles and not _names_a_role(reuse):
             role = self.scope.passed_roles[out]  # what the children take it as
@@ -299,6 +301,20 @@ def _embedding_ids(mapped: list[MappedNode]) -> dict[str, str]:
     return roles
 
 
+def _frees(scope: BlockScope, mapped: MappedNode, variable: str) -> bool:
+    """Whether ``mapped`` reads ``variable`` for the last time (a value it may take the name of:
+    not one the block returns, not a network input, not a size)."""
+    return any(
+        scope.var_of.get(name) == variable
+        and scope.remaining_uses.get(name, 0) == 0
+        and name not in scope.protected
+        and name not in scope.no_reuse
+        and name not in scope.sizes
+        for name in mapped.node.inputs
+        if name
+    )
+
+
 def _names_a_role(name: str | None) -> bool:
     """A variable named for what it is (``causal_mask``), which a chain keeps."""
     base = re.sub(r"_\d+$", "", name or "")
@@ -313,8 +329,8 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
         node = item.node
         if node.op_type == "ScaledDotProductAttention" and node.domain == DOMAIN:
             for name, role in zip(node.inputs, ("q", "k", "v")):
-                # the value before its rotary embedding holds the same heads; the new keys and
-                # values a cache concatenation appends are ``key_states``/``value_states``
+                # the value before its rotary embedding holds the same heads, and so do the new
+                # keys and values a cache concatenation appends (``k = concat((past_key, k))``)
                 while name and name not in roles:
                     roles[name] = role
                     source = producers.get(name)
@@ -332,7 +348,6 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                         name = source.inputs[0]  # GPT-J turns the heads before the transpose
                     elif source is not None and source.op_type == "Concat" and role in "kv":
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
-                        role = "key_states" if role == "k" else "value_states"
                     elif source is not None and role in _SPLIT_ROLES:
                         _name_fused_projection(roles, producers, source, role)
     return roles
