@@ -16,6 +16,8 @@ into the batch (``baddbmm``); ``tiny_t5_encoder_torchscript.onnx``: T5's encoder
 block owns the relative position table and hands the position bias to the others;
 ``tiny_t5_torchscript.onnx``: the whole T5 (one encoder block, two decoder blocks), whose
 decoder attention computes the same causal mask in every block;
+``tiny_phi3_torchscript.onnx``: Phi-3, whose query and key rotary embeddings each end in a
+concatenation with an empty pass-through part;
 ``tiny_gptj_torchscript.onnx``: GPT-J, whose rotary embedding turns interleaved pairs of the
 first features of each head, on sin and cos tables layer 0 repeats for every layer;
 ``tiny_swin_dynamo.onnx``: Swin with two stages whose head sizes and window counts differ
@@ -330,6 +332,25 @@ def export_t5() -> None:
     _export(t5, "tiny_t5_torchscript", tokens, dims, dynamo=False)
 
 
+def export_phi3() -> None:
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    phi3 = hf.Phi3Model(
+        hf.Phi3Config(
+            vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32,
+            pad_token_id=0, use_cache=False,
+        )
+    )  # fmt: skip
+    tokens = {
+        "input_ids": torch.randint(0, 40, (2, 5)),
+        "attention_mask": torch.ones(2, 5, dtype=torch.int64),
+    }
+    dims = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+    _export(phi3, "tiny_phi3_torchscript", tokens, dims, dynamo=False)
+
+
 def _drop_metadata(path: Path) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads)."""
     import onnx
@@ -349,5 +370,6 @@ if __name__ == "__main__":
         export_tiny_llama()
     export_transformers()
     export_t5()
+    export_phi3()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -26,7 +26,7 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     )
     hints: list[str] = []
     for name in inputs:
-        hint = _role(graph, name, readers.get(name, []))
+        hint = _role(graph, name, readers)
         if name in caches and name not in graph.inputs:
             hint = ("past_key", "past_value")[caches.index(name) % 2]
         elif hint == "x" and _only_concatenated(graph, name, readers.get(name, [])):
@@ -40,7 +40,8 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     return hints
 
 
-def _role(graph: Graph, name: str, readers: list) -> str:
+def _role(graph: Graph, name: str, readers_of: dict[str, list]) -> str:
+    readers = readers_of.get(name, [])
     if name in graph.inputs:
         return name
     producer = graph.producers.get(name)
@@ -62,11 +63,11 @@ def _role(graph: Graph, name: str, readers: list) -> str:
         return "attention_bias"  # added to the scores whole (T5's position bias)
     if dtype.kind in "iu" and any(node.op_type == "Gather" for node in readers):
         return "position_ids" if rank >= 1 else "index"
+    rotary = _rotary_role(graph, name, readers, readers_of)
+    if rotary:  # before hidden states: a table may be (batch, seq, dim) too (Phi-3)
+        return rotary
     if dtype.kind == "f" and rank == 3:
         return "hidden_states"
-    rotary = _rotary_role(graph, name, readers)
-    if rotary:
-        return rotary
     return "indices" if dtype.kind in "iu" else "x"  # Mixtral's chosen experts
 
 
@@ -183,10 +184,18 @@ def _is_cache(graph: Graph, name: str, readers: list) -> bool:
     )
 
 
-def _rotary_role(graph: Graph, name: str, readers: list) -> str:
+def _rotary_role(graph: Graph, name: str, readers: list, readers_of: dict[str, list]) -> str:
     """``cos`` or ``sin`` of rotary position embeddings: multiplied with the query and key
     (``cos``) or with their rotated halves, a ``Concat`` (``sin``); or read by lifted
-    ``ApplyRotary`` nodes as their second (``cos``) or third (``sin``) input."""
+    ``ApplyRotary`` nodes as their second (``cos``) or third (``sin``) input, also through
+    the unsqueeze that gives the table its head axis (Phi-3)."""
+    if readers and all(node.op_type == "Unsqueeze" for node in readers):
+        through = {node.outputs[0] for node in readers if node.outputs}
+        roles = {
+            _rotary_role(graph, value, readers_of.get(value, []), readers_of) for value in through
+        }
+        if len(roles) == 1 and "" not in roles:
+            return roles.pop()
     if readers and all(node.op_type == "ApplyRotary" for node in readers):
         positions = {node.inputs.index(name) for node in readers if name in node.inputs}
         return {1: "cos", 2: "sin"}.get(positions.pop(), "") if len(positions) == 1 else ""

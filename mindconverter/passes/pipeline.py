@@ -92,6 +92,9 @@ PIPELINE: tuple[Step, ...] = (
     *SIMPLIFY,
     Pass("say which dynamic dimensions the model pins", report_pinned_dims.run),
     Pass("compute bfloat16 in float32 where MindSpore has no kernel", bfloat16_compute.run),
+    # no-ops first: an empty concatenation the exporter left between a query's rotary and the
+    # key's (Phi-3) would keep the two from being written as one apply_rotary_pos_emb call
+    Pass("drop empty parts of concatenations", tidy.run_empty_parts),
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
     Pass("index padding masks as mask[:, None, None, :]", lift_masks.run),

@@ -52,6 +52,26 @@ def run(graph: Graph, context: PassContext) -> bool:
     return changed_any
 
 
+def run_empty_parts(graph: Graph, context: PassContext) -> bool:
+    """Only drop concatenations with an empty part (before the lifts: Phi-3 concatenates each
+    rotary result with the empty rest of a rotary over whole heads, between the query's rotary
+    and the key's, which keeps the two from being paired)."""
+    protected = _protected(graph)
+    changed = False
+    for node in list(graph.model.graph.node):
+        if node.op_type != "Concat" or node.domain not in ("", "ai.onnx") or len(node.output) != 1:
+            continue
+        source = _same_as(graph, node, set())
+        if source is not None and node.output[0] not in protected:
+            _rename_readers(graph, node.output[0], source)
+            graph.edited()
+            changed = True
+    if changed:
+        remove_dead_nodes(graph.model)
+        graph.edited()
+    return changed
+
+
 def _protected(graph: Graph) -> set[str]:
     """Values that must keep their name: the network's results and what subgraphs read."""
     names = set(graph.outputs)

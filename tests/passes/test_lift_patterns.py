@@ -681,3 +681,27 @@ def test_pairs_put_back_in_the_wrong_order_are_no_rotate_every_two():
         nodes, [("q", F32, spec), ("cos", F32, spec), ("sin", F32, spec)], [("y_q", F32, None)]
     )
     assert "RotateEveryTwo" not in _lifted(model)[0]
+
+
+@pytest.mark.slow
+def test_rotaries_an_empty_concatenation_keeps_apart_are_one_call(tmp_path):
+    """Phi-3 through TorchScript: the query's rotary ends in a concatenation with an empty
+    pass-through part before the key's runs. The no-op goes before the lifts: the pair is one
+    ``apply_rotary_pos_emb`` call on tables named ``cos`` and ``sin`` (unsqueezed to the head
+    axis in the attention), and the numbers stay onnxruntime's at two shapes."""
+    from pathlib import Path
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "tiny_phi3_torchscript.onnx"
+    model = onnx.load(fixture)
+    result = convert_fully(model, tmp_path, shape=["input_ids=2,5", "attention_mask=2,5"])
+    code = result.script_path.read_text()
+    assert "q, k = apply_rotary_pos_emb(q, k, cos, sin)" in code, code
+    assert "def construct(self, hidden_states, cos, sin, attention_mask):" in code
+    rng = np.random.default_rng(8)
+    for batch, seq in (2, 5), (3, 7):
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, -2:] = 0
+        feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
