@@ -22,12 +22,14 @@ from .registry import mapper
 @dataclass(frozen=True)
 class SdpaOptions:
     """How the attention is computed: the score scale, query heads per key/value head, and
-    whether rows the bias masks fully must give zeros (the exporter's NaN guard)."""
+    whether rows the bias masks fully must give zeros (the exporter's NaN guard), and the cap of
+    Gemma-2's soft-capped scores."""
 
     scale: float
     head_dim: int | None = None
     kv_groups: int = 1
     masked_rows: bool = False
+    softcap: float = 0.0  # Gemma-2's cap on the scores (0: none)
 
 
 def _scaled(product: Expr, options: SdpaOptions) -> Expr:
@@ -55,7 +57,11 @@ def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaO
         # the values' repeat is short enough to read inside the product that uses it
         v = Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)})
     product = Call("ops.matmul", [q, Method(k, "swapaxes", [Lit(-1), Lit(-2)])])
-    scores = Temp(_scaled(product, options), "scores")
+    scaled = _scaled(product, options)
+    if options.softcap:  # logit soft-capping: cap * tanh(scores / cap)
+        cap = Lit(options.softcap)
+        scaled = BinOp("*", Call("ops.tanh", [BinOp("/", scaled, cap)]), cap)
+    scores = Temp(scaled, "scores")
     logits = scores if bias is None else _added(scores, bias)
     if not (options.masked_rows and bias is not None):
         probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
@@ -77,6 +83,7 @@ def scaled_dot_product_attention(ctx: NodeContext):
         head_dim=head_dim,
         kv_groups=int(ctx.attr("kv_groups", 1)),
         masked_rows=bool(int(ctx.attr("masked_rows", 0))),
+        softcap=float(ctx.attr("softcap", 0.0)),
     )
     # several biases (a mask and ALiBi) are added one after the other, as the exporter did
     bias: Expr | None = None

@@ -66,6 +66,7 @@ class _Match:
     before: list[onnx.NodeProto] = field(default_factory=list)  # new nodes before the fused one
     resized: list[tuple[onnx.NodeProto, str]] = field(default_factory=list)  # Shape: new input
     clamped: bool = False  # the scores went through max(., finfo.min): no bias may be -inf
+    softcap: float = 0.0  # Gemma-2's cap * tanh(scores / cap) before the biases (0: none)
 
 
 # operators that only compute sizes from sizes (what a Shape node's result flows through)
@@ -412,10 +413,36 @@ def _score_product(finder: _Finder, name: str, reader: onnx.NodeProto, match: _M
         (match.folded_biases if match.unfold is not None else match.biases).append(bias)
         match.removed.append(node)
         name, reader = node.input[side], node
+    capped = _soft_capped(finder, name, reader)
+    if capped is not None:
+        name, reader, match.softcap = capped[0], capped[1], capped[2]
+        match.removed += capped[3]
     name, reader = _peel_scales(finder, name, reader, match)
     if not finder.private(name, reader):
         return None
     return finder.made_by(name, "MatMul")
+
+
+def _soft_capped(finder: _Finder, name: str, reader: onnx.NodeProto):
+    """Gemma-2's logit soft-capping ``tanh(scores / cap) * cap`` ending in ``name``: (the
+    scores, the node reading them, cap, the three nodes), or None."""
+    outer = finder.made_by(name, "Mul") if finder.private(name, reader) else None
+    found = _scale_factor(finder, outer, name) if outer is not None else None
+    if found is None:
+        return None
+    tanh = finder.made_by(found[0], "Tanh")
+    if (
+        tanh is None
+        or not finder.private(found[0], outer)
+        or not finder.private(tanh.input[0], tanh)
+    ):
+        return None
+    inner = finder.made_by(tanh.input[0], "Mul", "Div")
+    divided = _scale_factor(finder, inner, tanh.input[0]) if inner is not None else None
+    cap = found[1]
+    if divided is None or cap <= 0 or not math.isclose(divided[1] * cap, 1.0, rel_tol=1e-6):
+        return None
+    return divided[0], inner, cap, [outer, tanh, inner]
 
 
 def _scores_fold(finder: _Finder, name: str, match: _Match) -> onnx.NodeProto | None:
@@ -470,13 +497,17 @@ def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
 
 
 def _from_scores(finder: _Finder, name: str) -> bool:
-    """Whether ``name`` is made by a MatMul through scales, Adds, Reshapes and masking Wheres."""
+    """Whether ``name`` is made by a MatMul through scales, Adds, Reshapes, masking Wheres and a
+    soft cap's Tanh."""
     for _ in range(_MAX_BIASES + 4):
-        node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape", "Where")
+        node = finder.made_by(name, "MatMul", "Mul", "Div", "Add", "Reshape", "Where", "Tanh")
         if node is None:
             return False
         if node.op_type == "MatMul":
             return True
+        if node.op_type == "Tanh":  # soft-capped scores (Gemma-2)
+            name = node.input[0]
+            continue
         if node.op_type in ("Reshape", "Where"):  # a Where masks the scores it keeps
             name = node.input[0] if node.op_type == "Reshape" else node.input[1]
             continue
@@ -685,6 +716,8 @@ def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output:
         kv_groups=int(match.kv_groups),
         masked_rows=int(masked_rows),
     )
+    if match.softcap:
+        fused.attribute.append(helper.make_attribute("softcap", float(match.softcap)))
     for entry in anchor.metadata_props:
         fused.metadata_props.add().CopyFrom(entry)
     for index, node in enumerate(match.before):

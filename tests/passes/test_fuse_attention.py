@@ -590,3 +590,61 @@ def test_a_softmax_over_scores_folded_back_runs_like_onnxruntime_at_two_shapes(t
     shape = [f"2,{HEADS},3,{HEAD_DIM}"] * 3 + ["2,1,3,3"]
     model = folded_softmax_attention()
     _matches_at(model, tmp_path, [{"b": 2, "s": 3}, {"b": 1, "s": 6}], shape=shape)
+
+
+def soft_capped_attention(cap: float = 50.0, divide: bool = True):
+    """Gemma-2: ``cap * tanh(q @ kᵀ * scale / cap)`` before the mask is added."""
+    inner = (
+        helper.make_node("Div", ["scaled", "cap"], ["over"])
+        if divide
+        else helper.make_node("Mul", ["scaled", "inverse"], ["over"])
+    )
+    nodes = [
+        _const("scale", 0.5),
+        _const("cap", cap),
+        _const("inverse", 1.0 / cap),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+        inner,
+        helper.make_node("Tanh", ["over"], ["capped"]),
+        helper.make_node("Mul", ["capped", "cap"], ["soft"]),
+        helper.make_node("Add", ["soft", "mask"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    dims = ["b", HEADS, "s", HEAD_DIM]
+    return make_model(
+        nodes,
+        [("q", F32, dims), ("k", F32, dims), ("v", F32, dims), ("mask", F32, ["b", 1, 1, "s"])],
+        [("out", F32, None)],
+        opset=14,
+    )
+
+
+@pytest.mark.parametrize("divide", [True, False])
+def test_soft_capped_scores_are_fused_with_their_cap(divide):
+    shapes = [(1, 2, 3, 4)] * 3 + [(1, 1, 1, 3)]
+    count, (node,) = _fused(soft_capped_attention(divide=divide), shapes)
+    assert count == 1
+    assert _attr(node, "softcap") == pytest.approx(50.0)
+    assert _attr(node, "scale") == pytest.approx(0.5)
+
+
+def test_a_tanh_capped_by_two_numbers_is_no_soft_cap():
+    """``tanh(x / 50) * 40`` is not ``cap * tanh(x / cap)``: left as it is."""
+    model = soft_capped_attention()
+    model.graph.node.insert(0, _const("other", 40.0))
+    outer = next(n for n in model.graph.node if list(n.input) == ["capped", "cap"])
+    outer.input[1] = "other"
+    count, _ = _fused(model, [(1, 2, 3, 4)] * 3 + [(1, 1, 1, 3)])
+    assert count == 0
+
+
+@pytest.mark.slow
+def test_soft_capped_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = soft_capped_attention(cap=2.0)  # small enough that the cap changes the numbers
+    script = _matches_at(
+        model, tmp_path, [{"b": 2, "s": 3}, {"b": 3, "s": 6}], shape=["2,2,3,4"] * 3 + ["2,1,1,3"]
+    )
+    assert "ops.tanh(" in script and "* 2.0" in script
