@@ -14,7 +14,8 @@ For each script it reports, from the script's syntax tree alone:
   constant index, a ``nn.LayerNorm`` tied to the input's rank);
 - ``unrolled_calls`` (``self.layer[0](...)`` outside a loop) and ``loops``
   (``for layer in self.layers``);
-- ``mixed_containers``: ``nn.CellList``/``nn.SequentialCell`` holding instances of several classes;
+- ``mixed_containers``: ``nn.CellList``/``nn.SequentialCell`` holding instances of several classes
+  (unless ``construct`` takes it apart by name: different sublayers, each called once);
 - ``size_only_params``: block parameters used only where a size is read or given;
 - ``renamed_meanings``: variables assigned again with a value that does not read them;
 - ``tied_copies``: ``self.fc_1.weight = self.fc.weight``, a layer written again for each
@@ -240,16 +241,32 @@ def _renamed_meanings(fn: _Function) -> int:
 
 
 def _mixed_containers(tree: ast.AST) -> int:
+    """Containers holding instances of several classes, unless ``construct`` takes the list
+    apart by name (``self_attention, feed_forward = self.layer``: T5's different sublayers,
+    each called once, not repeated layers)."""
     count = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node.func) in ("nn.CellList", "nn.SequentialCell"):
-            if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
-                classes = {
-                    _name(e.func)
-                    for e in node.args[0].elts
-                    if isinstance(e, ast.Call) and _name(e.func) != "nn.Identity"
-                }
-                count += len(classes) > 1
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+        unpacked = {
+            _name(node.value)
+            for node in ast.walk(cls)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Attribute)
+        }
+        for node in ast.walk(cls):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            call = node.value
+            if _name(call.func) not in ("nn.CellList", "nn.SequentialCell") or not call.args:
+                continue
+            if not isinstance(call.args[0], (ast.List, ast.Tuple)):
+                continue
+            classes = {
+                _name(e.func)
+                for e in call.args[0].elts
+                if isinstance(e, ast.Call) and _name(e.func) != "nn.Identity"
+            }
+            count += len(classes) > 1 and _name(node.targets[0]) not in unpacked
     return count
 
 

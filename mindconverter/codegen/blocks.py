@@ -66,6 +66,23 @@ def _passed_roles(graph, block: Block, inputs: set[str]) -> dict[str, str]:
     return {name: roles.pop() for name, roles in found.items() if len(roles) == 1}
 
 
+def _unpacked(layers: list[Block], classes: list, count: int) -> list[str] | None:
+    """Names for the layers of a list whose layers are all different and each called once, by
+    the one module each wraps (T5's ``layer``: ``self_attention``, ``dense_relu_dense``), to be
+    taken out of the list by name (``_`` for a place the exporter left empty); None when a
+    layer wraps no single module or two would share a name."""
+    if len(layers) < 2 or len(set(classes)) != len(classes) or any(b.repeats > 1 for b in layers):
+        return None
+    names = ["_"] * count
+    for layer in layers:
+        children = layer.child_blocks()
+        if len(children) != 1 or children[0].name.isdigit():
+            return None
+        names[int(layer.name)] = identifier(children[0].name, "layer")
+    taken = [n for n in names if n != "_"]
+    return names if len(set(taken)) == len(taken) else None
+
+
 class BlockWriter:
     """Writes a block and, recursively, the blocks inside it."""
 
@@ -215,13 +232,21 @@ class BlockWriter:
         layers = [numbered[index] for index in sorted(numbered)]
         loopable = len(keys) == 1 and all(b.repeats == 1 for b in layers)
         run = self._loopable(container, layers) if loopable else None
+        refs = [part.key for part in elements if isinstance(part, ClassRef)]
+        plain = len(refs) == len(layers) and not any(b.sequential for b in layers)
+        named = _unpacked(layers, refs, max(numbered) + 1) if run is None and plain else None
         looped = False
         for item in container.items:
             if run is not None and item is layers[0]:
                 looped = self.loop_call(layers, attr, run)
             if looped and any(item is layer for layer in layers):
                 continue
-            if isinstance(item, Block) and item.name.isdigit():
+            if isinstance(item, Block) and item.name.isdigit() and named is not None:
+                if item is layers[0]:  # a list of different layers, each called once (T5Block)
+                    names = [self.exprs.new_variable(n) if n != "_" else n for n in named]
+                    self.scope.cls.body.append(f"{', '.join(names)} = self.{attr}")
+                self.call_block(item, names[int(item.name)], attr)
+            elif isinstance(item, Block) and item.name.isdigit():
                 self.call_block(item, f"self.{attr}[{int(item.name)}]", attr)
             elif isinstance(item, Block):
                 self.child_block(item)

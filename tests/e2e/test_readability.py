@@ -41,12 +41,6 @@ REMOVED_NOOPS = (
 )
 
 
-# Layers still called one by one: T5's lists hold different classes in the source itself, as do
-# Swin's stages; a TorchScript BART's cross-attention blocks list their two inputs in a different
-# order per layer (the exporter orders each layer's nodes differently), so they are two classes.
-LAYERS_STILL_UNROLLED = ("t5_", "swin_", "bart_torchscript")
-
-
 def _input_count(path: Path) -> int:
     """The model's inputs (token ids, masks, token types): each gets a [1, 8] example."""
     graph = onnx.load(str(path), load_external_data=False).graph
@@ -81,8 +75,7 @@ def test_transformer_reads_cleanly(tmp_path, model_file, shapes):
     assert found["renamed_meanings"] == 0, report
     assert not any(found["noop_kinds"].get(kind) for kind in REMOVED_NOOPS), report
     assert found["x_params"] == 0, report
-    if not model_file.stem.startswith(LAYERS_STILL_UNROLLED):
-        assert found["unrolled_calls"] == 0, report
+    assert found["unrolled_calls"] == 0, report
 
 
 def _assert_runs_like_onnxruntime(model_file: Path, shapes: list[str], result) -> None:

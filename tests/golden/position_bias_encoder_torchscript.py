@@ -46,7 +46,7 @@ class SelfAttention(nn.Cell):
         return x
 
 
-class Layer(nn.Cell):
+class SelfAttentionLayer(nn.Cell):
     """Recovered from model.encoder.block.0.layer.0, model.encoder.block.1.layer.0."""
 
     def __init__(self):
@@ -76,7 +76,7 @@ class DenseReluDense(nn.Cell):
         return hidden_states
 
 
-class Layer2(nn.Cell):
+class DenseReluDenseLayer(nn.Cell):
     """Recovered from model.encoder.block.0.layer.1, model.encoder.block.1.layer.1."""
 
     def __init__(self):
@@ -96,11 +96,12 @@ class Block(nn.Cell):
 
     def __init__(self):
         super().__init__()
-        self.layer = nn.CellList([Layer(), Layer2()])
+        self.layer = nn.CellList([SelfAttentionLayer(), DenseReluDenseLayer()])
 
     def construct(self, hidden_states, attention_bias):
-        hidden_states = self.layer[0](hidden_states, attention_bias)
-        hidden_states = self.layer[1](hidden_states)
+        self_attention, dense_relu_dense = self.layer
+        hidden_states = self_attention(hidden_states, attention_bias)
+        hidden_states = dense_relu_dense(hidden_states)
         return hidden_states
 
 

@@ -146,7 +146,7 @@ def test_layers_whose_nodes_come_in_another_order_share_one_class(tmp_path):
     )
     result = assert_matches(model, tmp_path)
     code = result.script_path.read_text()
-    assert code.count("class Attention") == 1 and "for layer in self.layers" in code, code
+    assert code.count("class Attention(") == 1 and "for layer in self.layers" in code, code
 
 
 def test_a_block_reading_two_sizes_of_a_network_input_reads_them_from_its_own_tensors(tmp_path):
@@ -183,7 +183,7 @@ def test_a_block_reading_two_sizes_of_a_network_input_reads_them_from_its_own_te
     feeds = {"ids": rng.integers(0, 10, (2, 3)).astype(np.int64)}
     result = assert_matches(model, tmp_path, feeds, shape=["2,3"])
     code = result.script_path.read_text()
-    attention = code[code.index("class Attention") : code.index("class Layer")]
+    attention = code[code.index("class Attention(") : code.index("class AttentionLayer")]
     assert "def construct(self, hidden_states):" in attention, attention
 
 
@@ -222,7 +222,7 @@ def test_what_every_layer_computes_alike_runs_once_before_the_layers(tmp_path):
     shape = ["input_ids=2,5", "attention_mask=2,5", "decoder_input_ids=2,4"]
     result = convert_fully(model, tmp_path, shape=shape)
     code = result.script_path.read_text()
-    attention = code[code.index("class SelfAttention2") : code.index("class Layer3")]
+    attention = code[code.index("class SelfAttention2") : code.index("class SelfAttentionLayer2")]
     decoder = code[code.index("class Decoder") : code.index("class Model(")]
     assert "ops.arange" not in attention and "ops.where" not in attention, attention
     assert "for layer in self.block:" in decoder and decoder.count("ops.arange") == 4, decoder
@@ -324,3 +324,20 @@ def test_a_layer_whose_output_is_sized_elsewhere_stays_in_its_module(tmp_path):
     result = assert_matches(model, tmp_path, feeds, shape=["2,3,8,6"])
     code = result.script_path.read_text()
     assert "self.projection = nn.Conv2d(" in code, code
+
+
+@pytest.mark.slow
+def test_different_sublayers_of_a_list_are_taken_out_by_name(tmp_path):
+    """T5Block's ``layer`` holds a self-attention, a cross-attention and a feed-forward
+    sublayer, each called once: ``construct`` takes them out of the list by the module each
+    wraps instead of calling ``self.layer[0]``, ``self.layer[1]``; GRAPH_MODE runs it."""
+    from tests.helpers import convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_t5_torchscript.onnx")
+    shape = ["input_ids=2,5", "attention_mask=2,5", "decoder_input_ids=2,4"]
+    result = convert_fully(model, tmp_path, shape=shape, verify=True, graph_mode=True)
+    code = result.script_path.read_text()
+    assert "self.layer[" not in code
+    assert "self_attention, dense_relu_dense = self.layer" in code
+    assert "self_attention, enc_dec_attention, dense_relu_dense = self.layer" in code
+    assert "class EncDecAttentionLayer(nn.Cell):" in code

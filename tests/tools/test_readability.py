@@ -57,6 +57,28 @@ def test_every_property_is_found():
     assert found["renamed_meanings"] == 1
 
 
+def test_a_list_of_different_sublayers_taken_apart_by_name_is_not_mixed():
+    """T5's ``layer`` list holds a different sublayer in each place, each called once."""
+    script = """
+from mindspore import nn
+
+
+class Block(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.CellList([SelfAttentionLayer(), DenseReluDenseLayer()])
+
+    def construct(self, hidden_states):
+        self_attention, dense_relu_dense = self.layer
+        hidden_states = self_attention(hidden_states)
+        return dense_relu_dense(hidden_states)
+"""
+    found = measure(script, run_ruff=False)
+    assert found["mixed_containers"] == 0 and found["unrolled_calls"] == 0
+    indexed = script.replace("self_attention, dense_relu_dense = self.layer", "pass")
+    assert measure(indexed, run_ruff=False)["mixed_containers"] == 1
+
+
 def test_clean_script_has_nothing_to_report():
     code = "from mindspore import nn, ops\n\n\nclass Block(nn.Cell):\n    def construct(self, hidden_states):\n        hidden_states = ops.relu(hidden_states)\n        return hidden_states\n"
     found = measure(code)
