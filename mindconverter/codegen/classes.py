@@ -6,19 +6,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..mappers.base import Cell
 from .class_variants import Variants, flag_name, kind_of
-from .naming import CELL_MEMBERS, Namer
+from .naming import CELL_MEMBERS, Namer, identifier
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
 # Abbreviations in attribute names, spelled out for class names (``self_attn`` -> SelfAttention).
 _SPELLED_OUT = {"attn": "attention", "mlp": "MLP", "ffn": "FFN", "ff": "FeedForward"}
 
 
-def class_hint_from_path(path: str) -> str:
+def class_hint_from_path(path: str, wrapped: str = "") -> str:
     """A class name hint for a block of a source that kept no class names (a TorchScript
     export): its attribute, abbreviations spelled out, a list's item in the singular
     (``model.layers.0`` -> ``layer``), ``self`` with its parent's (``attention.self`` ->
-    ``self_attention``); ``<attribute>_block`` for a one- or two-letter one."""
+    ``self_attention``), a list's item around one module with that module's name first
+    (``layer.0`` around ``SelfAttention`` -> ``self_attention_layer``); ``<attribute>_block``
+    for a one- or two-letter one."""
     item = bool(re.search(r"\.\d+$", path))
     attribute = re.sub(r"\.\d+$", "", path).rsplit(".", 1)[-1]
     words = [_SPELLED_OUT.get(word, word) for word in attribute.split("_") if word]
@@ -27,6 +30,8 @@ def class_hint_from_path(path: str) -> str:
         words += [_SPELLED_OUT.get(w, w) for w in parent.rsplit(".", 1)[-1].split("_") if w]
     if item and words and len(words[-1]) > 3 and words[-1].endswith("s"):
         words[-1] = words[-1][:-1]
+    if item and wrapped:  # T5's layer.0 around SelfAttention: SelfAttentionLayer
+        words = [_SPELLED_OUT.get(w, w) for w in identifier(wrapped, "").split("_") if w] + words
     if not words or len(attribute) <= 2:
         return f"{attribute}_block"
     return "_".join(words)
@@ -102,6 +107,23 @@ def unique(classes: dict) -> list[dict]:
     return list({id(info): info for info in classes.values()}.values())
 
 
+def _wrapped(block) -> str:
+    """The name of the one module a block wraps (beside at most one layer of its own, a norm:
+    T5's ``layer.0`` around ``SelfAttention``), else ``""``."""
+    children = block.child_blocks()
+    if len(children) != 1 or children[0].name.isdigit():
+        return ""
+    layers = [
+        item
+        for item in block.items
+        if not isinstance(item, type(block)) and isinstance(getattr(item, "result", None), Cell)
+    ]
+    if len(layers) > 1:
+        return ""
+    listed = any(item.name.isdigit() for item in children[0].child_blocks())
+    return "" if listed else children[0].name  # a list of layers names no kind of block
+
+
 def _variants(groups: dict) -> list[Variants]:
     """The classes: each text joins the first class it fits, or starts one. A text that does
     not fit a class as the class's texts came may fit it taken first (its child block sets an
@@ -117,7 +139,9 @@ def _variants(groups: dict) -> list[Variants]:
     }
     for key, members in groups.items():
         first = members[0]
-        hint = first.block.class_hint or class_hint_from_path(first.block.path)
+        hint = first.block.class_hint or class_hint_from_path(
+            first.block.path, _wrapped(first.block)
+        )
         text = (key, hint, first.builder, first.args, first.returns)
         for index, variants in enumerate(found):
             same_kind = kind_of(hint) == kind_of(variants.hint)

@@ -55,3 +55,10 @@ def test_class_hints_spell_out_attributes_and_take_a_lists_item_in_the_singular(
     assert class_name(class_hint_from_path("encoder.layer.1")) == "Layer"
     # BERT's attention.self (a TorchScript export keeps no class names): named as HF names it
     assert class_name(class_hint_from_path("encoder.layer.0.attention.self")) == "SelfAttention"
+
+
+def test_a_list_item_around_one_module_is_named_after_it():
+    """T5's ``layer.0`` (TorchScript keeps no class names) holds SelfAttention and its norm."""
+    hint = class_hint_from_path("encoder.block.0.layer.1", "DenseReluDense")
+    assert class_name(hint) == "DenseReluDenseLayer"
+    assert class_name(class_hint_from_path("encoder.block.0", "")) == "Block"
