@@ -20,6 +20,7 @@ from .classes import join, merge_classes, signature, unique
 from .expressions import ExpressionWriter
 from .naming import comment_text
 from .rendered import RenderedModel, UnconvertedSite
+from .returns import inline_returned_call
 from .scope import RenderState
 from .single_sizes import unpack_single_sizes
 from .statements import StatementWriter
@@ -115,7 +116,7 @@ def fill_template(
                 body=c["body"],
                 returns=", ".join(c["returns"]),
             )
-            for c in unique(classes)
+            for c in map(_ending_in_its_return, unique(classes))
         ],
         args=", ".join(["self"] + input_vars),
         returns=", ".join(returns),
@@ -123,6 +124,13 @@ def fill_template(
         dynamic_inputs=dynamic_inputs,
         body_classes=[text for text in state.body_classes.values() if text],
     )
+
+
+def _ending_in_its_return(info: dict) -> dict:
+    """A class whose last layer call is written in its ``return`` (see returns.py)."""
+    body = list(info["body"])
+    returns = inline_returned_call(body, info["returns"])
+    return {**info, "body": body, "returns": returns}
 
 
 def locate_unconverted(code: str, sites: list[UnconvertedSite]) -> None:

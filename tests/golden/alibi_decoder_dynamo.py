@@ -66,8 +66,7 @@ class BloomBlock(nn.Cell):
         x = self.input_layernorm(hidden_states)
         x = self.self_attention(x, alibi, attention_mask, hidden_states)
         out = self.post_attention_layernorm(x)
-        out = self.mlp(out, x)
-        return out
+        return self.mlp(out, x)
 
 
 class BloomModel(nn.Cell):
@@ -99,8 +98,7 @@ class BloomModel(nn.Cell):
         attention_mask_1 = ops.where(cast, 0.0, -3.4028235e38)
         for layer in self.h:
             x = layer(x, alibi, attention_mask_1)
-        x = self.ln_f(x)
-        return x
+        return self.ln_f(x)
 
 
 class MindSporeModel(nn.Cell):

@@ -68,8 +68,7 @@ class HBlock(nn.Cell):
         x = self.input_layernorm(hidden_states)
         x = self.self_attention(x, alibi, attention_mask, hidden_states)
         out = self.post_attention_layernorm(x)
-        out = self.mlp(out, x)
-        return out
+        return self.mlp(out, x)
 
 
 class Model(nn.Cell):
@@ -105,8 +104,7 @@ class Model(nn.Cell):
         attention_mask_1 = ops.where(and_, 0.0, -3.4028235e38)
         for layer in self.h:
             out = layer(out, alibi, attention_mask_1)
-        out = self.ln_f(out)
-        return out
+        return self.ln_f(out)
 
 
 class MindSporeModel(nn.Cell):

@@ -28,8 +28,7 @@ class WhisperAttention(nn.Cell):
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (-1, 8, 16))
-        x = self.out_proj(x)
-        return x
+        return self.out_proj(x)
 
 
 class WhisperEncoderLayer(nn.Cell):
@@ -92,8 +91,7 @@ class WhisperEncoder(nn.Cell):
         input_features = input_features.swapaxes(1, 2)
         input_features = input_features + self.embedding
         input_features = self.layers(input_features)
-        input_features = self.layer_norm(input_features)
-        return input_features
+        return self.layer_norm(input_features)
 
 
 class MindSporeModel(nn.Cell):

@@ -61,8 +61,7 @@ class LlamaAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
         out = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, 16))
-        out = self.o_proj(out)
-        return k, v, out
+        return k, v, self.o_proj(out)
 
 
 class LlamaLayer(nn.Cell):

@@ -61,8 +61,7 @@ class SelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, ops.repeat_interleave(v, 2, axis=1))
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        x = self.o_proj(x)
-        return k, v, x
+        return k, v, self.o_proj(x)
 
 
 class Layer(nn.Cell):

@@ -42,8 +42,7 @@ class SelfAttention(nn.Cell):
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        x = self.out_proj(x)
-        return x
+        return self.out_proj(x)
 
 
 class Layer(nn.Cell):
@@ -66,8 +65,7 @@ class Layer(nn.Cell):
         fc1 = self.activation_fn(fc1)
         fc1 = self.fc2(fc1)
         add = out + fc1
-        add = self.final_layer_norm(add)
-        return add
+        return self.final_layer_norm(add)
 
 
 class Encoder(nn.Cell):
@@ -117,8 +115,7 @@ class EncoderAttention(nn.Cell):
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        x = self.out_proj(x)
-        return x
+        return self.out_proj(x)
 
 
 class Layer2(nn.Cell):
@@ -150,8 +147,7 @@ class Layer2(nn.Cell):
         fc1 = self.activation_fn(fc1)
         fc1 = self.fc2(fc1)
         add_1 = add + fc1
-        add_1 = self.final_layer_norm(add_1)
-        return add_1
+        return self.final_layer_norm(add_1)
 
 
 class Decoder(nn.Cell):
@@ -194,8 +190,7 @@ class Model(nn.Cell):
     def construct(self, attention_mask, input_ids, decoder_input_ids):
         attention_mask = ops.cast(attention_mask, ms.bool_)
         x = self.encoder(input_ids, attention_mask)
-        decoder = self.decoder(x, decoder_input_ids, attention_mask)
-        return decoder
+        return self.decoder(x, decoder_input_ids, attention_mask)
 
 
 class MindSporeModel(nn.Cell):

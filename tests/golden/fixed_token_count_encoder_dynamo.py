@@ -70,8 +70,7 @@ class Dinov2Attention(nn.Cell):
         context = ops.matmul(probs, v)
         x = ops.reshape(context, (batch_size, 2, 17, 16)).swapaxes(1, 2)
         out = ops.reshape(x, (batch_size, 17, -1))
-        out = self.o_proj(out)
-        return out
+        return self.o_proj(out)
 
 
 class Dinov2MLP(nn.Cell):
@@ -86,8 +85,7 @@ class Dinov2MLP(nn.Cell):
     def construct(self, hidden_states):
         hidden_states = self.fc1(hidden_states)
         hidden_states = self.activation_fn(hidden_states)
-        hidden_states = self.fc2(hidden_states)
-        return hidden_states
+        return self.fc2(hidden_states)
 
 
 class Dinov2Layer(nn.Cell):
@@ -122,8 +120,7 @@ class Dinov2Encoder(nn.Cell):
         self.layer = nn.SequentialCell([Dinov2Layer(), Dinov2Layer()])
 
     def construct(self, hidden_states):
-        hidden_states = self.layer(hidden_states)
-        return hidden_states
+        return self.layer(hidden_states)
 
 
 class Dinov2Model(nn.Cell):
@@ -138,8 +135,7 @@ class Dinov2Model(nn.Cell):
     def construct(self, pixel_values):
         pixel_values = self.embeddings(pixel_values)
         pixel_values = self.encoder(pixel_values)
-        pixel_values = self.layernorm(pixel_values)
-        return pixel_values
+        return self.layernorm(pixel_values)
 
 
 class MindSporeModel(nn.Cell):

@@ -30,8 +30,7 @@ class CausalSelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_mask, axis=-1)
         context = ops.matmul(probs, v)
         out = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, 16))
-        out = self.proj(out)
-        return out
+        return self.proj(out)
 
 
 class GPTBlock(nn.Cell):

@@ -61,8 +61,7 @@ class Attention(nn.Cell):
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        x = self.out_proj(x)
-        return x
+        return self.out_proj(x)
 
 
 class MLP(nn.Cell):
@@ -77,8 +76,7 @@ class MLP(nn.Cell):
     def construct(self, hidden_states):
         hidden_states = self.fc_in(hidden_states)
         hidden_states = self.act(hidden_states)
-        hidden_states = self.fc_out(hidden_states)
-        return hidden_states
+        return self.fc_out(hidden_states)
 
 
 class HBlock(nn.Cell):
@@ -131,8 +129,7 @@ class Model(nn.Cell):
         cos = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1))
         for layer in self.h:
             x = layer(x, cos, sin, attention_mask_1)
-        x = self.ln_f(x)
-        return x
+        return self.ln_f(x)
 
 
 class MindSporeModel(nn.Cell):

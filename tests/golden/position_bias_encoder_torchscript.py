@@ -42,8 +42,7 @@ class SelfAttention(nn.Cell):
         probs = ops.softmax(scores + attention_bias, axis=-1)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, seq_len, -1))
-        x = self.o(x)
-        return x
+        return self.o(x)
 
 
 class SelfAttentionLayer(nn.Cell):
@@ -72,8 +71,7 @@ class DenseReluDense(nn.Cell):
     def construct(self, hidden_states):
         hidden_states = self.wi(hidden_states)
         hidden_states = ops.relu(hidden_states)
-        hidden_states = self.wo(hidden_states)
-        return hidden_states
+        return self.wo(hidden_states)
 
 
 class DenseReluDenseLayer(nn.Cell):
@@ -148,8 +146,7 @@ class Encoder(nn.Cell):
         attention_bias = ops.where(attention_mask, gather, -3.4028235e38)
         for layer in self.block:
             x = layer(x, attention_bias)
-        x = self.final_layer_norm(x)
-        return x
+        return self.final_layer_norm(x)
 
 
 class Model(nn.Cell):
@@ -160,8 +157,7 @@ class Model(nn.Cell):
         self.encoder = Encoder()
 
     def construct(self, input_ids, attention_mask):
-        x = self.encoder(input_ids, attention_mask)
-        return x
+        return self.encoder(input_ids, attention_mask)
 
 
 class MindSporeModel(nn.Cell):

@@ -39,8 +39,7 @@ class SwinEmbeddings(nn.Cell):
 
     def construct(self, pixel_values):
         pixel_values = self.patch_embeddings(pixel_values)
-        pixel_values = self.norm(pixel_values)
-        return pixel_values
+        return self.norm(pixel_values)
 
 
 class SwinAttention(nn.Cell):
@@ -70,8 +69,7 @@ class SwinAttention(nn.Cell):
         probs = ops.softmax(scores + self.weight, axis=-1)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (-1, 16, self.in_channels))
-        x = self.o_proj(x)
-        return x
+        return self.o_proj(x)
 
 
 class SwinMLP(nn.Cell):
@@ -86,8 +84,7 @@ class SwinMLP(nn.Cell):
     def construct(self, hidden_states):
         hidden_states = self.fc1(hidden_states)
         hidden_states = self.activation_fn(hidden_states)
-        hidden_states = self.fc2(hidden_states)
-        return hidden_states
+        return self.fc2(hidden_states)
 
 
 class SwinLayer(nn.Cell):
@@ -146,8 +143,7 @@ class SwinPatchMerging(nn.Cell):
         concat = ops.concat((out, slice_1, slice_2, slice_3), axis=-1)
         concat = ops.reshape(concat, (-1, 16, 64))
         concat = self.norm(concat)
-        concat = self.reduction(concat)
-        return concat
+        return self.reduction(concat)
 
 
 class SwinStage(nn.Cell):
@@ -213,8 +209,7 @@ class SwinEncoder(nn.Cell):
         )
 
     def construct(self, hidden_states):
-        hidden_states = self.layers(hidden_states)
-        return hidden_states
+        return self.layers(hidden_states)
 
 
 class SwinModel(nn.Cell):
@@ -229,8 +224,7 @@ class SwinModel(nn.Cell):
     def construct(self, pixel_values):
         pixel_values = self.embeddings(pixel_values)
         pixel_values = self.encoder(pixel_values)
-        pixel_values = self.layernorm(pixel_values)
-        return pixel_values
+        return self.layernorm(pixel_values)
 
 
 class MindSporeModel(nn.Cell):

@@ -31,8 +31,7 @@ class BertEmbeddings(nn.Cell):
         out = out + token_type_embeddings
         position_embeddings = self.position_embeddings(position_ids)
         out = out + position_embeddings
-        out = self.layer_norm(out)
-        return out
+        return self.layer_norm(out)
 
 
 class BertSelfAttention(nn.Cell):
@@ -68,8 +67,7 @@ class BertSelfOutput(nn.Cell):
     def construct(self, hidden_states, residual):
         hidden_states = self.dense(hidden_states)
         hidden_states = hidden_states + residual
-        hidden_states = self.layer_norm(hidden_states)
-        return hidden_states
+        return self.layer_norm(hidden_states)
 
 
 class BertAttention(nn.Cell):
@@ -82,8 +80,7 @@ class BertAttention(nn.Cell):
 
     def construct(self, hidden_states, attention_mask):
         x = self.self(hidden_states, attention_mask)
-        x = self.output(x, hidden_states)
-        return x
+        return self.output(x, hidden_states)
 
 
 class BertIntermediate(nn.Cell):
@@ -96,8 +93,7 @@ class BertIntermediate(nn.Cell):
 
     def construct(self, hidden_states):
         hidden_states = self.dense(hidden_states)
-        hidden_states = self.intermediate_act_fn(hidden_states)
-        return hidden_states
+        return self.intermediate_act_fn(hidden_states)
 
 
 class BertOutput(nn.Cell):
@@ -111,8 +107,7 @@ class BertOutput(nn.Cell):
     def construct(self, hidden_states, residual):
         hidden_states = self.dense(hidden_states)
         hidden_states = hidden_states + residual
-        hidden_states = self.layer_norm(hidden_states)
-        return hidden_states
+        return self.layer_norm(hidden_states)
 
 
 class BertLayer(nn.Cell):
@@ -127,8 +122,7 @@ class BertLayer(nn.Cell):
     def construct(self, hidden_states, attention_mask):
         hidden_states = self.attention(hidden_states, attention_mask)
         x = self.intermediate(hidden_states)
-        hidden_states = self.output(x, hidden_states)
-        return hidden_states
+        return self.output(x, hidden_states)
 
 
 class BertEncoder(nn.Cell):
@@ -173,8 +167,7 @@ class BertModel(nn.Cell):
         attention_mask = ops.cast(attention_mask, ms.bool_)
         attention_mask = attention_mask[:, None, None, :]
         x = self.encoder(x, attention_mask)
-        pooler = self.pooler(x)
-        return x, pooler
+        return x, self.pooler(x)
 
 
 class MindSporeModel(nn.Cell):

@@ -69,8 +69,7 @@ class Attention(nn.Cell):
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)
         x = ops.reshape(context.swapaxes(1, 2), (batch_size, 5, -1))
-        x = self.o_proj(x)
-        return x
+        return self.o_proj(x)
 
 
 class MLP(nn.Cell):
@@ -85,8 +84,7 @@ class MLP(nn.Cell):
     def construct(self, hidden_states):
         hidden_states = self.fc1(hidden_states)
         hidden_states = self.activation_fn(hidden_states)
-        hidden_states = self.fc2(hidden_states)
-        return hidden_states
+        return self.fc2(hidden_states)
 
 
 class Layer(nn.Cell):
@@ -121,8 +119,7 @@ class Model(nn.Cell):
     def construct(self, pixel_values):
         pixel_values = self.embeddings(pixel_values)
         pixel_values = self.layers(pixel_values)
-        pixel_values = self.layernorm(pixel_values)
-        return pixel_values
+        return self.layernorm(pixel_values)
 
 
 class MindSporeModel(nn.Cell):
