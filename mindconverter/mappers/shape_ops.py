@@ -254,6 +254,8 @@ def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):
             dims.append(size)
         else:
             dims.append(Item(Input(1), t_axis))
+    if len(target) == out_rank and -1 not in dims:
+        return Call("ops.broadcast_to", [ctx.operand(0), Input(1)])  # the sizes as they are
     return Call("ops.broadcast_to", [ctx.operand(0), tuple(dims)])
 
 

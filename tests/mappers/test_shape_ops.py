@@ -172,6 +172,38 @@ def test_tile_by_a_run_time_size_takes_the_sizes_as_a_tuple(tmp_path):
     assert "tuple_to_array" not in code and "ops.tile(x, (batch, 1))" in code, code
 
 
+def test_expand_to_run_time_sizes_passes_them_whole(tmp_path):
+    """``x.expand(2 * y.shape[0], y.shape[1])``: every size of the target is read as it is, so
+    the target is the sizes tuple itself, not a new tuple of its items."""
+    nodes = [
+        helper.make_node("Shape", ["y"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Mul", ["b", "two"], ["b2"]),
+        helper.make_node("Unsqueeze", ["b2", "axes"], ["b2u"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["nu"]),
+        helper.make_node("Concat", ["b2u", "nu"], ["target"], axis=0),
+        helper.make_node("Expand", ["x", "target"], ["z"]),
+    ]
+    inits = {
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "two": np.array(2, np.int64),
+        "axes": np.array([0], np.int64),
+    }
+    model = make_model(
+        nodes, [("x", F, (1, "seq")), ("y", F, ("batch", "seq"))], [("z", F, None)], inits
+    )
+    for batch, seq in (2, 3), (3, 5):
+        feeds = {
+            "x": np.arange(seq, dtype=np.float32).reshape(1, seq),
+            "y": np.zeros((batch, seq), np.float32),
+        }
+        result = assert_matches(model, tmp_path / str(batch), feeds=feeds, shape=["x=1,3", "y=2,3"])
+    code = result.script_path.read_text()
+    assert "ops.broadcast_to(x, (2 * batch, seq))" in code, code
+
+
 def test_size(tmp_path):
     node = helper.make_node("Size", ["x"], ["y"])
     model = make_model([node], [("x", F, (2, 3, 4))], [("y", I64, None)], opset=13)
