@@ -115,6 +115,9 @@ def _remove_noops(graph: Graph) -> bool:
             _rename_readers(graph, node.output[0], source)
             graph.edited()
             changed = True
+        elif source is not None and _write_result_at_source(graph, node, source, protected):
+            graph.edited()  # Granite's logits / 1.0: the lm_head now writes ``logits`` itself
+            changed = True
         elif (
             _fold_pair(graph, node)
             or _drop_zero_bias(graph, node)
@@ -123,6 +126,25 @@ def _remove_noops(graph: Graph) -> bool:
             graph.edited()
             changed = True
     return changed
+
+
+def _write_result_at_source(
+    graph: Graph, node: onnx.NodeProto, source: str, protected: set[str]
+) -> bool:
+    """A no-op giving a network output: the node making its input writes the output instead,
+    when nothing else reads that input; the no-op goes."""
+    producer = graph.producers.get(source)
+    if (
+        producer is None
+        or source in protected
+        or node.output[0] in graph.inputs
+        or [id(n) for n in graph.consumer_nodes.get(source, [])] != [id(node)]
+        or graph.dtypes.get(source) != graph.dtypes.get(node.output[0])
+    ):
+        return False
+    producer.output[list(producer.output).index(source)] = node.output[0]
+    graph.model.graph.node.remove(node)
+    return True
 
 
 def _drop_zero_bias(graph: Graph, node: onnx.NodeProto) -> bool:

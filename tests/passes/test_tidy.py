@@ -42,6 +42,19 @@ def test_neutral_operand_is_removed(tmp_path, op, value):
     assert not any(sign in body for sign in (" * ", " / ", " + ", " - ")), body
 
 
+def test_a_no_op_giving_the_network_output_goes_too(tmp_path):
+    """Granite's ``logits / logits_scaling`` at its default 1.0: the output keeps its name and
+    the layer before writes it."""
+    model = _chain(
+        [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Div", ["t", "c"], ["y"])],
+        [("x", F32, [2, 3])],
+        [2, 3],
+        {"c": np.array(1.0, F32)},
+    )
+    construct = _construct(assert_matches(model, tmp_path))
+    assert "/ 1.0" not in construct and "y = ops.tanh(x)" in construct, construct
+
+
 def test_neutral_operand_that_broadcasts_is_kept(tmp_path):
     model = _chain(
         [helper.make_node("Add", ["x", "c"], ["y"])],
