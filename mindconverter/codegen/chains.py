@@ -192,9 +192,10 @@ def _normed_heads(
     readers: dict[str, list[MappedNode]],
 ) -> set[str]:
     """A head split normalised per head before its transpose (Qwen3's and OLMo2's q_norm and
-    k_norm): the split and the norm written inside the transpose,
+    k_norm; Persimmon's on heads picked out of a fused projection): the split and the norm
+    written inside the transpose,
     ``q = self.q_norm(ops.reshape(self.q_proj(hidden_states), shape)).swapaxes(1, 2)``. Each
-    step is read by the next alone, right after it."""
+    step is read by the next alone, with only such steps in between."""
     producer = {out: item for item in mapped for out in item.node.outputs if out}
 
     def next_step(item: MappedNode, reader: MappedNode) -> bool:
@@ -206,7 +207,9 @@ def _normed_heads(
             return False
         items = parent.items
         between = items[items.index(item) + 1 : items.index(reader)]
-        return all(_only_sizes(other, absorbed) for other in between)
+        # only sizes, or the same steps for the other heads (Persimmon picks q and k, then
+        # norms both, then transposes): nothing in between reads what this step makes
+        return all(_projection_step(other, absorbed) for other in between)
 
     inlined: set[str] = set()
     for item in mapped:
@@ -219,7 +222,8 @@ def _normed_heads(
         if norm is None or not isinstance(norm.result, Cell) or not norm.node.inputs:
             continue
         split = producer.get(norm.node.inputs[0])
-        if split is None or not _is_call(split.result, "ops.reshape"):
+        picked = split is not None and _picks_from_input(split.result, len(split.node.inputs))
+        if split is None or not (_is_call(split.result, "ops.reshape") or picked):
             continue
         if next_step(norm, item) and next_step(split, norm):
             inlined.update((norm.node.outputs[0], split.node.outputs[0]))

@@ -199,3 +199,43 @@ def test_picks_out_of_a_fused_projection_are_written_inside_their_splits(tmp_pat
     construct = result.script_path.read_text().split("def construct")[1]
     assert "ops.reshape(x[:, :, :8], " in construct, construct
     assert "ops.reshape(x[:, :, 8:], " in construct, construct
+
+
+def test_heads_picked_then_normed_in_turn_are_one_statement_each(tmp_path):
+    """Persimmon: q and k picked out of the fused heads, then both normed, then both turned;
+    each head is one statement, ``q = self.<norm>(x[:, :, :, 0]).swapaxes(1, 2)``."""
+    rng = np.random.default_rng(6)
+    constants = {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)}
+    nodes = [
+        helper.make_node("Gather", ["x", "zero"], ["q_part"], axis=3),
+        helper.make_node("Gather", ["x", "one"], ["k_part"], axis=3),
+    ]
+    for name in "qk":
+        constants[f"{name}_gamma"] = rng.standard_normal(4).astype(np.float32)
+        constants[f"{name}_beta"] = rng.standard_normal(4).astype(np.float32)
+        nodes.append(
+            helper.make_node(
+                "LayerNormalization",
+                [f"{name}_part", f"{name}_gamma", f"{name}_beta"],
+                [f"{name}_normed"],
+                axis=-1,
+            )
+        )
+    nodes += [
+        helper.make_node("Transpose", [f"{name}_normed"], [name], perm=[0, 2, 1, 3])
+        for name in "qk"
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 2, 3, 4])],
+        [(n, np.float32, ["batch", 2, "sequence", 4]) for n in "qk"],
+        constants,
+        opset=17,
+    )
+    for batch, seq in (2, 3), (1, 5):
+        feeds = {"x": rng.standard_normal((batch, seq, 2, 3, 4)).astype(np.float32)}
+        result = assert_matches(model, tmp_path / str(seq), feeds, shape=["2,3,2,3,4"])
+    construct = result.script_path.read_text().split("def construct")[1].split("\n\n")[0]
+    lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
+    assert lines[0].startswith("q = self.norm(x[:, :, :, 0]).swapaxes(1, 2)"), construct
+    assert len(lines) == 3, construct  # q, k and the return
