@@ -27,6 +27,7 @@ from . import (
     optimize,
     recover_hierarchy,
     report_pinned_dims,
+    rotary_heads_first,
     select_io,
     tidy,
     to_float32,
@@ -96,6 +97,7 @@ PIPELINE: tuple[Step, ...] = (
     # key's (Phi-3) would keep the two from being written as one apply_rotary_pos_emb call
     Pass("drop empty parts of concatenations", tidy.run_empty_parts),
     Pass("lift decomposed layers", lift_patterns.run),
+    Pass("turn rotary embeddings heads-first", rotary_heads_first.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
     Pass("index padding masks as mask[:, None, None, :]", lift_masks.run),
     Pass("collapse shape arithmetic on dynamic dimensions", lift_shape_arithmetic.run),

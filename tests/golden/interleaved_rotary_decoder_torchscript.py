@@ -51,12 +51,10 @@ class Attention(nn.Cell):
     def construct(self, hidden_states, cos, sin, attention_mask):
         batch_size, seq_len, _ = hidden_states.shape
         shape = (batch_size, seq_len, -1, 8)
-        q = ops.reshape(self.q_proj(hidden_states), shape)
-        k = ops.reshape(self.k_proj(hidden_states), shape)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
         v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         q, k = apply_partial_interleaved_rotary_pos_emb(q, k, cos, sin, 4)
-        q = q.swapaxes(1, 2)
-        k = k.swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)
         probs = masked_softmax(scores, attention_mask)
         context = ops.matmul(probs, v)
@@ -123,10 +121,10 @@ class Model(nn.Cell):
         rotary_emb_1, rotary_emb_2 = ops.split(rotary_emb, 2, axis=2)
         rotary_emb_1 = rotary_emb_1[:, :, None, :, None]
         rotary_emb_1 = ops.tile(rotary_emb_1, (1, 1, 1, 1, 2))
-        sin = ops.reshape(rotary_emb_1, (1, seq_len, 1, -1))
+        sin = ops.reshape(rotary_emb_1, (1, seq_len, 1, -1)).swapaxes(1, 2)
         rotary_emb_2 = rotary_emb_2[:, :, None, :, None]
         rotary_emb_2 = ops.tile(rotary_emb_2, (1, 1, 1, 1, 2))
-        cos = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1))
+        cos = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1)).swapaxes(1, 2)
         for layer in self.h:
             x = layer(x, cos, sin, attention_mask_1)
         return self.ln_f(x)
