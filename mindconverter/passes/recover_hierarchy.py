@@ -203,6 +203,7 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
         n for m in first.nodes() for n in m.node.inputs
         if n and n not in made[0] and n not in graph.constants
     ]  # fmt: skip
+    inside = {m.node.name for layer in layers for m in layer.nodes()}
     common: list[MappedNode] = []
     copies: dict[str, MappedNode] = {}  # a size read by a common node: its copy outside
     matched: dict[str, list[str]] = {}  # a common value: its twin in each later layer
@@ -216,8 +217,8 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
         if others is None or not m.converted or len(m.node.outputs) != 1:
             continue
         output = m.node.outputs[0]
-        if output in graph.outputs or any(o.node.outputs[0] in graph.outputs for o in others):
-            continue
+        if any(_read_elsewhere(graph, o.node.outputs[0], inside) for o in [m, *others]):
+            continue  # a twin read past the list could not be pointed at the moved node
         if _holds_weights(m) or not all(
             _same_computation(graph, m, other, matched, copies, made[0], made[index + 1], index)
             for index, other in enumerate(others)
@@ -233,6 +234,13 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
     if not moved_outputs & read_by_rest:
         return  # nothing the layers would take: no computation worth moving
     _move_before_layers(block, layers, common, copies, matched, graph)
+
+
+def _read_elsewhere(graph: Graph, value: str, inside: set[str]) -> bool:
+    """Whether the network returns ``value`` or a node outside the layers reads it."""
+    if value in graph.outputs:
+        return True
+    return any(node.name not in inside for node in graph.consumer_nodes.get(value, []))
 
 
 def _counterparts(layers: list[Block]) -> dict[int, list[MappedNode]]:

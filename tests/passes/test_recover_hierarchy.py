@@ -341,3 +341,45 @@ def test_different_sublayers_of_a_list_are_taken_out_by_name(tmp_path):
     assert "self_attention, dense_relu_dense = self.layer" in code
     assert "self_attention, enc_dec_attention, dense_relu_dense = self.layer" in code
     assert "class EncDecAttentionLayer(nn.Cell):" in code
+
+
+def test_a_value_every_layer_computes_alike_stays_where_a_later_node_reads_it(tmp_path):
+    """Each layer adds arange(seq) to the hidden states; a node after the list reads layer
+    1's float copy of it. That copy is not dropped for layer 0's (which moves before the list):
+    the node after the list would read a value nothing makes."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import assert_matches, make_model
+
+    nodes, hidden = [], "x"
+    for index in range(2):
+        scope = f"/layers.{index}"
+        nodes += [
+            helper.make_node("Shape", [hidden], [f"shape{index}"], name=f"{scope}/Shape"),
+            helper.make_node(
+                "Gather", [f"shape{index}", "one"], [f"n{index}"], axis=0, name=f"{scope}/Gather"
+            ),
+            helper.make_node(
+                "Range", ["zero", f"n{index}", "step"], [f"r{index}"], name=f"{scope}/Range"
+            ),
+            helper.make_node("Cast", [f"r{index}"], [f"f{index}"], to=1, name=f"{scope}/Cast"),
+            helper.make_node("Add", [hidden, f"f{index}"], [f"a{index}"], name=f"{scope}/Add"),
+            helper.make_node("Tanh", [f"a{index}"], [f"h{index}"], name=f"{scope}/act/Tanh"),
+        ]
+        hidden = f"h{index}"
+    nodes.append(helper.make_node("Mul", ["h1", "f1"], ["y"], name="/head/Mul"))
+    constants = {
+        "one": np.array(1, np.int64),
+        "zero": np.array(0, np.int64),
+        "step": np.array(1, np.int64),
+    }
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "seq"])],
+        [("y", np.float32, ["batch", "seq"])],
+        constants,
+    )
+    for batch, seq in (2, 3), (3, 5):
+        feeds = {"x": np.ones((batch, seq), np.float32)}
+        assert_matches(model, tmp_path / str(seq), feeds, shape=["2,3"])
