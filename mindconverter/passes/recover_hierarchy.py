@@ -194,11 +194,14 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
     for child in block.child_blocks():
         _hoist_common_computations(child, graph)
     layers = [c for c in block.child_blocks() if c.name.isdigit()]
-    if len(layers) < 2 or any(layer.repeats > 1 for layer in layers):
+    if not layers or any(layer.repeats > 1 for layer in layers):
         return
     twins = _counterparts(layers)
     first = layers[0]
     made = [{n for m in layer.nodes() for n in m.node.outputs if n} for layer in layers]
+    # a list of one layer: what it computes from sizes, ids and masks alone moves, as it would
+    # with more layers (T5's position bias: with two blocks the first hands it to the second)
+    floats = _hidden_input(first, graph, {}) if len(layers) == 1 else set()
     outside = [
         n for m in first.nodes() for n in m.node.inputs
         if n and n not in made[0] and n not in graph.constants
@@ -219,7 +222,10 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
         output = m.node.outputs[0]
         if any(_read_elsewhere(graph, o.node.outputs[0], inside) for o in [m, *others]):
             continue  # a twin read past the list could not be pointed at the moved node
-        if _holds_weights(m) or not all(
+        if len(layers) == 1:
+            if not _layer_free(graph, m, matched, copies, made[0], floats):
+                continue
+        elif _holds_weights(m) or not all(
             _same_computation(graph, m, other, matched, copies, made[0], made[index + 1], index)
             for index, other in enumerate(others)
         ):
@@ -234,6 +240,24 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
     if not moved_outputs & read_by_rest:
         return  # nothing the layers would take: no computation worth moving
     _move_before_layers(block, layers, common, copies, matched, graph)
+
+
+def _layer_free(
+    graph: Graph,
+    m: MappedNode,
+    moved: dict[str, list[str]],
+    sizes: dict[str, MappedNode],
+    made: set[str],
+    floats: set[str],
+) -> bool:
+    """Whether ``m`` reads only constants, sizes, values already moving, and what the layer
+    takes from outside other than float tensors (hidden states, tables: they stay)."""
+    for name in m.node.inputs:
+        if not name or name in graph.constants or name in sizes or name in moved:
+            continue
+        if name in made or name in floats:
+            return False
+    return True
 
 
 def _read_elsewhere(graph: Graph, value: str, inside: set[str]) -> bool:

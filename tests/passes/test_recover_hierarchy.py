@@ -222,7 +222,8 @@ def test_what_every_layer_computes_alike_runs_once_before_the_layers(tmp_path):
     shape = ["input_ids=2,5", "attention_mask=2,5", "decoder_input_ids=2,4"]
     result = convert_fully(model, tmp_path, shape=shape)
     code = result.script_path.read_text()
-    attention = code[code.index("class SelfAttention2") : code.index("class SelfAttentionLayer2")]
+    # one self-attention class for the encoder's block and the decoder's
+    attention = code[code.index("class SelfAttention(") : code.index("class SelfAttentionLayer(")]
     decoder = code[code.index("class Decoder") : code.index("class Model(")]
     assert "ops.arange" not in attention and "ops.where" not in attention, attention
     assert "for layer in self.block:" in decoder and decoder.count("ops.arange") == 4, decoder
@@ -383,3 +384,31 @@ def test_a_value_every_layer_computes_alike_stays_where_a_later_node_reads_it(tm
     for batch, seq in (2, 3), (3, 5):
         feeds = {"x": np.ones((batch, seq), np.float32)}
         assert_matches(model, tmp_path / str(seq), feeds, shape=["2,3"])
+
+
+@pytest.mark.slow
+def test_a_one_layer_list_computes_its_position_bias_before_the_layer(tmp_path):
+    """T5 with one encoder block: the block's attention computes the relative position bias
+    from sizes and a table alone (with two blocks the first hands it to the second, and it runs
+    before the list). It runs before the list here too: the attention reads like a two-block
+    model's, and the numbers stay onnxruntime's at two shapes."""
+    import numpy as np
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_t5_torchscript.onnx")
+    shape = ["input_ids=2,5", "attention_mask=2,5", "decoder_input_ids=2,4"]
+    result = convert_fully(model, tmp_path, shape=shape)
+    code = result.script_path.read_text()
+    attention = code[code.index("class SelfAttention(") : code.index("class SelfAttentionLayer(")]
+    encoder = code[code.index("class Encoder(") : code.index("class EncDecAttention(")]
+    assert "ops.arange" not in attention and "def construct(self, hidden_states, " in attention
+    assert "self.relative_attention_bias(" in encoder, encoder
+    rng = np.random.default_rng(10)
+    for batch, source, target in (2, 5, 4), (3, 9, 2):
+        feeds = {
+            "input_ids": rng.integers(0, 40, (batch, source)),
+            "attention_mask": np.ones((batch, source), np.int64),
+            "decoder_input_ids": rng.integers(0, 40, (batch, target)),
+        }
+        assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
