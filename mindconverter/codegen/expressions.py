@@ -137,7 +137,7 @@ _CELLS_WITH_DTYPE = {
 }
 
 
-# Cells the generated script defines itself when a mapper uses them (templates/<name>.py.j2),
+# Cells the generated script defines itself when a mapper uses them (helpers/<name>.py),
 # with the names their definitions need imported.
 HELPER_CELLS = {
     "DeformConv": {"ms", "ops"},
@@ -173,7 +173,7 @@ def _exporter_value_name(name: str) -> bool:
     return stem in _FOLDED_AFTER or (stem == "val" and stem != name)  # dynamo's ``val_376``
 
 
-# Functions the generated script defines itself (templates/<name>.py.j2), with the names they use.
+# Functions the generated script defines itself (helpers/<name>.py), with the names they use.
 # characters a ``construct`` line holds after its indent before the formatter wraps it
 CONSTRUCT_WIDTH = 80
 
@@ -481,7 +481,7 @@ class ExpressionWriter:
         attr = self.attribute_name(self.leaf_name(mapped, cell), fallback)
         if cell.definition:
             cell = define_body_class(self.state, cell)
-        if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see templates/)
+        if cell.cls in HELPER_CELLS:  # a cell the script defines itself (see helpers/)
             self.state.uses.update({cell.cls, *HELPER_CELLS[cell.cls]})
         self.scope.cls.init_lines.append([f"self.{attr} = "] + self.cell_ctor(cell, attr))
         for param_name, weight in cell.weights.items():

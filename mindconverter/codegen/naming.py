@@ -30,7 +30,7 @@ RESERVED = {
     "MindSporeModel",
     "UnconvertedOperator",
     "super",
-    "rotate_half",  # helper functions the script may define (templates/)
+    "rotate_half",  # helper functions the script may define (helpers/)
     "masked_softmax",
     "apply_rotary_pos_emb",
     "apply_partial_rotary_pos_emb",

@@ -18,6 +18,7 @@ from .blocks import BlockWriter
 from .chains import fold_head_reshapes
 from .classes import join, merge_classes, signature, unique
 from .expressions import ExpressionWriter
+from .helpers import HelperSources
 from .naming import comment_text
 from .rendered import RenderedModel, UnconvertedSite
 from .returns import inline_returned_call
@@ -123,6 +124,7 @@ def fill_template(
         unconverted=bool(state.unconverted),
         dynamic_inputs=dynamic_inputs,
         body_classes=[text for text in state.body_classes.values() if text],
+        helpers=HelperSources(),
     )
 
 

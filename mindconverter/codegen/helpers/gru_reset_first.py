@@ -1,3 +1,7 @@
+"""The script's ``gru_reset_first`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import Parameter, nn, ops
 
 
 class GRUResetFirst(nn.Cell):
@@ -28,7 +32,9 @@ class GRUResetFirst(nn.Cell):
         from_x = ops.matmul(x_t, w_ih.T) + b_ih
         z = ops.sigmoid(from_x[:, :size] + ops.matmul(h, w_hh[:size].T) + b_hh[:size])
         r = ops.sigmoid(
-            from_x[:, size : 2 * size] + ops.matmul(h, w_hh[size : 2 * size].T) + b_hh[size : 2 * size]
+            from_x[:, size : 2 * size]
+            + ops.matmul(h, w_hh[size : 2 * size].T)
+            + b_hh[size : 2 * size]
         )
         candidate = ops.tanh(
             from_x[:, 2 * size :] + ops.matmul(r * h, w_hh[2 * size :].T) + b_hh[2 * size :]

@@ -1,3 +1,7 @@
+"""The script's ``narrow_float`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class NarrowFloat(nn.Cell):
@@ -7,8 +11,17 @@ class NarrowFloat(nn.Cell):
     ``unsigned_zero`` types have no -0. MindSpore has no such types: the exact values are
     returned in ``container`` (float16 holds every one of them)."""
 
-    def __init__(self, mantissa_bits, min_exponent, max_value, saturate=True, overflow="nan",
-                 unsigned_zero=False, nan_value=float("nan"), container=ms.float16):
+    def __init__(
+        self,
+        mantissa_bits,
+        min_exponent,
+        max_value,
+        saturate=True,
+        overflow="nan",
+        unsigned_zero=False,
+        nan_value=float("nan"),
+        container=ms.float16,
+    ):
         super().__init__()
         self.mantissa_bits = mantissa_bits
         self.min_exponent = min_exponent

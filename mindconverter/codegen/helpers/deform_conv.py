@@ -1,3 +1,7 @@
+"""The script's ``deform_conv`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class DeformConv(nn.Cell):
@@ -39,15 +43,27 @@ class DeformConv(nn.Cell):
         cols = ops.cast(ops.arange(out_w) * self.strides[1] - self.pads[1], x.dtype)
         tap_rows = ops.cast(ops.arange(kernel_h) * self.dilations[0], x.dtype)
         tap_cols = ops.cast(ops.arange(kernel_w) * self.dilations[1], x.dtype)
-        rows = tap_rows.reshape(1, 1, -1, 1, 1, 1) + rows.reshape(1, 1, 1, 1, -1, 1) + moved[:, :, :, :, 0]
-        cols = tap_cols.reshape(1, 1, 1, -1, 1, 1) + cols.reshape(1, 1, 1, 1, 1, -1) + moved[:, :, :, :, 1]
+        rows = (
+            tap_rows.reshape(1, 1, -1, 1, 1, 1)
+            + rows.reshape(1, 1, 1, 1, -1, 1)
+            + moved[:, :, :, :, 0]
+        )
+        cols = (
+            tap_cols.reshape(1, 1, 1, -1, 1, 1)
+            + cols.reshape(1, 1, 1, 1, 1, -1)
+            + moved[:, :, :, :, 1]
+        )
         points = (batch, groups, -1)
         grouped = ops.reshape(x, (batch, groups, channels // groups, -1))
         rows, cols = ops.reshape(rows, points), ops.reshape(cols, points)
         samples = self.sample(grouped, rows, cols, height, width)
-        samples = ops.reshape(samples, (batch, groups, channels // groups, kernel_h, kernel_w, out_h, out_w))
+        samples = ops.reshape(
+            samples, (batch, groups, channels // groups, kernel_h, kernel_w, out_h, out_w)
+        )
         if mask is not None:
-            samples = samples * ops.reshape(mask, (batch, groups, 1, kernel_h, kernel_w, out_h, out_w))
+            samples = samples * ops.reshape(
+                mask, (batch, groups, 1, kernel_h, kernel_w, out_h, out_w)
+            )
         columns = ops.reshape(samples, (batch, self.group, -1, out_h * out_w))
         kernels = ops.reshape(weight, (1, self.group, out_channels // self.group, -1))
         out = ops.reshape(ops.matmul(kernels, columns), (batch, out_channels, out_h, out_w))

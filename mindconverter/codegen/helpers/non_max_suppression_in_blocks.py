@@ -1,3 +1,7 @@
+"""The script's ``non_max_suppression_in_blocks`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class NonMaxSuppressionInBlocks(nn.Cell):

@@ -1,3 +1,7 @@
+"""The script's ``unique_slices`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class UniqueSlices(nn.Cell):
@@ -25,7 +29,9 @@ class UniqueSlices(nn.Cell):
             differ = left != right
             column = ops.expand_dims(ops.argmax(ops.cast(differ, ms.int32), dim=-1), -1)
             smaller = ops.logical_and(
-                ops.squeeze(ops.gather_elements(left, 2, column) < ops.gather_elements(right, 2, column), -1),
+                ops.squeeze(
+                    ops.gather_elements(left, 2, column) < ops.gather_elements(right, 2, column), -1
+                ),
                 ops.any(differ, -1),
             )
             rank = ops.sum(ops.cast(smaller, ms.int32), 0)
@@ -35,6 +41,10 @@ class UniqueSlices(nn.Cell):
             ops.cast(ops.expand_dims(first, 1) == ops.expand_dims(keep, 0), ms.int32), dim=1
         )
         counts = ops.sum(
-            ops.cast(ops.expand_dims(ops.arange(keep.shape[0]), 1) == ops.expand_dims(inverse, 0), ms.int64), 1
+            ops.cast(
+                ops.expand_dims(ops.arange(keep.shape[0]), 1) == ops.expand_dims(inverse, 0),
+                ms.int64,
+            ),
+            1,
         )
         return slices, ops.cast(keep, ms.int64), ops.cast(inverse, ms.int64), counts

@@ -1,3 +1,8 @@
+"""The script's ``apply_partial_rotary_pos_emb`` helper, inlined by source where a converted network uses it."""
+
+from mindspore import ops
+
+from .rotate_half import rotate_half
 
 
 def apply_partial_rotary_pos_emb(q, k, cos, sin, rotary_dim):

@@ -1,3 +1,7 @@
+"""The script's ``tfidf_vectorizer`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class TfIdfVectorizer(nn.Cell):

@@ -1,3 +1,7 @@
+"""The script's ``power_of_two`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn, ops
 
 
 class PowerOfTwo(nn.Cell):

@@ -1,3 +1,6 @@
+"""The script's ``rotate_half`` helper, inlined by source where a converted network uses it."""
+
+from mindspore import ops
 
 
 def rotate_half(x):

@@ -1,3 +1,9 @@
+"""The script's ``masked_softmax`` helper, inlined by source where a converted network uses it."""
+
+import math
+
+import mindspore as ms
+from mindspore import ops
 
 
 def masked_softmax(scores, mask):

@@ -1,3 +1,6 @@
+"""The script's ``apply_rotary_pos_emb`` helper, inlined by source where a converted network uses it."""
+
+from .rotate_half import rotate_half
 
 
 def apply_rotary_pos_emb(q, k, cos, sin):

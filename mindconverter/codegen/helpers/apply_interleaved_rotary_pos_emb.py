@@ -1,3 +1,6 @@
+"""The script's ``apply_interleaved_rotary_pos_emb`` helper, inlined by source where a converted network uses it."""
+
+from .rotate_every_two import rotate_every_two
 
 
 def apply_interleaved_rotary_pos_emb(q, k, cos, sin):

@@ -1,3 +1,8 @@
+"""The script's ``apply_partial_interleaved_rotary_pos_emb`` helper, inlined by source where a converted network uses it."""
+
+from mindspore import ops
+
+from .rotate_every_two import rotate_every_two
 
 
 def apply_partial_interleaved_rotary_pos_emb(q, k, cos, sin, rotary_dim):

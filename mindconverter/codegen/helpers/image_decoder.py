@@ -1,3 +1,8 @@
+"""The script's ``image_decoder`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import nn
+from mindspore.dataset import vision
 
 
 class ImageDecoder(nn.Cell):

@@ -1,3 +1,7 @@
+"""The script's ``rms_norm`` helper, inlined by source where a converted network uses it."""
+
+import mindspore as ms
+from mindspore import Parameter, nn, ops
 
 
 class RMSNorm(nn.Cell):
