@@ -110,14 +110,13 @@ def _rewrite(graph: Graph, pairs: list) -> None:
             source = producers.get(operand)
             swap = _swap(graph, operand, swapped[operand], source or pair)
             (made_after[operand] if source is not None else first).append(swap)
-    replaced = {id(pair): pair for pair, _, _ in pairs}
     dropped = {id(node) for _, q_swap, k_swap in pairs for node in (q_swap, k_swap)}
     swaps_of = {id(pair): (q_swap, k_swap) for pair, q_swap, k_swap in pairs}
     nodes = list(first)
     for node in model.node:
         if id(node) in dropped:
             continue
-        if id(node) not in replaced:
+        if id(node) not in swaps_of:
             nodes.append(node)
             for out in node.output:
                 nodes.extend(made_after.get(out, []))
@@ -139,15 +138,15 @@ def _rewrite(graph: Graph, pairs: list) -> None:
             del rest_node.attribute[:]
             rest_node.attribute.append(helper.make_attribute("perm", rest))
             after.append(rest_node)
-            _shape_as(graph, node.output[index], node.input[index])
+            _record_swapped_shape(graph, node.output[index], node.input[index])  # turned
         nodes.append(turned)
         nodes.extend(after)
     del model.node[:]
     model.node.extend(nodes)
 
 
-def _shape_as(graph: Graph, name: str, operand: str) -> None:
-    """Give ``name`` the shape of ``operand`` swapped heads-first (the turn keeps its shape)."""
+def _record_swapped_shape(graph: Graph, name: str, operand: str) -> None:
+    """Record ``name`` with the shape of ``operand`` swapped heads-first, in its dtype."""
     dims = [graph.symbolic_shapes[operand][axis] for axis in _SWAP]
     dtype = graph.dtypes.get(operand)
     elem = helper.np_dtype_to_tensor_dtype(dtype) if dtype is not None else onnx.TensorProto.FLOAT
@@ -158,16 +157,12 @@ def _shape_as(graph: Graph, name: str, operand: str) -> None:
     info.append(helper.make_tensor_value_info(name, elem, dims))
 
 
-def _swap(graph: Graph, source: str, target: str, scope: onnx.NodeProto | None) -> onnx.NodeProto:
+def _swap(graph: Graph, source: str, target: str, scope: onnx.NodeProto) -> onnx.NodeProto:
     """``target = source.swapaxes(1, 2)``, filed under ``scope``'s module, with its shape."""
-    name = f"{scope.name}/heads_first" if scope is not None else f"/{target}"
-    node = helper.make_node("Transpose", [source], [target], name=name, perm=_SWAP)
-    if scope is not None:
-        for entry in scope.metadata_props:
-            node.metadata_props.add().CopyFrom(entry)
-    dims = list(graph.symbolic_shapes[source])
-    dims = [dims[axis] for axis in _SWAP]
-    dtype = graph.dtypes.get(source)
-    elem = helper.np_dtype_to_tensor_dtype(dtype) if dtype is not None else onnx.TensorProto.FLOAT
-    graph.model.graph.value_info.append(helper.make_tensor_value_info(target, elem, dims))
+    node = helper.make_node(
+        "Transpose", [source], [target], name=f"{scope.name}/heads_first", perm=_SWAP
+    )
+    for entry in scope.metadata_props:
+        node.metadata_props.add().CopyFrom(entry)
+    _record_swapped_shape(graph, target, source)
     return node
