@@ -267,17 +267,19 @@ def _read_elsewhere(graph: Graph, value: str, inside: set[str]) -> bool:
     return any(node.name not in inside for node in graph.consumer_nodes.get(value, []))
 
 
+def _places(layer: Block) -> dict[tuple[str, str], list[MappedNode]]:
+    """A layer's nodes by place: their module path inside the layer and operator, in order."""
+    found: dict[tuple[str, str], list[MappedNode]] = {}
+    for m in layer.nodes():
+        found.setdefault((module_path(m.node)[len(layer.path) :], m.node.op_type), []).append(m)
+    return found
+
+
 def _counterparts(layers: list[Block]) -> dict[int, list[MappedNode]]:
     """For each node of the first layer, the node in the same place of every later layer (by
     module path inside the layer, operator and order), when each later layer has one."""
 
-    def places(layer: Block) -> dict:
-        found: dict = defaultdict(list)
-        for m in layer.nodes():
-            found[(module_path(m.node)[len(layer.path) :], m.node.op_type)].append(m)
-        return found
-
-    first, *later = [places(layer) for layer in layers]
+    first, *later = [_places(layer) for layer in layers]
     result: dict[int, list[MappedNode]] = {}
     for key, nodes in first.items():
         others = [p.get(key, []) for p in later]
@@ -392,14 +394,7 @@ def _carried_inputs(first: Block, second: Block, floats: set[str]) -> set[str]:
     place as layer 1 reads the repeats, are not. When no place lines up, every float input
     counts as carried."""
 
-    def places(layer: Block) -> dict:
-        found: dict = {}
-        for m in layer.nodes():
-            key = (module_path(m.node)[len(layer.path) :], m.node.op_type)
-            found.setdefault(key, []).append(m)
-        return found
-
-    mine, theirs = places(first), places(second)
+    mine, theirs = _places(first), _places(second)
     made_first = {n for m in first.nodes() for n in m.node.outputs if n}
     carried = set()
     for key, nodes in theirs.items():
