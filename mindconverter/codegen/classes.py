@@ -113,11 +113,8 @@ def _wrapped(block) -> str:
     children = block.child_blocks()
     if len(children) != 1 or children[0].name.isdigit():
         return ""
-    layers = [
-        item
-        for item in block.items
-        if not isinstance(item, type(block)) and isinstance(getattr(item, "result", None), Cell)
-    ]
+    # a child block has no ``result``: only the block's own layers count
+    layers = [item for item in block.items if isinstance(getattr(item, "result", None), Cell)]
     if len(layers) > 1:
         return ""
     listed = any(item.name.isdigit() for item in children[0].child_blocks())
