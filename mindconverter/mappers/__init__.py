@@ -11,6 +11,7 @@ from .base import (
     Lit,
     Neg,
     NodeContext,
+    Noted,
     Outputs,
     Param,
     Unpack,
@@ -18,6 +19,7 @@ from .base import (
     Weight,
 )
 from .registry import MapperRegistry, default_registry, mapper
+from .syntax import ms, ops
 
 __all__ = [
     "BinOp",
@@ -31,6 +33,7 @@ __all__ = [
     "MapperRegistry",
     "Neg",
     "NodeContext",
+    "Noted",
     "Outputs",
     "Param",
     "Unpack",
@@ -38,4 +41,6 @@ __all__ = [
     "Weight",
     "default_registry",
     "mapper",
+    "ms",
+    "ops",
 ]

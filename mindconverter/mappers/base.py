@@ -43,7 +43,73 @@ class Unsupported(Exception):
 
 
 class Expr:
-    """Base of all expression objects."""
+    """Base of all expression objects. Python's arithmetic and subscripts build more of them,
+    as the script will write them: ``x * 0.5`` is ``BinOp("*", x, 0.5)``, ``x[:, -1]`` is
+    ``Item(x, (slice(None), -1))``; comparisons stay ``BinOp`` (``==`` compares objects)."""
+
+    __array_ufunc__ = None  # a numpy number on the left defers to the operators below
+    __iter__ = None  # a subscript is defined, iteration is not
+
+    def __add__(self, other: Any) -> BinOp:
+        return BinOp("+", self, other)
+
+    def __radd__(self, other: Any) -> BinOp:
+        return BinOp("+", other, self)
+
+    def __sub__(self, other: Any) -> BinOp:
+        return BinOp("-", self, other)
+
+    def __rsub__(self, other: Any) -> BinOp:
+        return BinOp("-", other, self)
+
+    def __mul__(self, other: Any) -> BinOp:
+        return BinOp("*", self, other)
+
+    def __rmul__(self, other: Any) -> BinOp:
+        return BinOp("*", other, self)
+
+    def __truediv__(self, other: Any) -> BinOp:
+        return BinOp("/", self, other)
+
+    def __rtruediv__(self, other: Any) -> BinOp:
+        return BinOp("/", other, self)
+
+    def __floordiv__(self, other: Any) -> BinOp:
+        return BinOp("//", self, other)
+
+    def __rfloordiv__(self, other: Any) -> BinOp:
+        return BinOp("//", other, self)
+
+    def __mod__(self, other: Any) -> BinOp:
+        return BinOp("%", self, other)
+
+    def __pow__(self, other: Any) -> BinOp:
+        return BinOp("**", self, other)
+
+    def __rpow__(self, other: Any) -> BinOp:
+        return BinOp("**", other, self)
+
+    def __matmul__(self, other: Any) -> BinOp:
+        return BinOp("@", self, other)
+
+    def __and__(self, other: Any) -> BinOp:
+        return BinOp("&", self, other)
+
+    def __or__(self, other: Any) -> BinOp:
+        return BinOp("|", self, other)
+
+    def __xor__(self, other: Any) -> BinOp:
+        return BinOp("^", self, other)
+
+    def __neg__(self) -> Neg:
+        return Neg(self)
+
+    def __getitem__(self, index: Any) -> Item:
+        return Item(self, index)
+
+    def method(self, name: str, *args: Any) -> Method:
+        """``self.<name>(*args)``, a tensor method: ``k.method("swapaxes", -1, -2)``."""
+        return Method(self, name, args)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ their own registry instance and pass it to ``mindconverter.convert(..., registry
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -141,10 +142,12 @@ def default_registry() -> MapperRegistry:
 
     registry = MapperRegistry()
     for info in sorted(pkgutil.iter_modules(package_path), key=lambda m: m.name):
-        if info.name in ("base", "common", "registry") or info.name.startswith("_"):
+        if info.name in ("base", "common", "registry", "syntax") or info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{package_name}.{info.name}")
         for value in vars(module).values():
+            if not inspect.isfunction(value):
+                continue
             for spec in getattr(value, "mapper_specs", []):
                 if getattr(value, "__module__", None) == module.__name__:
                     registry.add(spec)
