@@ -24,6 +24,7 @@ from .base import (
 )
 from .common import is_static, scalar_or_const
 from .registry import mapper
+from .syntax import ops
 
 # The parameter-free MindSpore cell that computes an activation call with no keyword arguments,
 # for leaf modules of a Sequential (``ops.relu(x)`` -> ``nn.ReLU()``). Each constructor states the
@@ -45,25 +46,25 @@ ACTIVATION_CELLS = {
 @mapper("Relu")
 def relu(ctx: NodeContext):
     """Relu -> ops.relu."""
-    return Call("ops.relu", [Input(0)])
+    return ops.relu(Input(0))
 
 
 @mapper("Sigmoid")
 def sigmoid(ctx: NodeContext):
     """Sigmoid -> ops.sigmoid."""
-    return Call("ops.sigmoid", [Input(0)])
+    return ops.sigmoid(Input(0))
 
 
 @mapper("Tanh")
 def tanh(ctx: NodeContext):
     """Tanh -> ops.tanh."""
-    return Call("ops.tanh", [Input(0)])
+    return ops.tanh(Input(0))
 
 
 @mapper("LeakyRelu")
 def leaky_relu(ctx: NodeContext):
     """LeakyRelu -> ops.leaky_relu with ONNX's default alpha 0.01."""
-    return Call("ops.leaky_relu", [Input(0)], {"alpha": Lit(float(ctx.attr("alpha", 0.01)))})
+    return ops.leaky_relu(Input(0), alpha=Lit(float(ctx.attr("alpha", 0.01))))
 
 
 @mapper("PRelu")
@@ -86,9 +87,9 @@ def prelu(ctx: NodeContext):
                 role="prelu",
             )
     slope_expr = ctx.operand(1)
-    positive = Call("ops.relu", [Input(0)])
-    negative = BinOp("*", slope_expr, Call("ops.minimum", [Input(0), Lit(0.0)]))
-    return BinOp("+", positive, negative)
+    positive = ops.relu(Input(0))
+    negative = slope_expr * ops.minimum(Input(0), Lit(0.0))
+    return positive + negative
 
 
 @mapper("Clip", until=10)
@@ -96,7 +97,7 @@ def clip_attributes(ctx: NodeContext):
     """Clip (opset < 11): bounds as attributes -> ops.clamp."""
     low, high = ctx.attr("min"), ctx.attr("max")
     if low is not None and high is not None and float(low) == 0.0 and float(high) == 6.0:
-        return Call("ops.relu6", [Input(0)])
+        return ops.relu6(Input(0))
     kwargs = {}
     if low is not None:
         kwargs["min"] = Lit(float(low))
@@ -123,7 +124,7 @@ def clip_inputs(ctx: NodeContext):
             kwargs[key] = scalar_or_const(value, like_float=is_float)
             values.append(float(np.asarray(value).reshape(())))
     if values == [0.0, 6.0] and is_float:
-        return Call("ops.relu6", [Input(0)])
+        return ops.relu6(Input(0))
     if not kwargs:
         return Input(0)
     return Call("ops.clamp", [Input(0)], kwargs)
@@ -134,15 +135,15 @@ def hard_sigmoid(ctx: NodeContext):
     """HardSigmoid -> ops.hardsigmoid for PyTorch's slope 1/6, else clamp(alpha*x + beta, 0, 1)."""
     alpha, beta = float(ctx.attr("alpha", 0.2)), float(ctx.attr("beta", 0.5))
     if abs(alpha - 1 / 6) < 1e-6 and abs(beta - 0.5) < 1e-6:
-        return Call("ops.hardsigmoid", [Input(0)])
-    scaled = BinOp("+", BinOp("*", Input(0), Lit(alpha)), Lit(beta))
-    return Call("ops.clamp", [scaled], {"min": Lit(0.0), "max": Lit(1.0)})
+        return ops.hardsigmoid(Input(0))
+    scaled = Input(0) * Lit(alpha) + Lit(beta)
+    return ops.clamp(scaled, min=Lit(0.0), max=Lit(1.0))
 
 
 @mapper("HardSwish", since=14)
 def hard_swish(ctx: NodeContext):
     """HardSwish -> ops.hardswish."""
-    return Call("ops.hardswish", [Input(0)])
+    return ops.hardswish(Input(0))
 
 
 def _may_hold_negative_infinity(ctx: NodeContext, limit: int = 64) -> bool:
@@ -183,30 +184,24 @@ def _softmax(ctx: NodeContext, func: str):
         if axis != rank - 1:
             # Before opset 13 the input is flattened to 2-D at `axis` and normalised over the rest.
             shape = ctx.require_shape(0)
-            flat = Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis])), -1))])
-            back = Lit(tuple(shape)) if is_static(shape) else Call("ops.shape", [Input(0)])
-            return Call("ops.reshape", [Call(func, [flat], {"axis": Lit(-1)}), back])
+            flat = ops.reshape(Input(0), Lit((int(np.prod(shape[:axis])), -1)))
+            back = Lit(tuple(shape)) if is_static(shape) else ops.shape(Input(0))
+            return ops.reshape(Call(func, [flat], {"axis": Lit(-1)}), back)
         axis = -1
     if _may_hold_negative_infinity(ctx):
         # MindSpore's CPU softmax zeroes every row after a row that is all -inf (a fully masked
         # attention row); the explicit form keeps the other rows and gives NaN there, as ONNX does.
         shifted = Temp(
-            BinOp(
-                "-",
-                Input(0),
-                Call("ops.amax", [Input(0)], {"axis": Lit(axis), "keepdims": Lit(True)}),
-            ),
+            Input(0) - ops.amax(Input(0), axis=Lit(axis), keepdims=Lit(True)),
             "shifted",
         )
         note = "explicit softmax: MindSpore's CPU kernel zeroes the rows after a fully masked row"
         if func == "ops.softmax":
-            exp = Temp(Call("ops.exp", [shifted]), "exp")
-            total = Call("ops.sum", [exp], {"dim": Lit(axis), "keepdim": Lit(True)})
-            return Noted(BinOp("/", exp, total), note)
-        total = Call(
-            "ops.sum", [Call("ops.exp", [shifted])], {"dim": Lit(axis), "keepdim": Lit(True)}
-        )
-        return Noted(BinOp("-", shifted, Call("ops.log", [total])), note)
+            exp = Temp(ops.exp(shifted), "exp")
+            total = ops.sum(exp, dim=Lit(axis), keepdim=Lit(True))
+            return Noted(exp / total, note)
+        total = ops.sum(ops.exp(shifted), dim=Lit(axis), keepdim=Lit(True))
+        return Noted(shifted - ops.log(total), note)
     return Call(func, [Input(0)], {"axis": Lit(axis)})
 
 
@@ -234,8 +229,8 @@ def _close(a: float, b: float) -> bool:
 
 def _elu_expr(alpha: float):
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    negative = BinOp("*", Lit(alpha), Call("ops.expm1", [Input(0)]))
-    return Call("ops.where", [BinOp(">", Input(0), Lit(0.0)), Input(0), negative])
+    negative = Lit(alpha) * ops.expm1(Input(0))
+    return ops.where(BinOp(">", Input(0), Lit(0.0)), Input(0), negative)
 
 
 @mapper("Elu", since=6)
@@ -243,7 +238,7 @@ def elu(ctx: NodeContext):
     """Elu -> ops.elu (alpha 1), else where(x > 0, x, alpha * expm1(x)) (MindSpore's elu takes alpha 1 only)."""
     alpha = float(ctx.attr("alpha", 1.0))
     if _close(alpha, 1.0):
-        return Call("ops.elu", [Input(0)])
+        return ops.elu(Input(0))
     return _elu_expr(alpha)
 
 
@@ -253,9 +248,9 @@ def selu(ctx: NodeContext):
     alpha = float(ctx.attr("alpha", SELU_ALPHA))
     gamma = float(ctx.attr("gamma", SELU_GAMMA))
     if _close(alpha, SELU_ALPHA) and _close(gamma, SELU_GAMMA):
-        return Call("ops.selu", [Input(0)])
-    inner = Call("ops.elu", [Input(0)]) if _close(alpha, 1.0) else _elu_expr(alpha)
-    return BinOp("*", Lit(gamma), inner)
+        return ops.selu(Input(0))
+    inner = ops.elu(Input(0)) if _close(alpha, 1.0) else _elu_expr(alpha)
+    return Lit(gamma) * inner
 
 
 @mapper("Celu", since=12)
@@ -283,26 +278,26 @@ def gelu(ctx: NodeContext):
 @mapper("Mish", since=18)
 def mish(ctx: NodeContext):
     """Mish -> ops.mish."""
-    return Call("ops.mish", [Input(0)])
+    return ops.mish(Input(0))
 
 
 @mapper("Softplus")
 def softplus(ctx: NodeContext):
     """Softplus -> ops.softplus (ONNX has no beta/threshold: log(1 + exp(x)))."""
-    return Call("ops.softplus", [Input(0)])
+    return ops.softplus(Input(0))
 
 
 @mapper("Softsign")
 def softsign(ctx: NodeContext):
     """Softsign -> ops.softsign."""
-    return Call("ops.softsign", [Input(0)])
+    return ops.softsign(Input(0))
 
 
 @mapper("ThresholdedRelu", since=10)
 def thresholded_relu(ctx: NodeContext):
     """ThresholdedRelu -> ops.threshold(x, alpha, 0.0): x where x > alpha, else 0."""
     alpha = float(ctx.attr("alpha", 1.0))
-    return Call("ops.threshold", [Input(0), Lit(alpha), Lit(0.0)])
+    return ops.threshold(Input(0), Lit(alpha), Lit(0.0))
 
 
 @mapper("Shrink", since=9)
@@ -325,16 +320,13 @@ def shrink(ctx: NodeContext):
     x = Input(0)
     integral_bias = bias.is_integer()
     if not is_float and not integral_bias:
-        x = Call("ops.cast", [x, DType("float32")])
+        x = ops.cast(x, DType("float32"))
     bias_lit = Lit(int(bias)) if not is_float and integral_bias else Lit(bias)
     lambd_lit = Lit(lambd)
-    inner = Call(
-        "ops.where",
-        [BinOp(">", x, lambd_lit), BinOp("-", x, bias_lit), Call("ops.zeros_like", [x])],
-    )
-    result = Call("ops.where", [BinOp("<", x, Lit(-lambd)), BinOp("+", x, bias_lit), inner])
+    inner = ops.where(BinOp(">", x, lambd_lit), x - bias_lit, ops.zeros_like(x))
+    result = ops.where(BinOp("<", x, Lit(-lambd)), x + bias_lit, inner)
     if not is_float and not integral_bias:
-        result = Call("ops.cast", [result, DType(np.dtype(dtype).name)])
+        result = ops.cast(result, DType(np.dtype(dtype).name))
     return result
 
 
@@ -352,7 +344,7 @@ def _hardmax_axis(ctx: NodeContext, axis: int):
         note = (
             f"MindSpore's one_hot makes float16/float32 only: made in float32, cast to {dtype.name}"
         )
-        return Noted(Call("ops.cast", [expr, DType(dtype.name)]), note)
+        return Noted(ops.cast(expr, DType(dtype.name)), note)
 
     return shape, axis, on, off, finish
 
@@ -362,13 +354,13 @@ def hardmax_flatten(ctx: NodeContext):
     """Hardmax (opset < 13): one-hot of the argmax over the input flattened to 2-D at ``axis``."""
     shape, axis, on, off, finish = _hardmax_axis(ctx, int(ctx.attr("axis", 1)))
     if axis == len(shape) - 1:
-        index = Call("ops.argmax", [Input(0)], {"dim": Lit(-1)})
-        return finish(Call("ops.one_hot", [index, Lit(int(shape[-1])), on, off], {"axis": Lit(-1)}))
+        index = ops.argmax(Input(0), dim=Lit(-1))
+        return finish(ops.one_hot(index, Lit(int(shape[-1])), on, off, axis=Lit(-1)))
     depth = int(np.prod(shape[axis:], dtype=np.int64))
-    flat = Call("ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), depth))])
-    index = Call("ops.argmax", [flat], {"dim": Lit(-1)})
-    hot = Call("ops.one_hot", [index, Lit(depth), on, off], {"axis": Lit(-1)})
-    return finish(Call("ops.reshape", [hot, Lit(tuple(int(d) for d in shape))]))
+    flat = ops.reshape(Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), depth)))
+    index = ops.argmax(flat, dim=Lit(-1))
+    hot = ops.one_hot(index, Lit(depth), on, off, axis=Lit(-1))
+    return finish(ops.reshape(hot, Lit(tuple(int(d) for d in shape))))
 
 
 @mapper("Hardmax", since=13)
@@ -376,10 +368,8 @@ def hardmax(ctx: NodeContext):
     """Hardmax (opset >= 13): one-hot of the argmax along ``axis`` (first maximum wins)."""
     shape, axis, on, off, finish = _hardmax_axis(ctx, int(ctx.attr("axis", -1)))
     out_axis = -1 if axis == len(shape) - 1 else axis
-    index = Call("ops.argmax", [Input(0)], {"dim": Lit(out_axis)})
-    return finish(
-        Call("ops.one_hot", [index, Lit(int(shape[axis])), on, off], {"axis": Lit(out_axis)})
-    )
+    index = ops.argmax(Input(0), dim=Lit(out_axis))
+    return finish(ops.one_hot(index, Lit(int(shape[axis])), on, off, axis=Lit(out_axis)))
 
 
 @mapper("Swish", since=24)
@@ -387,13 +377,13 @@ def swish(ctx: NodeContext):
     """Swish -> ops.silu (alpha 1), else x * sigmoid(alpha * x)."""
     alpha = float(ctx.attr("alpha", 1.0))
     if alpha == 1.0:
-        return Call("ops.silu", [Input(0)])
-    return BinOp("*", Input(0), Call("ops.sigmoid", [BinOp("*", Lit(alpha), Input(0))]))
+        return ops.silu(Input(0))
+    return Input(0) * ops.sigmoid(Lit(alpha) * Input(0))
 
 
 @mapper("SwiGLU", since=28)
 def swiglu(ctx: NodeContext):
     """SwiGLU -> a · sigmoid(alpha · a) · b."""
     alpha = float(ctx.attr("alpha", 1.0))
-    gate_in = Input(0) if alpha == 1.0 else BinOp("*", Input(0), Lit(alpha))
-    return BinOp("*", BinOp("*", Input(0), Call("ops.sigmoid", [gate_in])), ctx.operand(1))
+    gate_in = Input(0) if alpha == 1.0 else Input(0) * Lit(alpha)
+    return Input(0) * ops.sigmoid(gate_in) * ctx.operand(1)

@@ -18,7 +18,6 @@ from onnx import helper
 
 from .base import (
     BinOp,
-    Call,
     Const,
     DType,
     Input,
@@ -32,6 +31,7 @@ from .base import (
 )
 from .registry import mapper
 from .sdpa import SdpaOptions, sdpa_expression
+from .syntax import ops
 
 NEG_INF = -math.inf
 
@@ -41,15 +41,15 @@ def _heads_first(value, shape, heads: int):
     batch, seq, hidden = shape
     if hidden % heads:
         raise Unsupported(f"hidden size {hidden} is not a multiple of {heads} heads")
-    split = Call("ops.reshape", [value, Lit((batch, seq, heads, hidden // heads))])
-    return Call("ops.transpose", [split, Lit((0, 2, 1, 3))])
+    split = ops.reshape(value, Lit((batch, seq, heads, hidden // heads)))
+    return ops.transpose(split, Lit((0, 2, 1, 3)))
 
 
 def _bias_from_allowed(allowed, dtype: np.dtype):
     """A boolean 'may attend' tensor -> additive bias (0 where allowed, -inf elsewhere)."""
-    bias = Call("ops.where", [allowed, Lit(0.0), Lit(NEG_INF)])
+    bias = ops.where(allowed, Lit(0.0), Lit(NEG_INF))
     if np.dtype(dtype) != np.float32:
-        bias = Call("ops.cast", [bias, DType(np.dtype(dtype).name)])
+        bias = ops.cast(bias, DType(np.dtype(dtype).name))
     return bias
 
 
@@ -107,15 +107,15 @@ def _input_mask(ctx: NodeContext, dtype: np.dtype, total_len: int):
     if pad > 0:
         fill = NEG_INF
         if mask_dtype == np.bool_:  # pad as int8 (0 = masked), then back to bool
-            mask = Call("ops.cast", [mask, DType("int8")])
+            mask = ops.cast(mask, DType("int8"))
             fill = 0
-        mask = Call("ops.pad", [mask, Lit((0, pad))], {"value": Lit(fill)})
+        mask = ops.pad(mask, Lit((0, pad)), value=Lit(fill))
         if mask_dtype == np.bool_:
-            mask = Call("ops.cast", [mask, DType("bool_")])
+            mask = ops.cast(mask, DType("bool_"))
     if mask_dtype == np.bool_:
         return _bias_from_allowed(mask, dtype)
     if mask_dtype != dtype:
-        return Call("ops.cast", [mask, DType(dtype.name)])
+        return ops.cast(mask, DType(dtype.name))
     return mask
 
 
@@ -129,24 +129,24 @@ def _window_bias(ctx: NodeContext, dtype: np.dtype, q_len: int, total_len: int, 
     cols = np.arange(total_len).reshape(1, -1)
     if ctx.has_input(6):
         # per-batch offset nonpad_kv_seqlen[b] - q_len; diff = i + offset - j
-        lengths = Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))])
-        offset = Temp(BinOp("-", lengths, Lit(q_len)), "offset")
-        diff = Temp(BinOp("+", Const((rows - cols).astype(np.int64)), offset), "diff")
+        lengths = ops.reshape(Input(6), Lit((-1, 1, 1, 1)))
+        offset = Temp(lengths - Lit(q_len), "offset")
+        diff = Temp(Const((rows - cols).astype(np.int64)) + offset, "diff")
         parts, allowed = [], None
         if causal:
             allowed = BinOp(">=", diff, Lit(0))
         if left >= 0:
             part = BinOp("<=", diff, Lit(left))
-            allowed = part if allowed is None else Call("ops.logical_and", [allowed, part])
+            allowed = part if allowed is None else ops.logical_and(allowed, part)
         if right >= 0:
             part = BinOp("<=", Neg(diff), Lit(right))
-            allowed = part if allowed is None else Call("ops.logical_and", [allowed, part])
+            allowed = part if allowed is None else ops.logical_and(allowed, part)
         if allowed is not None:
             parts.append(_bias_from_allowed(allowed, dtype))
         keep = BinOp(
             "<",
             Const(np.arange(total_len, dtype=np.int64).reshape(1, 1, 1, -1)),
-            Call("ops.reshape", [Input(6), Lit((-1, 1, 1, 1))]),
+            ops.reshape(Input(6), Lit((-1, 1, 1, 1))),
         )
         return parts + [_bias_from_allowed(keep, dtype)], True, None
     diff = rows + past_len - cols
@@ -168,20 +168,20 @@ def _probabilities(ctx: NodeContext, logits, bias, dtype: np.dtype, masked_at_ru
     if precision is not None:
         soft_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(precision)))
         if soft_dtype != dtype:
-            logits = Call("ops.cast", [logits, DType(soft_dtype.name)])
+            logits = ops.cast(logits, DType(soft_dtype.name))
     if masked_at_run_time:
         # Rows whose every key is masked attend nothing (ONNX defines their output as 0). They
         # are zeroed before the softmax too: MindSpore's softmax turns a whole tensor to 0 when
         # one row is all -inf.
         masked_rows = Temp(
-            BinOp("==", Call("ops.amax", [bias, Lit(-1)], {"keepdims": Lit(True)}), Lit(NEG_INF)),
+            BinOp("==", ops.amax(bias, Lit(-1), keepdims=Lit(True)), Lit(NEG_INF)),
             "masked_rows",
         )
-        logits = Call("ops.where", [masked_rows, Lit(0.0), logits])
-        probs = Call("ops.where", [masked_rows, Lit(0.0), Call("ops.softmax", [logits, Lit(-1)])])
+        logits = ops.where(masked_rows, Lit(0.0), logits)
+        probs = ops.where(masked_rows, Lit(0.0), ops.softmax(logits, Lit(-1)))
     else:
-        probs = Call("ops.softmax", [logits, Lit(-1)])
-    return Temp(Call("ops.cast", [probs, DType(dtype.name)]), "probs")
+        probs = ops.softmax(logits, Lit(-1))
+    return Temp(ops.cast(probs, DType(dtype.name)), "probs")
 
 
 def _shared_heads(layout: _Layout, present_k, present_v):
@@ -193,8 +193,8 @@ def _shared_heads(layout: _Layout, present_k, present_v):
             f"{layout.q_heads} query heads cannot share {layout.kv_heads} key/value heads"
         )
     reps = layout.q_heads // layout.kv_heads
-    k_used = Call("ops.repeat_interleave", [present_k, Lit(reps)], {"axis": Lit(1)})
-    v_used = Call("ops.repeat_interleave", [present_v, Lit(reps)], {"axis": Lit(1)})
+    k_used = ops.repeat_interleave(present_k, Lit(reps), axis=Lit(1))
+    v_used = ops.repeat_interleave(present_v, Lit(reps), axis=Lit(1))
     return k_used, v_used
 
 
@@ -203,17 +203,11 @@ def _scaled_scores(ctx: NodeContext, layout: _Layout, k_used):
     scale = ctx.attr("scale")
     scale = 1.0 / math.sqrt(layout.head) if scale is None else float(scale)
     root = math.sqrt(scale)
-    scores = Call(
-        "ops.matmul",
-        [
-            BinOp("*", layout.q, Lit(root)),
-            Call("ops.transpose", [BinOp("*", k_used, Lit(root)), Lit((0, 1, 3, 2))]),
-        ],
-    )
+    scores = ops.matmul(layout.q * Lit(root), ops.transpose(k_used * Lit(root), Lit((0, 1, 3, 2))))
     softcap = ctx.attr("softcap")
     if softcap is not None and float(softcap) > 0:
         cap = float(softcap)
-        scores = BinOp("*", Call("ops.tanh", [BinOp("/", scores, Lit(cap))]), Lit(cap))
+        scores = ops.tanh(scores / Lit(cap)) * Lit(cap)
     return scores
 
 
@@ -263,8 +257,8 @@ def attention(ctx: NodeContext):
     k, v, past_len = layout.k, layout.v, 0
     if has_past:
         past_len = int(ctx.require_shape(4)[2])
-        k = Call("ops.concat", [[Input(4), k]], {"axis": Lit(2)})
-        v = Call("ops.concat", [[Input(5), v]], {"axis": Lit(2)})
+        k = ops.concat([Input(4), k], axis=Lit(2))
+        v = ops.concat([Input(5), v], axis=Lit(2))
     present_k = Temp(k, "present_key")
     present_v = Temp(v, "present_value")
     total_len = layout.kv_len + past_len
@@ -295,14 +289,10 @@ def attention(ctx: NodeContext):
     if want_qk and mode == 2:
         with_bias = Temp(with_bias, "scores")
     probs = _probabilities(ctx, with_bias, bias, dtype, masked_at_run_time)
-    out = Call("ops.matmul", [probs, v_used])
+    out = ops.matmul(probs, v_used)
     if layout.rank == 3:
-        out = Call(
-            "ops.reshape",
-            [
-                Call("ops.transpose", [out, Lit((0, 2, 1, 3))]),
-                Lit((layout.batch, layout.q_len, -1)),
-            ],
+        out = ops.reshape(
+            ops.transpose(out, Lit((0, 2, 1, 3))), Lit((layout.batch, layout.q_len, -1))
         )
 
     qk_out = None
@@ -311,7 +301,7 @@ def attention(ctx: NodeContext):
         if qk_out is None:
             raise Unsupported(f"qk_matmul_output_mode {mode}")
         if mode == 2 and bias is not None:
-            qk_out = Call("ops.cast", [qk_out, DType(dtype.name)])
+            qk_out = ops.cast(qk_out, DType(dtype.name))
     exprs = [
         out,
         present_k if ctx.output_used(1) else None,
@@ -332,9 +322,7 @@ def rotary_embedding(ctx: NodeContext):
         heads = int(ctx.attr("num_heads", 0))
         if heads <= 0:
             raise Unsupported("3-D RotaryEmbedding needs num_heads")
-        x = Temp(
-            Call("ops.reshape", [x, Lit((shape[0], shape[1], heads, shape[2] // heads))]), "heads"
-        )
+        x = Temp(ops.reshape(x, Lit((shape[0], shape[1], heads, shape[2] // heads))), "heads")
         head, head_axis = shape[2] // heads, 2  # (B, S, H, D): caches broadcast over axis 2
     elif rank == 4:
         head, head_axis = shape[3], 1  # (B, H, S, D)
@@ -343,13 +331,13 @@ def rotary_embedding(ctx: NodeContext):
     dim = int(ctx.attr("rotary_embedding_dim", 0)) or head
     cos, sin = ctx.operand(1), ctx.operand(2)
     if ctx.has_input(3):
-        cos = Call("ops.gather", [cos, Input(3), Lit(0)])
-        sin = Call("ops.gather", [sin, Input(3), Lit(0)])
-    cos = Temp(Call("ops.unsqueeze", [cos, Lit(head_axis)]), "cos")
-    sin = Temp(Call("ops.unsqueeze", [sin, Lit(head_axis)]), "sin")
+        cos = ops.gather(cos, Input(3), Lit(0))
+        sin = ops.gather(sin, Input(3), Lit(0))
+    cos = Temp(ops.unsqueeze(cos, Lit(head_axis)), "cos")
+    sin = Temp(ops.unsqueeze(sin, Lit(head_axis)), "sin")
     out = rotate(x, cos, sin, dim, head, bool(int(ctx.attr("interleaved", 0))))
     if rank == 3:
-        out = Call("ops.reshape", [out, Lit(tuple(shape))])
+        out = ops.reshape(out, Lit(tuple(shape)))
     return out
 
 
@@ -362,15 +350,15 @@ def rotate(x, cos, sin, dim: int, head: int, interleaved: bool):
         half = dim // 2
         x1, x2 = Item(rotated, (Ellipsis, slice(None, half))), Item(rotated, (Ellipsis, slice(half, dim)))  # fmt: skip
     x1, x2 = Temp(x1, "x1"), Temp(x2, "x2")
-    real = BinOp("-", BinOp("*", cos, x1), BinOp("*", sin, x2))
-    imag = BinOp("+", BinOp("*", sin, x1), BinOp("*", cos, x2))
+    real = BinOp("*", cos, x1) - BinOp("*", sin, x2)
+    imag = BinOp("*", sin, x1) + BinOp("*", cos, x2)
     if interleaved:
-        pairs = Call("ops.stack", [[real, imag]], {"axis": Lit(-1)})
-        out = Call("ops.flatten", [pairs], {"start_dim": Lit(-2)})
+        pairs = ops.stack([real, imag], axis=Lit(-1))
+        out = ops.flatten(pairs, start_dim=Lit(-2))
     else:
-        out = Call("ops.concat", [[real, imag]], {"axis": Lit(-1)})
+        out = ops.concat([real, imag], axis=Lit(-1))
     if dim < head:
-        out = Call("ops.concat", [[out, Item(x, (Ellipsis, slice(dim, None)))]], {"axis": Lit(-1)})
+        out = ops.concat([out, Item(x, (Ellipsis, slice(dim, None)))], axis=Lit(-1))
     return out
 
 
@@ -390,44 +378,42 @@ def causal_conv_with_state(ctx: NodeContext):
         past = (
             Input(3)
             if ctx.has_input(3)
-            else Call("ops.zeros", [Lit((batch, channels, taps - 1))], {"dtype": DType(dtype.name)})
+            else ops.zeros(Lit((batch, channels, taps - 1)), dtype=DType(dtype.name))
         )
-        padded = Temp(Call("ops.concat", [[past, Input(0)]], {"axis": Lit(2)}), "padded")
+        padded = Temp(ops.concat([past, Input(0)], axis=Lit(2)), "padded")
     else:
         padded = Input(0)
     weight = ctx.operand(1)
     widen = dtype != np.float32  # accumulate half precision in float32
     if widen:
-        padded = Temp(Call("ops.cast", [padded, DType("float32")]), "padded32")
-        weight = Temp(Call("ops.cast", [weight, DType("float32")]), "weight32")
+        padded = Temp(ops.cast(padded, DType("float32")), "padded32")
+        weight = Temp(ops.cast(weight, DType("float32")), "weight32")
     out = None
     for j in range(taps):
         window = Item(padded, (Ellipsis, slice(j, j + length))) if taps > 1 else padded
-        term = BinOp("*", window, Item(weight, (slice(None), 0, slice(j, j + 1))))
-        out = term if out is None else BinOp("+", out, term)
+        term = window * Item(weight, (slice(None), 0, slice(j, j + 1)))
+        out = term if out is None else out + term
     if ctx.has_input(2):
-        out = BinOp("+", out, Call("ops.reshape", [ctx.operand(2), Lit((-1, 1))]))
+        out = out + ops.reshape(ctx.operand(2), Lit((-1, 1)))
     if activation != "none":
-        out = Call("ops.silu", [out])
+        out = ops.silu(out)
     if widen:
-        out = Call("ops.cast", [out, DType(dtype.name)])
+        out = ops.cast(out, DType(dtype.name))
     if not ctx.output_used(1):
         return Outputs([out] + [None] * (ctx.num_outputs - 1))
     if taps == 1:  # no state to carry: an empty (B, C, 0) tensor
-        return Outputs(
-            [out, Call("ops.zeros", [Lit((batch, channels, 0))], {"dtype": DType(dtype.name)})]
-        )
+        return Outputs([out, ops.zeros(Lit((batch, channels, 0)), dtype=DType(dtype.name))])
     present = Item(padded, (Ellipsis, slice(length, None)))
     if widen:
-        present = Call("ops.cast", [present, DType(dtype.name)])
+        present = ops.cast(present, DType(dtype.name))
     return Outputs([out, present])
 
 
 def _heads(value, shape, heads: int, dtype_cast: bool):
     batch, steps, hidden = shape
-    value = Call("ops.reshape", [value, Lit((batch, steps, heads, hidden // heads))])
-    value = Call("ops.transpose", [value, Lit((0, 2, 1, 3))])
-    return Call("ops.cast", [value, DType("float32")]) if dtype_cast else value
+    value = ops.reshape(value, Lit((batch, steps, heads, hidden // heads)))
+    value = ops.transpose(value, Lit((0, 2, 1, 3)))
+    return ops.cast(value, DType("float32")) if dtype_cast else value
 
 
 @mapper("LinearAttention", since=27)
@@ -461,36 +447,24 @@ def linear_attention(ctx: NodeContext):
     if gating:
         decay_shape = ctx.require_shape(4)
         if decay_shape[-1] == kv_heads:
-            decay = Call(
-                "ops.transpose",
-                [
-                    Call("ops.reshape", [Input(4), Lit((batch, steps, kv_heads, 1))]),
-                    Lit((0, 2, 1, 3)),
-                ],
+            decay = ops.transpose(
+                ops.reshape(Input(4), Lit((batch, steps, kv_heads, 1))), Lit((0, 2, 1, 3))
             )
-            decay = Call("ops.cast", [decay, DType("float32")]) if widen else decay
+            decay = ops.cast(decay, DType("float32")) if widen else decay
         else:
             decay = _heads(Input(4), decay_shape, kv_heads, widen)
-        decay = Temp(Call("ops.exp", [decay]), "decay")
+        decay = Temp(ops.exp(decay), "decay")
     if delta:
         beta_shape = ctx.require_shape(5)
-        beta = Call(
-            "ops.transpose",
-            [
-                Call("ops.reshape", [Input(5), Lit((batch, steps, beta_shape[-1], 1))]),
-                Lit((0, 2, 1, 3)),
-            ],
+        beta = ops.transpose(
+            ops.reshape(Input(5), Lit((batch, steps, beta_shape[-1], 1))), Lit((0, 2, 1, 3))
         )
-        beta = Temp(Call("ops.cast", [beta, DType("float32")]) if widen else beta, "beta")
+        beta = Temp(ops.cast(beta, DType("float32")) if widen else beta, "beta")
     state_dtype = np.dtype(ctx.input_dtype(3) or dtype) if ctx.has_input(3) else dtype
     if ctx.has_input(3):
-        state = (
-            Input(3)
-            if state_dtype == np.float32
-            else Call("ops.cast", [Input(3), DType("float32")])
-        )
+        state = Input(3) if state_dtype == np.float32 else ops.cast(Input(3), DType("float32"))
     else:
-        state = Call("ops.zeros", [Lit((batch, kv_heads, d_k, d_v))], {"dtype": DType("float32")})
+        state = ops.zeros(Lit((batch, kv_heads, d_k, d_v)), dtype=DType("float32"))
     scale = ctx.attr("scale")
     scale = 1.0 / math.sqrt(d_k) if not scale else float(scale)
     group = q_heads // kv_heads
@@ -499,34 +473,20 @@ def linear_attention(ctx: NodeContext):
         at = (slice(None), slice(None), i)
         k_t, v_t = Item(k, at), Item(v, at)
         if gating:
-            state = BinOp("*", state, Call("ops.unsqueeze", [Item(decay, at), Lit(-1)]))
+            state = state * ops.unsqueeze(Item(decay, at), Lit(-1))
         if delta:
             state = Temp(state, "state")
             k_t = Temp(k_t, "k_t")
-            retrieved = Call(
-                "ops.squeeze",
-                [Call("ops.matmul", [Call("ops.unsqueeze", [k_t, Lit(2)]), state]), Lit(2)],
-            )
-            v_t = BinOp("*", Item(beta, at), BinOp("-", v_t, retrieved))
-        update = BinOp(
-            "*", Call("ops.unsqueeze", [k_t, Lit(-1)]), Call("ops.unsqueeze", [v_t, Lit(-2)])
-        )
-        state = Temp(BinOp("+", state, update), "state")
-        read = (
-            state
-            if group == 1
-            else Call("ops.repeat_interleave", [state, Lit(group)], {"axis": Lit(1)})
-        )
-        step = Call("ops.matmul", [Call("ops.unsqueeze", [Item(q, at), Lit(2)]), read])
-        outputs.append(BinOp("*", step, Lit(scale)))
-    out = outputs[0] if steps == 1 else Call("ops.concat", [outputs], {"axis": Lit(2)})
-    out = Call(
-        "ops.reshape",
-        [Call("ops.transpose", [out, Lit((0, 2, 1, 3))]), Lit((batch, steps, q_heads * d_v))],
-    )
+            retrieved = ops.squeeze(ops.matmul(ops.unsqueeze(k_t, Lit(2)), state), Lit(2))
+            v_t = Item(beta, at) * (v_t - retrieved)
+        update = ops.unsqueeze(k_t, Lit(-1)) * ops.unsqueeze(v_t, Lit(-2))
+        state = Temp(state + update, "state")
+        read = state if group == 1 else ops.repeat_interleave(state, Lit(group), axis=Lit(1))
+        step = ops.matmul(ops.unsqueeze(Item(q, at), Lit(2)), read)
+        outputs.append(step * Lit(scale))
+    out = outputs[0] if steps == 1 else ops.concat(outputs, axis=Lit(2))
+    out = ops.reshape(ops.transpose(out, Lit((0, 2, 1, 3))), Lit((batch, steps, q_heads * d_v)))
     if widen:
-        out = Call("ops.cast", [out, DType(dtype.name)])
-    present = (
-        state if state_dtype == np.float32 else Call("ops.cast", [state, DType(state_dtype.name)])
-    )
+        out = ops.cast(out, DType(dtype.name))
+    present = state if state_dtype == np.float32 else ops.cast(state, DType(state_dtype.name))
     return Outputs([out, present if ctx.output_used(1) else None][: ctx.num_outputs])

@@ -6,7 +6,6 @@ import numpy as np
 from onnx import helper
 
 from .base import (
-    Call,
     DType,
     Input,
     NodeContext,
@@ -15,6 +14,7 @@ from .base import (
 from .common import cast_to, require_dtype
 from .narrow_types import cast_to_narrow, is_narrow
 from .registry import mapper
+from .syntax import ms, ops
 
 
 def _narrow_cast(ctx: NodeContext, target: np.dtype):
@@ -42,7 +42,7 @@ def cast(ctx: NodeContext):
         return _narrow_cast(ctx, target)
     if target.kind not in "biuf" and target.name != "bfloat16":
         raise Unsupported(f"cast to {target.name}")
-    return Call("ops.cast", [Input(0), DType(target.name)])
+    return ops.cast(Input(0), DType(target.name))
 
 
 @mapper("CastLike", since=15)
@@ -70,5 +70,5 @@ def bit_cast(ctx: NodeContext):
     if source == target:
         return Input(0)
     if source.kind == "b" or target.kind == "b":
-        return Call("ops.cast", [Input(0), DType(target.name)])
-    return Call("ms.Tensor.view", [Input(0), DType(target.name)])
+        return ops.cast(Input(0), DType(target.name))
+    return ms.Tensor.view(Input(0), DType(target.name))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .base import Call, Const, DType, Input, Item, Lit, NodeContext, Unsupported
+from .syntax import ops
 
 
 def compact(values: Sequence[int]):
@@ -121,7 +122,7 @@ def axes_input_or_attr(ctx: NodeContext, input_index: int, since: int) -> list[i
 
 def cast_to(value, dtype) -> Call:
     """``ops.cast(value, <dtype>)``."""
-    return Call("ops.cast", [value, DType(np.dtype(dtype).name)])
+    return ops.cast(value, DType(np.dtype(dtype).name))
 
 
 def require_dtype(ctx: NodeContext, index: int) -> np.dtype:
@@ -141,7 +142,7 @@ def dim_expr(dim, index: int, axis: int):
     """A dimension of input ``index`` as it is written: its size, or ``ops.shape(x)[axis]``."""
     if isinstance(dim, (int, np.integer)):
         return int(dim)
-    return Item(Call("ops.shape", [Input(index)]), axis)
+    return Item(ops.shape(Input(index)), axis)
 
 
 def shape_value(ctx: NodeContext, index: int) -> tuple | None:

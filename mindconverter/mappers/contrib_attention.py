@@ -20,7 +20,6 @@ import numpy as np
 from .attention import rotate
 from .base import (
     BinOp,
-    Call,
     Cell,
     Const,
     Input,
@@ -34,6 +33,7 @@ from .base import (
 from .common import cast_to, dim_expr
 from .contrib_fused import MS_DOMAIN
 from .registry import mapper
+from .syntax import ops
 
 MASK_FILTER = -10000.0
 ALL = slice(None)
@@ -47,25 +47,25 @@ def size_of(dim, index: int, axis: int):
 
 def split_heads(value, batch, heads: int, head_size: int, hint: str):
     """(B, S, heads*head_size) -> (B, heads, S, head_size)."""
-    split = Call("ops.reshape", [value, (batch, Lit(-1), Lit(heads), Lit(head_size))])
-    return Temp(Call("ops.transpose", [split, Lit((0, 2, 1, 3))]), hint)
+    split = ops.reshape(value, (batch, Lit(-1), Lit(heads), Lit(head_size)))
+    return Temp(ops.transpose(split, Lit((0, 2, 1, 3))), hint)
 
 
 def merge_heads_sized(context, batch, hidden: int):
     """(B, heads, S, head_size) -> (B, S, hidden) with the hidden size known."""
-    moved = Call("ops.transpose", [context, Lit((0, 2, 1, 3))])
-    return Call("ops.reshape", [moved, (batch, Lit(-1), Lit(hidden))])
+    moved = ops.transpose(context, Lit((0, 2, 1, 3)))
+    return ops.reshape(moved, (batch, Lit(-1), Lit(hidden)))
 
 
 def attend(q, k, v, scale: float, bias=None):
     """softmax(q·kᵀ·scale + bias)·v on heads-first tensors."""
-    scores = Call("ops.matmul", [q, Call("ops.swapaxes", [k, Lit(-1), Lit(-2)])])
+    scores = ops.matmul(q, ops.swapaxes(k, Lit(-1), Lit(-2)))
     if scale != 1.0:
-        scores = BinOp("*", scores, Lit(scale))
+        scores = scores * Lit(scale)
     if bias is not None:
-        scores = BinOp("+", scores, bias)
-    probs = Temp(Call("ops.softmax", [Temp(scores, "scores"), Lit(-1)]), "probs")
-    return Call("ops.matmul", [probs, v])
+        scores = scores + bias
+    probs = Temp(ops.softmax(Temp(scores, "scores"), Lit(-1)), "probs")
+    return ops.matmul(probs, v)
 
 
 def head_scale(ctx: NodeContext, head_size: int) -> float:
@@ -88,7 +88,7 @@ def filter_value(ctx: NodeContext) -> float:
 
 def keep_to_bias(keep, fill: float):
     """A boolean 'may attend' tensor -> 0 where it may, ``fill`` elsewhere."""
-    return Call("ops.where", [keep, Lit(0.0), Lit(fill)])
+    return ops.where(keep, Lit(0.0), Lit(fill))
 
 
 def key_mask_bias(ctx: NodeContext, index: int, key_len, fill: float):
@@ -100,7 +100,7 @@ def key_mask_bias(ctx: NodeContext, index: int, key_len, fill: float):
         size, batch = ctx.require_shape(index)[0], ctx.require_shape(0)[0]
         if isinstance(size, int) and isinstance(batch, int) and size != batch:
             raise Unsupported("a mask holding key start and end positions (shape 2*batch)")
-        positions = Call("ops.arange", [key_len])
+        positions = ops.arange(key_len)
         keep = BinOp("<", Item(positions, (None, ALL)), Item(mask, (ALL, None)))
         return Item(keep_to_bias(keep, fill), (ALL, None, None, ALL))
     if rank in (2, 3):
@@ -115,9 +115,9 @@ def causal_bias(query_len, key_len, fill: float):
         rows = np.arange(query_len.value).reshape(-1, 1) + (key_len.value - query_len.value)
         allowed = np.arange(key_len.value).reshape(1, -1) <= rows
         return Const(np.where(allowed, 0.0, fill).astype(np.float32))
-    rows = Item(Call("ops.arange", [query_len]), (ALL, None))
+    rows = Item(ops.arange(query_len), (ALL, None))
     offset = BinOp("-", key_len, query_len)
-    keep = BinOp("<=", Item(Call("ops.arange", [key_len]), (None, ALL)), BinOp("+", rows, offset))
+    keep = BinOp("<=", Item(ops.arange(key_len), (None, ALL)), rows + offset)
     return keep_to_bias(keep, fill)
 
 
@@ -194,8 +194,8 @@ def packed_self_attention(
     query_len = size_of(ctx.require_shape(0)[1], 0, 1)
     key_len = query_len
     if ctx.has_input(past_index):
-        k = Temp(Call("ops.concat", [[Item(Input(past_index), 0), k]], {"axis": Lit(2)}), "key")
-        v = Temp(Call("ops.concat", [[Item(Input(past_index), 1), v]], {"axis": Lit(2)}), "value")
+        k = Temp(ops.concat([Item(Input(past_index), 0), k], axis=Lit(2)), "key")
+        v = Temp(ops.concat([Item(Input(past_index), 1), v], axis=Lit(2)), "value")
         key_len = _plus_dims(size_of(ctx.require_shape(past_index)[3], past_index, 3), query_len)
     bias = None
     if ctx.has_input(mask_index):
@@ -212,7 +212,7 @@ def finish_attention(ctx: NodeContext, parts: AttentionParts, extra_bias=None) -
     context = attend(parts.q, parts.k, parts.v, head_scale(ctx, parts.head_size), bias)
     present = None
     if ctx.output_used(1):
-        present = Call("ops.stack", [[parts.k, parts.v]], {"axis": Lit(0)})
+        present = ops.stack([parts.k, parts.v], axis=Lit(0))
     merged = merge_heads_sized(context, parts.batch, parts.v_size)
     return Outputs([merged, present][: ctx.num_outputs])
 
@@ -250,15 +250,13 @@ def _mha_projection(ctx: NodeContext, index: int, part: int, batch, heads: int, 
         sizes = [int(ctx.require_shape(0)[2]), int(ctx.require_shape(1)[2])]
         start = sum(sizes[:part])
         bias = ctx.require_const(3, "the q/k/v bias")
-        value = BinOp("+", value, Const(np.asarray(bias[start : start + hidden])))
+        value = value + Const(np.asarray(bias[start : start + hidden]))
     return split_heads(value, batch, heads, hidden // heads, hint), hidden // heads
 
 
 def _unpacked(value, part: int, hint: str):
     """Part ``part`` of a packed (B, S, N, parts, H) tensor, heads first."""
-    return Temp(
-        Call("ops.transpose", [Item(value, (ALL, ALL, ALL, part)), Lit((0, 2, 1, 3))]), hint
-    )
+    return Temp(ops.transpose(Item(value, (ALL, ALL, ALL, part)), Lit((0, 2, 1, 3))), hint)
 
 
 def _mha_qkv(ctx: NodeContext, batch, heads: int):
@@ -295,8 +293,8 @@ def multi_head_attention(ctx: NodeContext):
     key_axis = 2 if ctx.input_rank(key_index) == 4 else 1
     key_len = size_of(ctx.require_shape(key_index)[key_axis], key_index, key_axis)
     if ctx.has_input(6) and ctx.has_input(7):
-        k = Temp(Call("ops.concat", [[Input(6), k]], {"axis": Lit(2)}), "key")
-        v = Temp(Call("ops.concat", [[Input(7), v]], {"axis": Lit(2)}), "value")
+        k = Temp(ops.concat([Input(6), k], axis=Lit(2)), "key")
+        v = Temp(ops.concat([Input(7), v], axis=Lit(2)), "value")
         key_len = _plus_dims(size_of(ctx.require_shape(6)[2], 6, 2), key_len)
     fill = filter_value(ctx)
     bias = key_mask_bias(ctx, 4, key_len, fill) if ctx.has_input(4) else None
@@ -318,18 +316,18 @@ def multi_head_attention(ctx: NodeContext):
 def _gqa_bias(ctx: NodeContext, query_len, key_len, has_past: bool):
     """GroupQueryAttention's causal mask by the per-row lengths (seqlens_k = total length - 1):
     query i sits at position seqlens_k[b] + 1 - S + i (at i without a past cache)."""
-    keys = Item(Call("ops.arange", [key_len]), (None, None, None, ALL))
-    rows = Item(Call("ops.arange", [query_len]), (None, None, ALL, None))
+    keys = Item(ops.arange(key_len), (None, None, None, ALL))
+    rows = Item(ops.arange(query_len), (None, None, ALL, None))
     lengths = Item(cast_to(Input(5), np.int64), (ALL, None, None, None))
     if has_past:
-        position = BinOp("+", rows, BinOp("-", BinOp("+", lengths, Lit(1)), query_len))
+        position = rows + (lengths + Lit(1) - query_len)
         keep = BinOp("<=", keys, position)
     else:
-        keep = Call("ops.logical_and", [BinOp("<=", keys, rows), BinOp("<=", keys, lengths)])
+        keep = ops.logical_and(BinOp("<=", keys, rows), BinOp("<=", keys, lengths))
     window = int(ctx.attr("local_window_size", -1))
     if window > 0:
         current = position if has_past else rows
-        keep = Call("ops.logical_and", [keep, BinOp(">", keys, BinOp("-", current, Lit(window)))])
+        keep = ops.logical_and(keep, BinOp(">", keys, current - Lit(window)))
     return keep_to_bias(keep, -math.inf)
 
 
@@ -356,20 +354,20 @@ def _gqa_qkv(ctx: NodeContext, heads: int, kv_heads: int, batch):
 
 def _gqa_positions(query_len, has_past: bool):
     """Each query's position: 0..S-1, or seqlens_k[b] + 1 - S + i after a past cache."""
-    rows = Item(Call("ops.arange", [query_len]), (None, ALL))
+    rows = Item(ops.arange(query_len), (None, ALL))
     if not has_past:
         return rows
     lengths = Item(cast_to(Input(5), np.int64), (ALL, None))
-    return BinOp("+", rows, BinOp("-", BinOp("+", lengths, Lit(1)), query_len))
+    return rows + (lengths + Lit(1) - query_len)
 
 
 def _gqa_rotary(ctx: NodeContext, q, k, positions, head_size: int):
     """q and k rotated by the cos/sin caches (inputs 7, 8) at the query positions."""
     half = int(ctx.require_shape(7)[1])
-    cos = Call("ops.gather", [ctx.operand(7), positions, Lit(0)])
-    sin = Call("ops.gather", [ctx.operand(8), positions, Lit(0)])
-    cos = Temp(Call("ops.unsqueeze", [cos, Lit(1)]), "cos")
-    sin = Temp(Call("ops.unsqueeze", [sin, Lit(1)]), "sin")
+    cos = ops.gather(ctx.operand(7), positions, Lit(0))
+    sin = ops.gather(ctx.operand(8), positions, Lit(0))
+    cos = Temp(ops.unsqueeze(cos, Lit(1)), "cos")
+    sin = Temp(ops.unsqueeze(sin, Lit(1)), "sin")
     interleaved = bool(int(ctx.attr("rotary_interleaved", 0)))
     q = Temp(rotate(q, cos, sin, 2 * half, head_size, interleaved), "query")
     k = Temp(rotate(k, cos, sin, 2 * half, head_size, interleaved), "key")
@@ -396,14 +394,14 @@ def group_query_attention(ctx: NodeContext):
     if int(ctx.attr("do_rotary", 0)):
         q, k = _gqa_rotary(ctx, q, k, _gqa_positions(query_len, has_past), head_size)
     if has_past:
-        k = Temp(Call("ops.concat", [[Input(3), k]], {"axis": Lit(2)}), "present_key")
-        v = Temp(Call("ops.concat", [[Input(4), v]], {"axis": Lit(2)}), "present_value")
+        k = Temp(ops.concat([Input(3), k], axis=Lit(2)), "present_key")
+        v = Temp(ops.concat([Input(4), v], axis=Lit(2)), "present_value")
         key_len = _plus_dims(size_of(ctx.require_shape(3)[2], 3, 2), query_len)
     k_used, v_used = k, v
     if heads != kv_heads:
         reps = Lit(heads // kv_heads)
-        k_used = Call("ops.repeat_interleave", [k, reps], {"axis": Lit(1)})
-        v_used = Call("ops.repeat_interleave", [v, reps], {"axis": Lit(1)})
+        k_used = ops.repeat_interleave(k, reps, axis=Lit(1))
+        v_used = ops.repeat_interleave(v, reps, axis=Lit(1))
     bias = _gqa_bias(ctx, query_len, key_len, has_past)
     context = attend(q, k_used, v_used, head_scale(ctx, head_size), bias)
     exprs = [merge_heads_sized(context, batch, heads * head_size), k, v]
@@ -417,7 +415,7 @@ def _rotary_positions(ctx: NodeContext, seq_axis: int):
         return Input(1)
     seq = size_of(ctx.require_shape(0)[seq_axis], 0, seq_axis)
     start = Item(cast_to(Input(1), np.int64), 0)
-    return Item(BinOp("+", Call("ops.arange", [seq]), start), (None, ALL))
+    return Item(ops.arange(seq) + start, (None, ALL))
 
 
 @mapper("RotaryEmbedding", domain=MS_DOMAIN)
@@ -436,18 +434,18 @@ def ms_rotary_embedding(ctx: NodeContext):
             raise Unsupported(f"a hidden size of {shape[2]} over {heads} heads")
         head = int(shape[2]) // heads
         batch = size_of(shape[0], 0, 0)
-        x = Temp(Call("ops.reshape", [x, (batch, Lit(-1), Lit(heads), Lit(head))]), "heads")
+        x = Temp(ops.reshape(x, (batch, Lit(-1), Lit(heads), Lit(head))), "heads")
         seq_axis, head_axis = 1, 2
     elif len(shape) == 4:
         head, seq_axis, head_axis = int(shape[3]), 2, 1
     else:
         raise Unsupported(f"RotaryEmbedding on a rank-{len(shape)} input")
     positions = _rotary_positions(ctx, seq_axis)
-    cos = Call("ops.gather", [ctx.operand(2), positions, Lit(0)])
-    sin = Call("ops.gather", [ctx.operand(3), positions, Lit(0)])
-    cos = Temp(Call("ops.unsqueeze", [cos, Lit(head_axis)]), "cos")
-    sin = Temp(Call("ops.unsqueeze", [sin, Lit(head_axis)]), "sin")
+    cos = ops.gather(ctx.operand(2), positions, Lit(0))
+    sin = ops.gather(ctx.operand(3), positions, Lit(0))
+    cos = Temp(ops.unsqueeze(cos, Lit(head_axis)), "cos")
+    sin = Temp(ops.unsqueeze(sin, Lit(head_axis)), "sin")
     out = rotate(x, cos, sin, dim, head, bool(int(ctx.attr("interleaved", 0))))
     if len(shape) == 3:
-        out = Call("ops.reshape", [out, (batch, Lit(-1), Lit(int(shape[2])))])
+        out = ops.reshape(out, (batch, Lit(-1), Lit(int(shape[2]))))
     return out

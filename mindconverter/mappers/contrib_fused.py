@@ -35,6 +35,7 @@ from .conv import conv
 from .linear import gemm
 from .normalization import layer_norm, rms_normalization
 from .registry import mapper
+from .syntax import ops
 
 MS_DOMAIN = "com.microsoft"
 
@@ -51,34 +52,34 @@ def _text(value, default: str = "") -> str:
 @mapper("Gelu", domain=MS_DOMAIN)
 def ms_gelu(ctx: NodeContext):
     """Gelu -> ops.gelu (the exact, erf form)."""
-    return Call("ops.gelu", [Input(0)])
+    return ops.gelu(Input(0))
 
 
 @mapper("BiasGelu", domain=MS_DOMAIN)
 def bias_gelu(ctx: NodeContext):
     """BiasGelu(A, B) -> ops.gelu(A + B) (the erf form)."""
-    return Call("ops.gelu", [BinOp("+", Input(0), ctx.operand(1))])
+    return ops.gelu(Input(0) + ctx.operand(1))
 
 
 @mapper("FastGelu", domain=MS_DOMAIN)
 def fast_gelu(ctx: NodeContext):
     """FastGelu(X, bias) -> ops.gelu(X + bias, approximate='tanh')."""
-    x = BinOp("+", Input(0), ctx.operand(1)) if ctx.has_input(1) else Input(0)
-    return Call("ops.gelu", [x], {"approximate": Lit("tanh")})
+    x = Input(0) + ctx.operand(1) if ctx.has_input(1) else Input(0)
+    return ops.gelu(x, approximate=Lit("tanh"))
 
 
 @mapper("QuickGelu", domain=MS_DOMAIN)
 def quick_gelu(ctx: NodeContext):
     """QuickGelu -> x * sigmoid(alpha * x)."""
     alpha = float(ctx.attr("alpha", 1.702))
-    scaled = Input(0) if alpha == 1.0 else BinOp("*", Input(0), Lit(alpha))
-    return BinOp("*", Input(0), Call("ops.sigmoid", [scaled]))
+    scaled = Input(0) if alpha == 1.0 else Input(0) * Lit(alpha)
+    return Input(0) * ops.sigmoid(scaled)
 
 
 @mapper("BiasAdd", domain=MS_DOMAIN)
 def bias_add(ctx: NodeContext):
     """BiasAdd(X, bias, skip) -> X + bias + skip."""
-    return BinOp("+", BinOp("+", Input(0), ctx.operand(1)), Input(2))
+    return Input(0) + ctx.operand(1) + Input(2)
 
 
 @mapper("GemmFastGelu", domain=MS_DOMAIN)
@@ -95,12 +96,12 @@ def gemm_fast_gelu(ctx: NodeContext):
             kwargs["has_bias"] = False
         value = Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")
         if ctx.has_input(2) and not ctx.is_const(2):
-            value = BinOp("+", value, Input(2))
+            value = value + Input(2)
     else:
-        value = Call("ops.matmul", [Input(0), ctx.operand(1)])
+        value = ops.matmul(Input(0), ctx.operand(1))
         if ctx.has_input(2):
-            value = BinOp("+", value, ctx.operand(2))
-    return Call("ops.gelu", [value], {"approximate": Lit("tanh")})
+            value = value + ctx.operand(2)
+    return ops.gelu(value, approximate=Lit("tanh"))
 
 
 def activation(name: str, value, alpha: float | None = None, beta: float | None = None):
@@ -109,21 +110,19 @@ def activation(name: str, value, alpha: float | None = None, beta: float | None 
     if name in ("", "Identity"):
         return value
     if name == "Relu":
-        return Call("ops.relu", [value])
+        return ops.relu(value)
     if name == "Sigmoid":
-        return Call("ops.sigmoid", [value])
+        return ops.sigmoid(value)
     if name == "Tanh":
-        return Call("ops.tanh", [value])
+        return ops.tanh(value)
     if name == "LeakyRelu":
         slope = 0.01 if alpha is None else alpha
-        return Call("ops.leaky_relu", [value, Lit(slope)])
+        return ops.leaky_relu(value, Lit(slope))
     if name == "Clip":
-        return Call("ops.clamp", [value, Lit(alpha), Lit(beta)])
+        return ops.clamp(value, Lit(alpha), Lit(beta))
     if name == "HardSigmoid":
         a, b = (0.2 if alpha is None else alpha), (0.5 if beta is None else beta)
-        return Call(
-            "ops.clamp", [BinOp("+", BinOp("*", value, Lit(a)), Lit(b)), Lit(0.0), Lit(1.0)]
-        )
+        return ops.clamp(value * Lit(a) + Lit(b), Lit(0.0), Lit(1.0))
     raise Unsupported(f"fused activation {name!r}")
 
 
@@ -134,7 +133,7 @@ def fused_conv(ctx: NodeContext):
     params = [float(v) for v in ctx.attr("activation_params", [])]
     out = conv(ctx)
     if ctx.has_input(3):
-        out = BinOp("+", out, Input(3))
+        out = out + Input(3)
     alpha = params[0] if params else None
     beta = params[1] if len(params) > 1 else None
     return activation(name, out, alpha, beta)
@@ -166,11 +165,11 @@ def fused_matmul(ctx: NodeContext):
             rank = ctx.input_rank(index)
             if rank < 2:
                 raise Unsupported(f"FusedMatMul {flag} on a rank-{rank} operand")
-            value = Call("ops.swapaxes", [value, Lit(-1), Lit(-2)])
+            value = ops.swapaxes(value, Lit(-1), Lit(-2))
         operands.append(value)
     product = Call("ops.matmul", operands)
     alpha = float(ctx.attr("alpha", 1.0))
-    return product if alpha == 1.0 else BinOp("*", product, Lit(alpha))
+    return product if alpha == 1.0 else product * Lit(alpha)
 
 
 # --- normalization ---------------------------------------------------------------------------
@@ -193,9 +192,9 @@ def simplified_layer_norm(ctx: NodeContext):
 
 def _residual_sum(ctx: NodeContext, bias_index: int):
     """input + skip (+ bias): the value a Skip*LayerNormalization normalizes."""
-    total = BinOp("+", Input(0), Input(1))
+    total = Input(0) + Input(1)
     if ctx.has_input(bias_index):
-        total = BinOp("+", total, ctx.operand(bias_index))
+        total = total + ctx.operand(bias_index)
     return Temp(total, "residual") if ctx.output_used(3) else total
 
 
@@ -236,9 +235,9 @@ def skip_simplified_layer_norm(ctx: NodeContext):
     total = _residual_sum(ctx, 3)
     held = total if isinstance(total, Temp) else Temp(total, "residual")
     eps = float(ctx.attr("epsilon", 1e-12))
-    mean_sq = Call("ops.mean", [BinOp("*", held, held)], {"axis": Lit(-1), "keep_dims": Lit(True)})
-    normalized = BinOp("*", held, Call("ops.rsqrt", [BinOp("+", mean_sq, Lit(eps))]))
-    out = BinOp("*", normalized, ctx.operand(2))
+    mean_sq = ops.mean(BinOp("*", held, held), axis=Lit(-1), keep_dims=Lit(True))
+    normalized = held * ops.rsqrt(mean_sq + Lit(eps))
+    out = normalized * ctx.operand(2)
     return Outputs([out, None, None, total if ctx.output_used(3) else None][: ctx.num_outputs])
 
 
@@ -274,7 +273,7 @@ def _positions(ctx: NodeContext, position_ids: int | None):
     if position_ids is not None and ctx.has_input(position_ids):
         return Input(position_ids)
     seq = dim_expr(ctx.require_shape(0)[1], 0, 1)
-    return Call("ops.arange", [Lit(seq) if isinstance(seq, int) else seq])
+    return ops.arange(Lit(seq) if isinstance(seq, int) else seq)
 
 
 def embedding_layer_norm(ctx: NodeContext, spec: EmbeddingInputs) -> Outputs:
@@ -287,7 +286,7 @@ def embedding_layer_norm(ctx: NodeContext, spec: EmbeddingInputs) -> Outputs:
         _embedding(ctx, spec, 3, _positions(ctx, spec.position_ids), "position_embeddings"),
     )
     if ctx.has_input(1) and ctx.has_input(4):
-        total = BinOp("+", total, _embedding(ctx, spec, 4, Input(1), "token_type_embeddings"))
+        total = total + _embedding(ctx, spec, 4, Input(1), "token_type_embeddings")
     if ctx.output_used(2):
         total = Temp(total, "embeddings")
     gamma, beta = spec.table(ctx, 5).reshape(-1), spec.table(ctx, 6).reshape(-1)
@@ -305,7 +304,7 @@ def embedding_layer_norm(ctx: NodeContext, spec: EmbeddingInputs) -> Outputs:
     if ctx.output_used(1):
         if not ctx.has_input(7):
             raise Unsupported("the mask_index output without a mask input")
-        mask_index = cast_to(Call("ops.sum", [cast_to(Input(7), np.int32), Lit(1)]), np.int32)
+        mask_index = cast_to(ops.sum(cast_to(Input(7), np.int32), Lit(1)), np.int32)
     exprs = [norm, mask_index, total if ctx.output_used(2) else None]
     return Outputs(exprs[: max(ctx.num_outputs, 1)])
 

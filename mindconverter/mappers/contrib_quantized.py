@@ -19,7 +19,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Cell,
     Const,
     DType,
@@ -38,6 +37,7 @@ from .pooling import average_pool
 from .quantization import dequantize_linear, quantize_linear
 from .recurrent import lstm
 from .registry import mapper
+from .syntax import ops
 
 _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
 
@@ -231,7 +231,7 @@ def gather_block_quantized(ctx: NodeContext):
             weights={"embedding_table": weight},
             role="embedding",
         )
-    return Call("ops.gather", [Param(weight), Input(1), Lit(gather_axis)])
+    return ops.gather(Param(weight), Input(1), Lit(gather_axis))
 
 
 def _scalar_or_input(ctx: NodeContext, index: int, default: float = 0.0):
@@ -284,25 +284,17 @@ def _dense(ctx: NodeContext, x, weight: np.ndarray, source: int, bias: int | Non
 def dynamically_quantized(x):
     """``x`` through onnxruntime's dynamic uint8 quantization (the range of x and 0 over 255
     steps, the zero point rounded), with a straight-through gradient."""
-    low = Temp(Call("ops.clamp", [Call("ops.amin", [x])], {"max": Lit(0.0)}), "low")
-    high = Call("ops.clamp", [Call("ops.amax", [x])], {"min": Lit(0.0)})
-    scale = Temp(BinOp("/", BinOp("-", high, low), Lit(255.0)), "scale")
+    low = Temp(ops.clamp(ops.amin(x), max=Lit(0.0)), "low")
+    high = ops.clamp(ops.amax(x), min=Lit(0.0))
+    scale = Temp((high - low) / Lit(255.0), "scale")
     zero = Temp(
-        Call(
-            "ops.round",
-            [
-                Call(
-                    "ops.clamp",
-                    [BinOp("/", BinOp("-", Lit(0.0), low), scale), Lit(0.0), Lit(255.0)],
-                )
-            ],
-        ),  # fmt: skip
+        ops.round(ops.clamp((Lit(0.0) - low) / scale, Lit(0.0), Lit(255.0))),  # fmt: skip
         "zero_point",
     )
-    steps = Call("ops.round", [BinOp("/", x, scale)])
-    levels = Call("ops.clamp", [BinOp("+", steps, zero), Lit(0.0), Lit(255.0)])
-    fake = BinOp("*", BinOp("-", levels, zero), scale)
-    return BinOp("+", x, Call("ops.stop_gradient", [BinOp("-", fake, x)]))
+    steps = ops.round(x / scale)
+    levels = ops.clamp(steps + zero, Lit(0.0), Lit(255.0))
+    fake = (levels - zero) * scale
+    return x + ops.stop_gradient(fake - x)
 
 
 @mapper("DynamicQuantizeMatMul", domain=MS_DOMAIN)
@@ -356,12 +348,12 @@ def saturated(ctx: NodeContext, steps, zero: int, zero_first: bool = False):
     low, high = _RANGES[dtype]
     zero_point = _scalar_or_input(ctx, zero)
     if isinstance(zero_point, Lit) and zero_point.value == 0.0:
-        rounded = Call("ops.round", [steps])
+        rounded = ops.round(steps)
     elif zero_first:
-        rounded = Call("ops.round", [BinOp("+", steps, zero_point)])
+        rounded = ops.round(BinOp("+", steps, zero_point))
     else:
-        rounded = BinOp("+", Call("ops.round", [steps]), zero_point)
-    return cast_to(Call("ops.clamp", [rounded, Lit(float(low)), Lit(float(high))]), dtype)
+        rounded = ops.round(steps) + zero_point
+    return cast_to(ops.clamp(rounded, Lit(float(low)), Lit(float(high))), dtype)
 
 
 def quantized_output(ctx: NodeContext, value, scale: int, zero: int):
@@ -397,10 +389,10 @@ def qlinear_binary(ctx: NodeContext):
     a, b = _centered(ctx, 0, 2), _centered(ctx, 3, 5)
     if add and (ratios := (_ratio(ctx, (1,), 6), _ratio(ctx, (4,), 6)))[0] is not None:
         if ratios[1] is not None:
-            steps = BinOp("+", BinOp("*", a, Lit(ratios[0])), BinOp("*", b, Lit(ratios[1])))
+            steps = a * Lit(ratios[0]) + b * Lit(ratios[1])
             return saturated(ctx, steps, 7, zero_first=True)
     if not add and (ratio := _ratio(ctx, (1, 4), 6)) is not None:
-        return saturated(ctx, BinOp("*", BinOp("*", a, b), Lit(ratio)), 7, zero_first=True)
+        return saturated(ctx, BinOp("*", a, b) * Lit(ratio), 7, zero_first=True)
     op = "+" if add else "*"
     value = BinOp(op, dequantized_input(ctx, 0, 1, 2), dequantized_input(ctx, 3, 4, 5))
     return quantized_output(ctx, value, 6, 7)
@@ -411,9 +403,9 @@ def qlinear_activation(ctx: NodeContext):
     """QLinearSigmoid / QLinearLeakyRelu -> the activation of the dequantized input, quantized."""
     x = dequantized_input(ctx, 0, 1, 2)
     if ctx.node.op_type == "QLinearSigmoid":
-        value = Call("ops.sigmoid", [x])
+        value = ops.sigmoid(x)
     else:
-        value = Call("ops.leaky_relu", [x, Lit(float(ctx.attr("alpha", 0.01)))])
+        value = ops.leaky_relu(x, Lit(float(ctx.attr("alpha", 0.01))))
     return quantized_output(ctx, value, 3, 4)
 
 
@@ -423,7 +415,7 @@ def qlinear_global_average_pool(ctx: NodeContext):
     rank = ctx.input_rank(0)
     axes = tuple(range(1, rank - 1)) if int(ctx.attr("channels_last", 0)) else tuple(range(2, rank))
     x = dequantized_input(ctx, 0, 1, 2)
-    value = Call("ops.mean", [x], {"axis": Lit(axes), "keep_dims": Lit(True)})
+    value = ops.mean(x, axis=Lit(axes), keep_dims=Lit(True))
     return quantized_output(ctx, value, 3, 4)
 
 
@@ -433,7 +425,7 @@ def qlinear_concat(ctx: NodeContext):
     if (ctx.num_inputs - 2) % 3:
         raise Unsupported("QLinearConcat inputs that are not (X, scale, zero point) triples")
     parts = [dequantized_input(ctx, i, i + 1, i + 2) for i in range(2, ctx.num_inputs, 3)]
-    value = Call("ops.concat", [parts], {"axis": Lit(int(ctx.attr("axis")))})
+    value = ops.concat(parts, axis=Lit(int(ctx.attr("axis"))))
     return quantized_output(ctx, value, 0, 1)
 
 
@@ -444,7 +436,7 @@ def qlinear_softmax(ctx: NodeContext):
     if int(ctx.attr("opset", 13)) < 13:
         raise Unsupported("QLinearSoftmax with the opset-12 (flattening) semantics")
     x = dequantized_input(ctx, 0, 1, 2)
-    value = Call("ops.softmax", [x, Lit(int(ctx.attr("axis", -1)))])
+    value = ops.softmax(x, Lit(int(ctx.attr("axis", -1))))
     return quantized_output(ctx, value, 3, 4)
 
 
@@ -579,7 +571,7 @@ def qlinear_average_pool(ctx: NodeContext):
         return quantized_output(ctx, pooled, 3, 4)
     # onnxruntime averages the integer offsets and scales them by x_scale / y_scale
     pooled = with_input(average_pool(ctx), 0, _centered(ctx, 0, 2))
-    return saturated(ctx, BinOp("*", pooled, Lit(ratio)), 4, zero_first=False)
+    return saturated(ctx, pooled * Lit(ratio), 4, zero_first=False)
 
 
 # The 4-bit codes of bitsandbytes' FP4 and NF4 data types (QLoRA), as onnxruntime decodes them.

@@ -6,9 +6,10 @@ import numpy as np
 
 from ..graph.weight_roles import learned_source
 from ..graph.weight_steps import Reshape
-from .base import BinOp, Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
+from .base import Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
 from .common import compact, is_static, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
+from .syntax import ops
 
 _CONV_CELLS = {1: "nn.Conv1d", 2: "nn.Conv2d", 3: "nn.Conv3d"}
 _DECONV_CELLS = {1: "nn.Conv1dTranspose", 2: "nn.Conv2dTranspose", 3: "nn.Conv3dTranspose"}
@@ -117,11 +118,11 @@ def _window_past_the_result(cell, begin, lengths, full, gaps, bias):
         widths.append((front, back))
         index.append(slice(b + front or None, b + front + n))
     flat = tuple(size for pair in reversed(widths) for size in pair)
-    result = Item(Call("ops.pad", [cell, Lit(flat)]), tuple(index))
+    result = Item(ops.pad(cell, Lit(flat)), tuple(index))
     if bias is None:
         return result
     shape = (1, -1) + (1,) * len(begin)
-    return BinOp("+", result, Call("ops.reshape", [bias, Lit(shape)]))
+    return result + ops.reshape(bias, Lit(shape))
 
 
 def _transposed_window(ctx: NodeContext, x_shape, kernel, strides, dilations, output_padding):
@@ -174,20 +175,20 @@ def _functional_conv_transpose(ctx: NodeContext):
     begin, end, _, _, _ = _transposed_window(
         ctx, x_shape, kernel, strides, dilations, output_padding
     )
-    taps = Call("ops.flip", [ctx.operand(1), Lit(tuple(range(2, rank + 2)))])
+    taps = ops.flip(ctx.operand(1), Lit(tuple(range(2, rank + 2))))
     per_group = (group, in_channels // group, out_per_group, *kernel)
-    taps = Call("ops.reshape", [taps, Lit(per_group)])
-    taps = Call("ops.transpose", [taps, Lit((0, 2, 1, *range(3, rank + 3)))])
-    taps = Call("ops.reshape", [taps, Lit((group * out_per_group, in_channels // group, *kernel))])
+    taps = ops.reshape(taps, Lit(per_group))
+    taps = ops.transpose(taps, Lit((0, 2, 1, *range(3, rank + 3))))
+    taps = ops.reshape(taps, Lit((group * out_per_group, in_channels // group, *kernel)))
     x = Input(0)
     spatial = [int(n) for n in x_shape[2:]]
     if any(s > 1 for s in strides):  # zeros between the values: (L, 1) padded to (L, s), merged
         interleaved = [size for n in spatial for size in (n, 1)]
-        x = Call("ops.reshape", [x, Lit((-1, in_channels, *interleaved))])
+        x = ops.reshape(x, Lit((-1, in_channels, *interleaved)))
         gaps = [size for s in strides for size in (0, s - 1)]
         x = pad_call(x, [0] * 2 * rank, gaps)
         merged = tuple(n * s for n, s in zip(spatial, strides))
-        x = Call("ops.reshape", [x, Lit((-1, in_channels, *merged))])
+        x = ops.reshape(x, Lit((-1, in_channels, *merged)))
     reach = [(k - 1) * d for k, d in zip(kernel, dilations)]
     front = [r - b for r, b in zip(reach, begin)]
     back = [r - e - (s - 1) for r, e, s in zip(reach, end, strides)]  # the spread's extra zeros

@@ -20,6 +20,7 @@ from .base import (
 )
 from .common import exact_as_scalar, scalar_or_const
 from .registry import mapper
+from .syntax import ops
 
 
 @mapper("Constant")
@@ -45,11 +46,9 @@ def one_hot(ctx: NodeContext):
     axis = normalize_axis(int(ctx.attr("axis", -1)), rank + 1)
     indices = Input(0)
     if ctx.input_dtype(0) != np.int64:
-        indices = Call("ops.cast", [indices, DType("int64")])
+        indices = ops.cast(indices, DType("int64"))
     # ONNX: indices in [-depth, depth) select a class, anything else gives an all-off row
-    indices = Call(
-        "ops.where", [BinOp("<", indices, Lit(0)), BinOp("+", indices, Lit(depth)), indices]
-    )
+    indices = ops.where(BinOp("<", indices, Lit(0)), indices + Lit(depth), indices)
     values = ctx.const(2)
     if values is not None:
         values = np.asarray(values).reshape(-1)
@@ -76,11 +75,11 @@ def range_(ctx: NodeContext):
         else:  # a scalar (exporters also pass one-element vectors, which onnxruntime takes)
             value = Input(index)
             if ctx.input_rank(index) != 0:
-                value = Call("ops.reshape", [value, Lit(())])
-            args.append(Call("ops.cast", [value, DType(wide.name)]) if wide != dtype else value)
+                value = ops.reshape(value, Lit(()))
+            args.append(ops.cast(value, DType(wide.name)) if wide != dtype else value)
     result = Call("ops.arange", args)
     if dtype != np.int64 and dtype.name != "float32" or wide != dtype:
-        result = Call("ops.cast", [result, DType(dtype.name)])
+        result = ops.cast(result, DType(dtype.name))
     return result
 
 
@@ -102,11 +101,11 @@ def constant_of_shape(ctx: NodeContext):
     if out_shape is not None and all(isinstance(d, (int, np.integer)) for d in out_shape):
         shape = Lit(tuple(int(d) for d in out_shape))
     if not exact_as_scalar(array[0]):  # a Python number reaches GRAPH mode as int32/float32
-        zeros = Call("ops.zeros", [shape, DType(array.dtype.name)])
-        return BinOp("+", zeros, Const(np.asarray(array[0])))
+        zeros = ops.zeros(shape, DType(array.dtype.name))
+        return zeros + Const(np.asarray(array[0]))
     if isinstance(shape, Lit):
-        return Call("ops.full", [shape, Lit(item)], {"dtype": DType(array.dtype.name)})
-    return Call("ops.fill", [DType(array.dtype.name), shape, Lit(item)])
+        return ops.full(shape, Lit(item), dtype=DType(array.dtype.name))
+    return ops.fill(DType(array.dtype.name), shape, Lit(item))
 
 
 @mapper("Trilu", since=14)
@@ -133,5 +132,5 @@ def eye_like(ctx: NodeContext):
         else np.dtype(ctx.input_dtype(0) or np.float32)
     )
     if k == 0:
-        return Call("ops.eye", [Lit(int(n)), Lit(int(m)), DType(dtype.name)])
+        return ops.eye(Lit(int(n)), Lit(int(m)), DType(dtype.name))
     return Const(np.eye(int(n), int(m), k, dtype=dtype))

@@ -6,7 +6,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Cell,
     DType,
     Input,
@@ -18,6 +17,7 @@ from .base import (
     Unsupported,
 )
 from .registry import mapper
+from .syntax import ms, ops
 
 MAX_NMS_PAIRS = 128  # (batch, class) pairs; each becomes one NMS call in construct()
 # Boxes compared all pairs at once up to this count (a few [N, N] float32 temporaries: 16 MiB
@@ -35,23 +35,23 @@ def _corners(boxes, center_point_box: int):
     if center_point_box == 0:  # (y1, x1, y2, x2), either diagonal
         y1, x1, y2, x2 = (column(i) for i in range(4))
         return (
-            Temp(Call("ops.minimum", [x1, x2]), "xmin"),
-            Temp(Call("ops.maximum", [x1, x2]), "xmax"),
-            Temp(Call("ops.minimum", [y1, y2]), "ymin"),
-            Temp(Call("ops.maximum", [y1, y2]), "ymax"),
+            Temp(ops.minimum(x1, x2), "xmin"),
+            Temp(ops.maximum(x1, x2), "xmax"),
+            Temp(ops.minimum(y1, y2), "ymin"),
+            Temp(ops.maximum(y1, y2), "ymax"),
         )
-    half_w = Temp(BinOp("/", column(2), Lit(2)), "half_w")
-    half_h = Temp(BinOp("/", column(3), Lit(2)), "half_h")
+    half_w = Temp(column(2) / Lit(2), "half_w")
+    half_h = Temp(column(3) / Lit(2), "half_h")
     return (
-        Temp(BinOp("-", column(0), half_w), "xmin"),
-        Temp(BinOp("+", column(0), half_w), "xmax"),
-        Temp(BinOp("-", column(1), half_h), "ymin"),
-        Temp(BinOp("+", column(1), half_h), "ymax"),
+        Temp(column(0) - half_w, "xmin"),
+        Temp(column(0) + half_w, "xmax"),
+        Temp(column(1) - half_h, "ymin"),
+        Temp(column(1) + half_h, "ymax"),
     )
 
 
 def _pairwise(value, axis: int):
-    return Call("ops.unsqueeze", [value, Lit(axis)])
+    return ops.unsqueeze(value, Lit(axis))
 
 
 def _suppression_matrix(boxes, center_point_box: int, iou_threshold):
@@ -60,18 +60,16 @@ def _suppression_matrix(boxes, center_point_box: int, iou_threshold):
     xmin, xmax, ymin, ymax = _corners(boxes, center_point_box)
 
     def overlap(lo, hi):
-        return BinOp(
-            "-",
-            Call("ops.minimum", [_pairwise(hi, 2), _pairwise(hi, 1)]),
-            Call("ops.maximum", [_pairwise(lo, 2), _pairwise(lo, 1)]),
+        return ops.minimum(_pairwise(hi, 2), _pairwise(hi, 1)) - ops.maximum(
+            _pairwise(lo, 2), _pairwise(lo, 1)
         )
 
     inter_w = Temp(overlap(xmin, xmax), "inter_w")
     inter_h = Temp(overlap(ymin, ymax), "inter_h")
-    inter = Temp(BinOp("*", inter_w, inter_h), "inter")
-    area = Temp(BinOp("*", BinOp("-", xmax, xmin), BinOp("-", ymax, ymin)), "area")
+    inter = Temp(inter_w * inter_h, "inter")
+    area = Temp(BinOp("-", xmax, xmin) * BinOp("-", ymax, ymin), "area")
     area_i, area_j = _pairwise(area, 2), _pairwise(area, 1)
-    union = Temp(BinOp("-", BinOp("+", area_i, area_j), inter), "union")
+    union = Temp(BinOp("+", area_i, area_j) - inter, "union")
     conditions = [
         BinOp(">", inter_w, Lit(0)),
         BinOp(">", inter_h, Lit(0)),
@@ -79,17 +77,17 @@ def _suppression_matrix(boxes, center_point_box: int, iou_threshold):
         BinOp(">", area_i, Lit(0)),
         BinOp(">", area_j, Lit(0)),
         BinOp(">", union, Lit(0)),
-        BinOp(">", BinOp("/", inter, union), iou_threshold),
+        BinOp(">", inter / union, iou_threshold),
     ]
     suppress = conditions[0]
     for condition in conditions[1:]:
         suppress = BinOp("&", suppress, condition)
-    return Temp(Call("ops.cast", [suppress, DType("float32")]), "suppress")
+    return Temp(ops.cast(suppress, DType("float32")), "suppress")
 
 
 def _tensor(value, dtype: str):
     """A scalar tensor built in construct() (the NMS kernel takes no Python numbers)."""
-    return Call("ms.Tensor", [Lit(value), DType(dtype)])
+    return ms.Tensor(Lit(value), DType(dtype))
 
 
 def _threshold(ctx: NodeContext, index: int, default: float | None):
@@ -101,7 +99,7 @@ def _threshold(ctx: NodeContext, index: int, default: float | None):
         if np.size(value) == 0:
             return None if default is None else Lit(default)
         return Lit(float(np.asarray(value).reshape(-1)[0]))
-    return Call("ops.cast", [Call("ops.reshape", [Input(index), Lit(())]), DType("float32")])
+    return ops.cast(ops.reshape(Input(index), Lit(())), DType("float32"))
 
 
 def _limit(ctx: NodeContext, num_boxes: int):
@@ -111,11 +109,9 @@ def _limit(ctx: NodeContext, num_boxes: int):
         return None
     value = ctx.const(2)
     if value is None:
-        clamped = Call(
-            "ops.clamp", [Call("ops.reshape", [Input(2), Lit(())]), Lit(0), Lit(num_boxes)]
-        )
+        clamped = ops.clamp(ops.reshape(Input(2), Lit(())), Lit(0), Lit(num_boxes))
         note = "the box limit is brought down to the box count (the kernel allocates per limit)"
-        return Noted(Call("ops.cast", [clamped, DType("int32")]), note)
+        return Noted(ops.cast(clamped, DType("int32")), note)
     if np.size(value) and int(np.asarray(value).reshape(-1)[0]) > 0:
         return _tensor(min(int(np.asarray(value).reshape(-1)[0]), num_boxes), "int32")
     return None
@@ -129,13 +125,13 @@ def _selected_rows(suppress, keys, limit, half, zero, batch: int, klass: int):
         args=[suppress, keys, limit, half, zero],
         role="nms",
     )
-    selected = Temp(Call("ops.cast", [kernel, DType("int64")]), "selected")
+    selected = Temp(ops.cast(kernel, DType("int64")), "selected")
     columns = [
-        Call("ops.full_like", [selected, Lit(batch)]),
-        Call("ops.full_like", [selected, Lit(klass)]),
+        ops.full_like(selected, Lit(batch)),
+        ops.full_like(selected, Lit(klass)),
         selected,
     ]
-    return Call("ops.stack", [columns], {"axis": Lit(1)})
+    return ops.stack(columns, axis=Lit(1))
 
 
 def _in_blocks(corners, scores, limit, thresholds, pairs: tuple[int, int]):
@@ -161,12 +157,12 @@ def _in_blocks(corners, scores, limit, thresholds, pairs: tuple[int, int]):
             )
             selected = Temp(cell, "selected")
             columns = [
-                Call("ops.full_like", [selected, Lit(b)]),
-                Call("ops.full_like", [selected, Lit(c)]),
+                ops.full_like(selected, Lit(b)),
+                ops.full_like(selected, Lit(c)),
                 selected,
             ]
-            rows.append(Call("ops.stack", [columns], {"axis": Lit(1)}))
-    return rows[0] if len(rows) == 1 else Call("ops.concat", [rows], {"axis": Lit(0)})
+            rows.append(ops.stack(columns, axis=Lit(1)))
+    return rows[0] if len(rows) == 1 else ops.concat(rows, axis=Lit(0))
 
 
 @mapper("NonMaxSuppression", since=10)
@@ -207,7 +203,7 @@ def non_max_suppression(ctx: NodeContext):
     known_boxes = isinstance(num_boxes, int)
     if not known_boxes:  # a box count known at run time only (the limit is clamped to it below)
         num_boxes = INT32_MAX
-    empty = Call("ops.zeros", [Lit((0, 3)), DType("int64")])
+    empty = ops.zeros(Lit((0, 3)), DType("int64"))
     if batches * classes > MAX_NMS_PAIRS:
         raise Unsupported(
             f"NonMaxSuppression with {batches * classes} (batch, class) pairs "
@@ -218,16 +214,8 @@ def non_max_suppression(ctx: NodeContext):
     if limit is None or num_boxes == 0 or batches * classes == 0:
         return empty
 
-    boxes = (
-        Input(0)
-        if ctx.input_dtype(0) == np.float32
-        else Call("ops.cast", [Input(0), DType("float32")])
-    )
-    scores = (
-        Input(1)
-        if ctx.input_dtype(1) == np.float32
-        else Call("ops.cast", [Input(1), DType("float32")])
-    )
+    boxes = Input(0) if ctx.input_dtype(0) == np.float32 else ops.cast(Input(0), DType("float32"))
+    scores = Input(1) if ctx.input_dtype(1) == np.float32 else ops.cast(Input(1), DType("float32"))
     iou_threshold = _threshold(ctx, 3, 0.0)
     score_threshold = _threshold(ctx, 4, None)
 
@@ -238,18 +226,18 @@ def non_max_suppression(ctx: NodeContext):
         )
     suppress = _suppression_matrix(boxes, center_point_box, iou_threshold)
     # priority keys N - rank (distinct, so the kernel's own ordering cannot reorder ties); -1 drops a box
-    order = Call("ops.argsort", [scores], {"axis": Lit(-1), "descending": Lit(True)})
-    rank = Call("ops.argsort", [order], {"axis": Lit(-1)})
-    rank = Temp(Call("ops.cast", [rank, DType("float32")]), "rank")
+    order = ops.argsort(scores, axis=Lit(-1), descending=Lit(True))
+    rank = ops.argsort(order, axis=Lit(-1))
+    rank = Temp(ops.cast(rank, DType("float32")), "rank")
     if known_boxes:
         count = Lit(float(num_boxes))
     else:  # the kernel allocates for its limit: bring it down to the run-time box count
-        count = Temp(Call("ops.sum", [Call("ops.ones_like", [Item(rank, (0, 0))])]), "box_count")
-        limit = Call("ops.minimum", [Call("ops.cast", [limit, DType("float32")]), count])
-        limit = Temp(Call("ops.cast", [limit, DType("int32")]), "limit")
-    keys = BinOp("-", count, rank)
+        count = Temp(ops.sum(ops.ones_like(Item(rank, (0, 0)))), "box_count")
+        limit = ops.minimum(ops.cast(limit, DType("float32")), count)
+        limit = Temp(ops.cast(limit, DType("int32")), "limit")
+    keys = count - rank
     if score_threshold is not None:
-        keys = Call("ops.where", [BinOp(">", scores, score_threshold), keys, Lit(-1.0)])
+        keys = ops.where(BinOp(">", scores, score_threshold), keys, Lit(-1.0))
     keys = Temp(keys, "keys")
 
     half, zero = Temp(_tensor(0.5, "float32"), "half"), Temp(_tensor(0.0, "float32"), "zero")
@@ -258,4 +246,4 @@ def non_max_suppression(ctx: NodeContext):
         for b in range(batches)
         for c in range(classes)
     ]
-    return rows[0] if len(rows) == 1 else Call("ops.concat", [rows], {"axis": Lit(0)})
+    return rows[0] if len(rows) == 1 else ops.concat(rows, axis=Lit(0))

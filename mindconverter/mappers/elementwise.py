@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, NodeContext
+from .base import BinOp, NodeContext
 from .common import fold_operands, same_dtype_operand
 from .registry import mapper
+from .syntax import ops
 
 
 def _binary(ctx: NodeContext, op: str):
@@ -40,10 +41,8 @@ def div(ctx: NodeContext):
     """Div -> ``a / b``; integer division truncates toward zero as in ONNX."""
     dtype = ctx.output_dtype(0) or ctx.input_dtype(0)
     if dtype is not None and np.dtype(dtype).kind in "iu":
-        return Call(
-            "ops.div",
-            [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)],
-            {"rounding_mode": "trunc"},
+        return ops.div(
+            same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1), rounding_mode="trunc"
         )
     return _binary(ctx, "/")
 

@@ -9,9 +9,10 @@ import math
 import numpy as np
 from onnx import helper
 
-from .base import BinOp, Call, DType, Input, Lit, NodeContext, Temp, Unsupported
+from .base import DType, Input, Lit, NodeContext, Temp, Unsupported
 from .control_flow import body_cell
 from .registry import mapper
+from .syntax import ops
 
 _MOD_DOCS = {
     "ScoreMod": "FlexAttention's score_mod: changes the attention scores (batch, heads, query, "
@@ -61,20 +62,20 @@ def flex_attention(ctx: NodeContext):
         if heads % kv_heads:
             raise Unsupported("FlexAttention whose query heads are not a multiple of K/V heads")
         group = heads // kv_heads
-        k = Call("ops.repeat_interleave", [k, Lit(group)], {"axis": Lit(1)})
-        v = Call("ops.repeat_interleave", [v, Lit(group)], {"axis": Lit(1)})
-    scaled_k = Call("ops.swapaxes", [BinOp("*", k, Lit(root)), Lit(-1), Lit(-2)])
-    scores = Call("ops.matmul", [BinOp("*", q, Lit(root)), scaled_k])
+        k = ops.repeat_interleave(k, Lit(group), axis=Lit(1))
+        v = ops.repeat_interleave(v, Lit(group), axis=Lit(1))
+    scaled_k = ops.swapaxes(k * Lit(root), Lit(-1), Lit(-2))
+    scores = ops.matmul(q * Lit(root), scaled_k)
     scores = _cast(_cast(scores, wide, dtype), dtype, compute)
     dims = [q_shape[0], heads, q_shape[2], k_shape[2]]
     scores = _modifier(ctx, "score_mod", "ScoreMod", Temp(scores, "scores"), dims, compute)
-    probs = Call("ops.softmax", [scores], {"axis": Lit(-1)})
+    probs = ops.softmax(scores, axis=Lit(-1))
     probs = _modifier(ctx, "prob_mod", "ProbMod", Temp(probs, "probs"), dims, compute)
-    out = Call("ops.matmul", [probs, _cast(v, wide, compute)])
+    out = ops.matmul(probs, _cast(v, wide, compute))
     return _cast(out, compute, np.dtype(ctx.input_dtype(2) or dtype))
 
 
 def _cast(value, source: np.dtype, target: np.dtype):
     if np.dtype(source) == np.dtype(target):
         return value
-    return Call("ops.cast", [value, DType(np.dtype(target).name)])
+    return ops.cast(value, DType(np.dtype(target).name))

@@ -29,6 +29,7 @@ from .base import (
 )
 from .common import dim_expr, is_static
 from .registry import mapper
+from .syntax import ops
 
 
 def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
@@ -40,15 +41,15 @@ def _wrapped_indices(ctx: NodeContext, index: int, dims, int64: bool = False):
         array = np.where(array < 0, array + np.asarray(dims, np.int64), array)
         return Const(array)
     if value is not None:  # constant indices into a size known at run time
-        return BinOp("%", Const(np.asarray(value).astype(np.int64)), dims)
+        return Const(np.asarray(value).astype(np.int64)) % dims
     expr = Input(index)
     if int64 and ctx.input_dtype(index) != np.int64:
-        expr = Call("ops.cast", [expr, DType("int64")])
+        expr = ops.cast(expr, DType("int64"))
     if isinstance(dims, Expr):
-        return BinOp("%", expr, dims)
+        return expr % dims
     if isinstance(dims, (int, np.integer)):
-        return BinOp("%", expr, Lit(int(dims)))
-    return BinOp("%", expr, Const(np.asarray(dims, np.int64)))
+        return expr % Lit(int(dims))
+    return expr % Const(np.asarray(dims, np.int64))
 
 
 def _indices_along_dynamic_axis(ctx: NodeContext, axis: int):
@@ -59,8 +60,8 @@ def _indices_along_dynamic_axis(ctx: NodeContext, axis: int):
         array = np.asarray(value).astype(np.int64)
         if (array >= 0).all():
             return Const(array)
-        return BinOp("%", Const(array), dim_expr(None, 0, axis))
-    return BinOp("%", Input(1), dim_expr(None, 0, axis))
+        return Const(array) % dim_expr(None, 0, axis)
+    return Input(1) % dim_expr(None, 0, axis)
 
 
 @mapper("Gather")
@@ -89,7 +90,7 @@ def gather(ctx: NodeContext):
             weights={"embedding_table": ctx.weight(0)},
             role="embedding",
         )
-    return Call("ops.gather", [ctx.operand(0), indices, Lit(axis)])
+    return ops.gather(ctx.operand(0), indices, Lit(axis))
 
 
 @mapper("GatherElements", since=11)
@@ -105,12 +106,12 @@ def gather_elements(ctx: NodeContext):
     ):
         value = data.reshape(-1)[0].item()
         if value == 0:
-            return Call("ops.zeros_like", [Input(1)])
-        return Call("ops.full_like", [Input(1), Lit(value)])
+            return ops.zeros_like(Input(1))
+        return ops.full_like(Input(1), Lit(value))
     shape = ctx.require_shape(0)
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, dim_expr(shape[axis], 0, axis))
-    return Call("ops.gather_elements", [ctx.operand(0), Lit(axis), indices])
+    return ops.gather_elements(ctx.operand(0), Lit(axis), indices)
 
 
 def _batch_coordinates(index_shape, batch_dims: int) -> np.ndarray:
@@ -132,13 +133,13 @@ def gather_nd(ctx: NodeContext):
     elif ctx.const(1) is None and not batch_dims:
         # per-column sizes known only at run time
         dims = tuple(dim_expr(size, 0, batch_dims + k) for k, size in enumerate(sizes))
-        indices = BinOp("%", Input(1), Call("ops.tuple_to_array", [dims]))
+        indices = Input(1) % ops.tuple_to_array(dims)
     else:
         raise Unsupported("GatherND with constant or batched indices into dynamic dimensions")
     if batch_dims:
         coords = Const(_batch_coordinates(index_shape, batch_dims))
-        indices = Call("ops.concat", [(coords, indices)], {"axis": Lit(-1)})
-    return Call("ops.gather_nd", [ctx.operand(0), indices])
+        indices = ops.concat((coords, indices), axis=Lit(-1))
+    return ops.gather_nd(ctx.operand(0), indices)
 
 
 _SCATTER_ND_FUNCS = {
@@ -175,20 +176,18 @@ def _scatter_elements(ctx: NodeContext, reduction: str):
     axis = normalize_axis(int(ctx.attr("axis", 0)), len(shape))
     indices = _wrapped_indices(ctx, 1, dim_expr(shape[axis], 0, axis), int64=True)
     if reduction in ("none", "add"):
-        return Call(
-            "ops.tensor_scatter_elements",
-            [ctx.operand(0), indices, ctx.operand(2)],
-            {"axis": Lit(axis), "reduction": Lit(reduction)},
+        return ops.tensor_scatter_elements(
+            ctx.operand(0), indices, ctx.operand(2), axis=Lit(axis), reduction=Lit(reduction)
         )
     # mul/max/min: spell every element's full coordinate out and use the N-D scatter kernels
     grids = np.indices(tuple(index_shape), dtype=np.int64)
     parts = []
     for dim in range(len(shape)):
         if dim == axis:
-            parts.append(Call("ops.unsqueeze", [indices], {"dim": Lit(-1)}))
+            parts.append(ops.unsqueeze(indices, dim=Lit(-1)))
         else:
             parts.append(Const(np.ascontiguousarray(grids[dim][..., None])))
-    coords = Call("ops.concat", [tuple(parts)], {"axis": Lit(-1)})
+    coords = ops.concat(tuple(parts), axis=Lit(-1))
     return Call(_SCATTER_ND_FUNCS[reduction], [ctx.operand(0), coords, ctx.operand(2)])
 
 
@@ -230,7 +229,7 @@ def top_k(ctx: NodeContext):
     values = Item(call, 0) if ctx.has_output(0) else None
     indices = None
     if ctx.has_output(1):
-        indices = Call("ops.cast", [Item(call, 1), DType("int64")])
+        indices = ops.cast(Item(call, 1), DType("int64"))
     return Outputs([values, indices])
 
 
@@ -243,14 +242,14 @@ def _top_k_sorted(ctx: NodeContext, axis: int, k: int, largest: bool):
     does not promise and MindSpore's CPU sort keeps (in both directions)."""
     note = "ONNX puts tied values lower index first: a stable sort (ops.topk may not)"
     ordered = Temp(
-        Noted(Call("ops.sort", [Input(0)], {"axis": Lit(axis), "descending": Lit(largest)}), note),
+        Noted(ops.sort(Input(0), axis=Lit(axis), descending=Lit(largest)), note),
         "ordered",
     )
     first_k = (*([slice(None)] * axis), slice(None, k))
     values = Item(Item(ordered, 0), first_k) if ctx.has_output(0) else None
     indices = None
     if ctx.has_output(1):
-        indices = Call("ops.cast", [Item(Item(ordered, 1), first_k), DType("int64")])
+        indices = ops.cast(Item(Item(ordered, 1), first_k), DType("int64"))
     return Outputs([values, indices])
 
 
@@ -258,21 +257,17 @@ def _top_k_computed(ctx: NodeContext, axis: int):
     """TopK whose k is computed at run time (it may be 0, on an empty input): a sort, then
     the first k (ops.topk refuses k = 0)."""
     largest = bool(int(ctx.attr("largest", 1))) if ctx.opset >= 11 else True
-    ordered = Temp(
-        Call("ops.sort", [Input(0)], {"axis": Lit(axis), "descending": Lit(largest)}), "ordered"
-    )
-    first = Temp(Call("ops.arange", [Item(Input(1), 0)]), "first")
-    values = Call("ops.gather", [Item(ordered, 0), first, Lit(axis)])
-    indices = Call(
-        "ops.cast", [Call("ops.gather", [Item(ordered, 1), first, Lit(axis)]), DType("int64")]
-    )
+    ordered = Temp(ops.sort(Input(0), axis=Lit(axis), descending=Lit(largest)), "ordered")
+    first = Temp(ops.arange(Item(Input(1), 0)), "first")
+    values = ops.gather(Item(ordered, 0), first, Lit(axis))
+    indices = ops.cast(ops.gather(Item(ordered, 1), first, Lit(axis)), DType("int64"))
     return Outputs([values if ctx.has_output(0) else None, indices if ctx.has_output(1) else None])
 
 
 @mapper("NonZero", since=9)
 def non_zero(ctx: NodeContext):
     """NonZero -> ops.nonzero, transposed to ONNX's (rank, count) layout."""
-    return Call("ops.transpose", [Call("ops.nonzero", [Input(0)]), Lit((1, 0))])
+    return ops.transpose(ops.nonzero(Input(0)), Lit((1, 0)))
 
 
 @mapper("Compress", since=9)
@@ -281,7 +276,7 @@ def compress(ctx: NodeContext):
     value = ctx.operand(0)
     axis = ctx.attr("axis")
     if axis is None:
-        value = Call("ops.reshape", [value, Lit((-1,))])
+        value = ops.reshape(value, Lit((-1,)))
         axis = 0
     else:
         axis = normalize_axis(int(axis), ctx.input_rank(0))
@@ -289,8 +284,8 @@ def compress(ctx: NodeContext):
     if condition is not None:
         positions = Const(np.flatnonzero(np.asarray(condition).reshape(-1)).astype(np.int64))
     else:
-        positions = Call("ops.reshape", [Call("ops.nonzero", [Input(1)]), Lit((-1,))])
-    return Call("ops.gather", [value, positions, Lit(axis)])
+        positions = ops.reshape(ops.nonzero(Input(1)), Lit((-1,)))
+    return ops.gather(value, positions, Lit(axis))
 
 
 @mapper("Unique", since=11)
@@ -301,36 +296,25 @@ def unique(ctx: NodeContext):
         kwargs = {"axis": axis, "sort": bool(int(ctx.attr("sorted", 1)))}
         cell = Temp(Cell("UniqueSlices", kwargs, [Input(0)], role="unique"), "unique")
         return Outputs([Item(cell, i) if ctx.has_output(i) else None for i in range(4)])
-    flat = Input(0) if ctx.input_rank(0) == 1 else Call("ops.reshape", [Input(0), Lit((-1,))])
+    flat = Input(0) if ctx.input_rank(0) == 1 else ops.reshape(Input(0), Lit((-1,)))
 
     def values():
         if int(ctx.attr("sorted", 1)):
             # MindSpore keeps first-occurrence order; sorting the input first gives sorted values
-            return Item(Call("ops.unique", [Item(Call("ops.sort", [flat]), 0)]), 0)
-        return Item(Call("ops.unique", [flat]), 0)
+            return Item(ops.unique(Item(ops.sort(flat), 0)), 0)
+        return Item(ops.unique(flat), 0)
 
     def matches():  # [u, n] table: unique value u equals input element n
-        return Call(
-            "ops.cast",
-            [
-                Call(
-                    "ops.equal",
-                    [
-                        Call("ops.unsqueeze", [values()], {"dim": Lit(1)}),
-                        Call("ops.unsqueeze", [flat], {"dim": Lit(0)}),
-                    ],
-                ),
-                DType("int32"),
-            ],
+        return ops.cast(
+            ops.equal(ops.unsqueeze(values(), dim=Lit(1)), ops.unsqueeze(flat, dim=Lit(0))),
+            DType("int32"),
         )
 
     exprs = [
         values() if ctx.has_output(0) else None,
-        Call("ops.argmax", [matches()], {"dim": Lit(1)}) if ctx.has_output(1) else None,
-        Call("ops.argmax", [matches()], {"dim": Lit(0)}) if ctx.has_output(2) else None,
-        Call("ops.cast", [Call("ops.sum", [matches()], {"dim": Lit(1)}), DType("int64")])
-        if ctx.has_output(3)
-        else None,
+        ops.argmax(matches(), dim=Lit(1)) if ctx.has_output(1) else None,
+        ops.argmax(matches(), dim=Lit(0)) if ctx.has_output(2) else None,
+        ops.cast(ops.sum(matches(), dim=Lit(1)), DType("int64")) if ctx.has_output(3) else None,
     ]
     return Outputs(exprs)
 
@@ -356,17 +340,13 @@ def tensor_scatter(ctx: NodeContext):
     )
     source = Const(positions)
     if ctx.has_input(2):
-        start = Call("ops.reshape", [Input(2), Lit((-1,) + (1,) * (rank - 1))])
-        source = BinOp("-", source, start)
+        start = ops.reshape(Input(2), Lit((-1,) + (1,) * (rank - 1)))
+        source = source - start
         if mode == "circular":
-            source = BinOp("%", BinOp("+", source, Lit(length)), Lit(length))
+            source = (source + Lit(length)) % Lit(length)
     source = Temp(source, "source")
-    inside = Call("ops.logical_and", [BinOp(">=", source, Lit(0)), BinOp("<", source, Lit(count))])
+    inside = ops.logical_and(BinOp(">=", source, Lit(0)), BinOp("<", source, Lit(count)))
     index_shape = tuple(update_shape[a] if a != axis else length for a in range(rank))
-    index = Call(
-        "ops.broadcast_to", [Call("ops.clip", [source, Lit(0), Lit(count - 1)]), Lit(index_shape)]
-    )
-    written = Call("ops.gather_elements", [Input(1), Lit(axis), index])
-    return Call(
-        "ops.where", [Call("ops.broadcast_to", [inside, Lit(tuple(shape))]), written, Input(0)]
-    )
+    index = ops.broadcast_to(ops.clip(source, Lit(0), Lit(count - 1)), Lit(index_shape))
+    written = ops.gather_elements(Input(1), Lit(axis), index)
+    return ops.where(ops.broadcast_to(inside, Lit(tuple(shape))), written, Input(0))

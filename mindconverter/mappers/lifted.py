@@ -8,7 +8,6 @@ from onnx import numpy_helper
 
 from ..graph.weight_steps import Transpose
 from .base import (
-    BinOp,
     Call,
     Cell,
     DType,
@@ -21,6 +20,7 @@ from .base import (
     normalize_axis,
 )
 from .registry import mapper
+from .syntax import ops
 
 DOMAIN = "ai.mindconverter"
 
@@ -81,7 +81,7 @@ def gelu(ctx: NodeContext):
 @mapper("Silu", domain=DOMAIN)
 def silu(ctx: NodeContext):
     """Silu (a lifted ``x * sigmoid(x)``) -> ops.silu."""
-    return Call("ops.silu", [Input(0)])
+    return ops.silu(Input(0))
 
 
 @mapper("Linear", domain=DOMAIN)
@@ -132,7 +132,7 @@ def full_like(ctx: NodeContext):
     array = np.asarray(value if isinstance(value, np.ndarray) else numpy_helper.to_array(value))
     array = array.reshape(-1)
     item = array[0].item()
-    return Call("ops.full_like", [Input(0), Lit(item)], {"dtype": DType(array.dtype.name)})
+    return ops.full_like(Input(0), Lit(item), dtype=DType(array.dtype.name))
 
 
 @mapper("RotateEveryTwo", domain=DOMAIN)
@@ -161,5 +161,5 @@ def apply_rotary(ctx: NodeContext):
     """ApplyRotary (a lifted ``x * cos + RotateHalf(x) * sin``) -> ``x * cos + rotate_half(x) * sin``
     (``rotate_every_two`` for the interleaved kind)."""
     turn = "rotate_every_two" if ctx.attr("interleaved", 0) else "rotate_half"
-    turned = BinOp("*", Call(turn, [Input(0)]), Input(2))
-    return BinOp("+", BinOp("*", Input(0), Input(1)), turned)
+    turned = Call(turn, [Input(0)]) * Input(2)
+    return Input(0) * Input(1) + turned

@@ -7,7 +7,6 @@ import numpy as np
 from ..graph.weight_steps import Transpose
 from .base import (
     BinOp,
-    Call,
     Cell,
     Input,
     Lit,
@@ -17,6 +16,7 @@ from .base import (
 )
 from .common import dim_expr
 from .registry import mapper
+from .syntax import ops
 
 
 def _dense(ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, transform, bias=None):
@@ -53,7 +53,7 @@ def gemm(ctx: NodeContext):
     weight stored as [in, out] (GPT-2's Conv1D) is held transposed, the transform recorded."""
     alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
     trans_a, trans_b = int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0))
-    a = Call("ops.transpose", [Input(0), Lit((1, 0))]) if trans_a else Input(0)
+    a = ops.transpose(Input(0), Lit((1, 0))) if trans_a else Input(0)
     b_value = ctx.const(1)
     c_value = ctx.const(2) if ctx.has_input(2) else None
     bias = None
@@ -77,13 +77,13 @@ def gemm(ctx: NodeContext):
             bias = _zero_bias(ctx, out_features, weight.dtype)
         product = _dense(ctx, a, 1, weight, () if trans_b else (Transpose((1, 0)),), bias)
     else:
-        b = Call("ops.transpose", [Input(1), Lit((1, 0))]) if trans_b else Input(1)
-        product = Call("ops.matmul", [a, b])
+        b = ops.transpose(Input(1), Lit((1, 0))) if trans_b else Input(1)
+        product = ops.matmul(a, b)
     if alpha != 1.0:
-        product = BinOp("*", product, Lit(alpha))
+        product = product * Lit(alpha)
     if ctx.has_input(2) and bias is None:
         c = ctx.operand(2)
-        product = BinOp("+", product, c if beta == 1.0 else BinOp("*", c, Lit(beta)))
+        product = BinOp("+", product, c if beta == 1.0 else c * Lit(beta))
     return product
 
 
@@ -101,7 +101,7 @@ def matmul(ctx: NodeContext):
         and not ctx.is_const(0)
     ):
         return _dense(ctx, Input(0), 1, b_value.T, (Transpose((1, 0)),))
-    return Call("ops.matmul", [ctx.operand(0), ctx.operand(1)])
+    return ops.matmul(ctx.operand(0), ctx.operand(1))
 
 
 def _parse_einsum(equation: str, ranks: list[int]):
@@ -142,14 +142,14 @@ def _einsum_sum_out(expr, term: str, sizes: dict[str, int], keep: set[str]):
     drop = tuple(i for i, ch in enumerate(term) if ch not in keep)
     if not drop:
         return expr, term
-    expr = Call("ops.sum", [expr], {"dim": Lit(drop[0] if len(drop) == 1 else drop)})
+    expr = ops.sum(expr, dim=Lit(drop[0] if len(drop) == 1 else drop))
     return expr, "".join(ch for ch in term if ch in keep)
 
 
 def _einsum_permute(expr, term: str, order: str):
     if term == order:
         return expr
-    return Call("ops.transpose", [expr, Lit(tuple(term.index(ch) for ch in order))])
+    return ops.transpose(expr, Lit(tuple(term.index(ch) for ch in order)))
 
 
 def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
@@ -166,13 +166,13 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
     b = _einsum_permute(b, tb, "".join(batch + contract + right))
     bsz = tuple(sizes[ch] for ch in batch)
     if len(left) != 1 or len(contract) != 1:
-        a = Call("ops.reshape", [a, _einsum_shape(bsz + (prod(left), prod(contract)))])
+        a = ops.reshape(a, _einsum_shape(bsz + (prod(left), prod(contract))))
     if len(right) != 1 or len(contract) != 1:
-        b = Call("ops.reshape", [b, _einsum_shape(bsz + (prod(contract), prod(right)))])
-    expr = Call("ops.matmul", [a, b])
+        b = ops.reshape(b, _einsum_shape(bsz + (prod(contract), prod(right))))
+    expr = ops.matmul(a, b)
     term = "".join(batch + left + right)
     if len(left) != 1 or len(right) != 1:
-        expr = Call("ops.reshape", [expr, _einsum_shape(tuple(sizes[ch] for ch in term))])
+        expr = ops.reshape(expr, _einsum_shape(tuple(sizes[ch] for ch in term)))
     return expr, term
 
 
@@ -185,7 +185,7 @@ def _einsum_product(values: list):
     expr = dynamic[0]
     for value in dynamic[1:]:
         expr = BinOp("*", expr, value)
-    return expr if known == 1 else BinOp("*", expr, Lit(known))
+    return expr if known == 1 else expr * Lit(known)
 
 
 def _einsum_shape(values: tuple):
@@ -202,7 +202,7 @@ def _einsum_diagonals(expr, term: str):
         letter = next(ch for ch in term if term.count(ch) > 1)
         first = term.index(letter)
         second = term.index(letter, first + 1)
-        expr = Call("ops.diagonal", [expr], {"dim1": Lit(first), "dim2": Lit(second)})
+        expr = ops.diagonal(expr, dim1=Lit(first), dim2=Lit(second))
         term = term[:first] + term[first + 1 : second] + term[second + 1 :] + letter
     return expr, term
 
@@ -250,4 +250,4 @@ def einsum(ctx: NodeContext):
 @mapper("Det", since=11)
 def det(ctx: NodeContext):
     """Det -> ops.det over the last two axes."""
-    return Call("ops.det", [Input(0)])
+    return ops.det(Input(0))

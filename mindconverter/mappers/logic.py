@@ -9,6 +9,7 @@ from __future__ import annotations
 from .base import BinOp, Call, Input, NodeContext
 from .common import same_dtype_operand
 from .registry import mapper
+from .syntax import ops
 
 
 def _operands(ctx: NodeContext):
@@ -36,7 +37,7 @@ def xor(ctx: NodeContext):
 @mapper("Not")
 def not_(ctx: NodeContext):
     """Not -> ops.logical_not."""
-    return Call("ops.logical_not", [Input(0)])
+    return ops.logical_not(Input(0))
 
 
 def _compare(ctx: NodeContext, op: str):

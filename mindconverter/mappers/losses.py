@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, DType, Input, Lit, Neg, NodeContext, Outputs, Temp, Unsupported
+from .base import BinOp, DType, Input, Lit, Neg, NodeContext, Outputs, Temp, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 
 def _reduction(ctx: NodeContext) -> str:
@@ -34,30 +35,26 @@ def _nll(ctx: NodeContext, log_prob):
     if ignore is not None:
         keep = Temp(BinOp("!=", Input(1), Lit(int(ignore))), "keep")
         # ignored targets may lie outside [0, C): gather class 0 there, its weight is 0
-        target = Temp(
-            Call("ops.where", [keep, Input(1), Call("ops.zeros_like", [Input(1)])]), "target"
-        )
-    picked = Call(
-        "ops.gather_elements", [log_prob, Lit(1), Call("ops.unsqueeze", [target, Lit(1)])]
-    )
-    loss = Neg(Call("ops.squeeze", [picked, Lit(1)]))
+        target = Temp(ops.where(keep, Input(1), ops.zeros_like(Input(1))), "target")
+    picked = ops.gather_elements(log_prob, Lit(1), ops.unsqueeze(target, Lit(1)))
+    loss = Neg(ops.squeeze(picked, Lit(1)))
     weight = None
     if ctx.has_input(2):
-        weight = Call("ops.gather", [ctx.operand(2), target, Lit(0)])
+        weight = ops.gather(ctx.operand(2), target, Lit(0))
         if ignore is not None:
-            weight = BinOp("*", weight, Call("ops.cast", [keep, DType(dtype.name)]))
+            weight = weight * ops.cast(keep, DType(dtype.name))
     elif ignore is not None:
-        weight = Call("ops.cast", [keep, DType(dtype.name)])
+        weight = ops.cast(keep, DType(dtype.name))
     if weight is not None:
         weight = Temp(weight, "class_weight")
-        loss = BinOp("*", loss, weight)
+        loss = loss * weight
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return Call("ops.sum", [loss])
+        return ops.sum(loss)
     if weight is None:
-        return Call("ops.mean", [loss])
-    return BinOp("/", Call("ops.sum", [loss]), Call("ops.sum", [weight]))
+        return ops.mean(loss)
+    return ops.sum(loss) / ops.sum(weight)
 
 
 @mapper("NegativeLogLikelihoodLoss", since=12)
@@ -70,7 +67,7 @@ def negative_log_likelihood_loss(ctx: NodeContext):
 def softmax_cross_entropy_loss(ctx: NodeContext):
     """SoftmaxCrossEntropyLoss -> ops.log_softmax over the class axis, then the NLL loss;
     the optional second output is the log-probabilities."""
-    log_prob = Temp(Call("ops.log_softmax", [Input(0), Lit(1)]), "log_prob")
+    log_prob = Temp(ops.log_softmax(Input(0), Lit(1)), "log_prob")
     loss = _nll(ctx, log_prob)
     if ctx.num_outputs > 1:
         return Outputs([loss, log_prob if ctx.output_used(1) else None])

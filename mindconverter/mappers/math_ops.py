@@ -23,6 +23,7 @@ from .base import (
 )
 from .common import cast_to, fold_operands, require_dtype, same_dtype_operand
 from .registry import mapper
+from .syntax import ops
 
 
 def _kind(ctx: NodeContext, index: int = 0) -> str:
@@ -65,11 +66,11 @@ def log(ctx: NodeContext):
     computed in float64."""
     if _kind(ctx) in "iub":
         dtype = require_dtype(ctx, 0)
-        return cast_to(Call("ops.log", [cast_to(Input(0), np.float32)]), dtype)
+        return cast_to(ops.log(cast_to(Input(0), np.float32)), dtype)
     if ctx.input_dtype(0) == np.float32 and _truncated(ctx, ctx.node.outputs[0]):
-        precise = Call("ops.log", [cast_to(Input(0), np.float64)])
+        precise = ops.log(cast_to(Input(0), np.float64))
         return Noted(cast_to(precise, np.float32), LOG_WHY)
-    return Call("ops.log", [Input(0)])
+    return ops.log(Input(0))
 
 
 def _truncated(ctx: NodeContext, name: str, depth: int = 4) -> bool:
@@ -109,7 +110,7 @@ def abs_(ctx: NodeContext):
     """Abs -> ops.abs (unsigned values are their own absolute value)."""
     if _kind(ctx) == "u":
         return Input(0)
-    return Call("ops.abs", [Input(0)])
+    return ops.abs(Input(0))
 
 
 @mapper("Neg")
@@ -127,8 +128,8 @@ def sign(ctx: NodeContext):
         if kind == "u":
             return cast_to(cast_to(Input(0), np.bool_), dtype)
         if dtype.itemsize < 4:
-            return cast_to(Call("ops.sign", [cast_to(Input(0), np.int32)]), dtype)
-    return Call("ops.sign", [Input(0)])
+            return cast_to(ops.sign(cast_to(Input(0), np.int32)), dtype)
+    return ops.sign(Input(0))
 
 
 def _scalar_exponent(ctx: NodeContext, base_kind: str) -> Lit | None:
@@ -156,15 +157,15 @@ def pow_(ctx: NodeContext):
     base_kind = base_dtype.kind
     literal = _scalar_exponent(ctx, base_kind)
     if literal is not None:
-        return BinOp("**", Input(0), literal)
+        return Input(0) ** literal
     exponent = ctx.operand(1) if ctx.is_const(1) else Input(1)
     exp_dtype = ctx.input_dtype(1)
     if base_kind in "iu" and exp_dtype is not None and np.dtype(exp_dtype).kind == "f":
-        raised = Call("ops.pow", [cast_to(Input(0), np.float64), cast_to(exponent, np.float64)])
+        raised = ops.pow(cast_to(Input(0), np.float64), cast_to(exponent, np.float64))
         return cast_to(raised, base_dtype)
     if exp_dtype is not None and np.dtype(exp_dtype) != base_dtype:
         exponent = cast_to(exponent, base_dtype)
-    return Call("ops.pow", [Input(0), exponent])
+    return ops.pow(Input(0), exponent)
 
 
 @mapper("Mod", since=10)
@@ -186,16 +187,14 @@ def mod(ctx: NodeContext):
 def _float_mod(x, y):
     """numpy's mod on floats: C's fmod (x itself for a finite x over an infinite y), moved by
     y when its sign differs from y's; a zero result takes y's sign."""
-    finite_by_infinite = Call(
-        "ops.logical_and", [Call("ops.isinf", [y]), Call("ops.isfinite", [x])]
-    )
-    rest = Temp(Call("ops.where", [finite_by_infinite, x, Call("ops.fmod", [x, y])]), "rest")
-    other_sign = Call("ops.logical_xor", [BinOp("<", rest, Lit(0)), BinOp("<", y, Lit(0))])
-    moved = Call("ops.logical_and", [BinOp("!=", rest, Lit(0)), other_sign])
-    rest = Temp(Call("ops.where", [moved, BinOp("+", rest, y), rest]), "rest")
-    zero = Temp(Call("ops.zeros_like", [rest]), "zero")  # in x's dtype (a literal is float32)
-    signed_zero = Call("ops.where", [BinOp("<", y, Lit(0)), Neg(zero), zero])
-    return Call("ops.where", [BinOp("==", rest, Lit(0)), signed_zero, rest])
+    finite_by_infinite = ops.logical_and(ops.isinf(y), ops.isfinite(x))
+    rest = Temp(ops.where(finite_by_infinite, x, ops.fmod(x, y)), "rest")
+    other_sign = ops.logical_xor(BinOp("<", rest, Lit(0)), BinOp("<", y, Lit(0)))
+    moved = ops.logical_and(BinOp("!=", rest, Lit(0)), other_sign)
+    rest = Temp(ops.where(moved, rest + y, rest), "rest")
+    zero = Temp(ops.zeros_like(rest), "zero")  # in x's dtype (a literal is float32)
+    signed_zero = ops.where(BinOp("<", y, Lit(0)), Neg(zero), zero)
+    return ops.where(BinOp("==", rest, Lit(0)), signed_zero, rest)
 
 
 def _variadic(ctx: NodeContext, func: str):
@@ -210,7 +209,7 @@ def max_(ctx: NodeContext):
     if dtype is not None and np.dtype(dtype) == np.uint16:
         operands = [cast_to(Input(0), np.int32)]
         operands += [cast_to(ctx.operand(index), np.int32) for index in range(1, ctx.num_inputs)]
-        return cast_to(fold_operands(operands, lambda a, b: Call("ops.maximum", [a, b])), dtype)
+        return cast_to(fold_operands(operands, lambda a, b: ops.maximum(a, b)), dtype)
     return _variadic(ctx, "ops.maximum")
 
 
@@ -227,7 +226,7 @@ def mean(ctx: NodeContext):
     expr = fold_operands(operands, lambda left, right: BinOp("+", left, right))
     if ctx.num_inputs == 1:
         return expr
-    return BinOp("/", expr, Lit(float(ctx.num_inputs)))
+    return expr / Lit(float(ctx.num_inputs))
 
 
 @mapper("Where", since=9)
@@ -242,7 +241,7 @@ def where(ctx: NodeContext):
 @mapper("IsNaN", since=9)
 def is_nan(ctx: NodeContext):
     """IsNaN -> ops.isnan."""
-    return Call("ops.isnan", [Input(0)])
+    return ops.isnan(Input(0))
 
 
 @mapper("IsInf", since=10)
@@ -251,12 +250,12 @@ def is_inf(ctx: NodeContext):
     positive = int(ctx.attr("detect_positive", 1))
     negative = int(ctx.attr("detect_negative", 1))
     if positive and negative:
-        return Call("ops.isinf", [Input(0)])
+        return ops.isinf(Input(0))
     if positive:
         return BinOp("==", Input(0), Lit(float("inf")))
     if negative:
         return BinOp("==", Input(0), Lit(float("-inf")))
-    return Call("ops.zeros_like", [Input(0)], {"dtype": DType("bool")})
+    return ops.zeros_like(Input(0), dtype=DType("bool"))
 
 
 @mapper("BitShift", since=11)
@@ -282,11 +281,11 @@ def bit_shift(ctx: NodeContext):
         return Call(func, [x, amount])
     out_of_range = BinOp(">=", amount, Const(np.array(bits, dtype)))
     if dtype.kind == "i":
-        out_of_range = BinOp("|", BinOp("<", amount, Const(np.array(0, dtype))), out_of_range)
+        out_of_range = BinOp("<", amount, Const(np.array(0, dtype))) | out_of_range
         if direction == "RIGHT":  # shifting by bits - 1 leaves only the sign fill
-            clamped = Call("ops.where", [out_of_range, Const(np.array(bits - 1, dtype)), amount])
+            clamped = ops.where(out_of_range, Const(np.array(bits - 1, dtype)), amount)
             return Call(func, [x, clamped])
-    return Call("ops.where", [out_of_range, Call("ops.zeros_like", [x]), Call(func, [x, amount])])
+    return ops.where(out_of_range, ops.zeros_like(x), Call(func, [x, amount]))
 
 
 def _bitwise(ctx: NodeContext, func: str):
@@ -314,4 +313,4 @@ def bitwise_xor(ctx: NodeContext):
 @mapper("BitwiseNot", since=18)
 def bitwise_not(ctx: NodeContext):
     """BitwiseNot -> ops.invert."""
-    return Call("ops.invert", [Input(0)])
+    return ops.invert(Input(0))

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import BinOp, Call, Const, DType, Input, Lit, NodeContext, Temp, Unsupported
+from .base import Call, Const, DType, Input, Lit, NodeContext, Temp, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 DOMAIN = "ai.onnx.ml"
 # A forest becomes a (nodes x paths) matrix: keep it within a few hundred megabytes.
@@ -19,8 +20,8 @@ MAX_PATH_MATRIX = 50_000_000
 def binarizer(ctx: NodeContext):
     """Binarizer -> 1 where x > threshold, else 0, in x's dtype."""
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
-    above = Call("ops.gt", [Input(0), Lit(float(ctx.attr("threshold", 0.0)))])
-    return Call("ops.cast", [above, DType(dtype.name)])
+    above = ops.gt(Input(0), Lit(float(ctx.attr("threshold", 0.0))))
+    return ops.cast(above, DType(dtype.name))
 
 
 @mapper("ArrayFeatureExtractor", domain=DOMAIN)
@@ -28,10 +29,10 @@ def array_feature_extractor(ctx: NodeContext):
     """ArrayFeatureExtractor -> gather along the last axis with the flattened indices; a vector
     gives one row (as onnxruntime does)."""
     shape = ctx.require_shape(0)
-    indices = Call("ops.reshape", [Input(1), Lit((-1,))])
-    picked = Call("ops.gather", [Input(0), indices, Lit(len(shape) - 1)])
+    indices = ops.reshape(Input(1), Lit((-1,)))
+    picked = ops.gather(Input(0), indices, Lit(len(shape) - 1))
     if len(shape) == 1:
-        return Call("ops.unsqueeze", [picked], {"dim": Lit(0)})
+        return ops.unsqueeze(picked, dim=Lit(0))
     return picked
 
 
@@ -131,26 +132,26 @@ def _split_tests(ctx: NodeContext, forest: _Forest, dtype: np.dtype):
     modes = np.asarray(ctx.attr("nodes_modes")).reshape(-1)[forest.nodes]
     splits = np.asarray(ctx.attr("nodes_splits")).reshape(-1)[forest.nodes].astype(dtype)
     features = np.asarray(ctx.attr("nodes_featureids"), np.int64)[forest.nodes]
-    values = Temp(Call("ops.gather", [Input(0), Const(features), Lit(1)]), "split_values")
+    values = Temp(ops.gather(Input(0), Const(features), Lit(1)), "split_values")
     names = {0: "ops.le", 1: "ops.lt", 2: "ops.ge", 3: "ops.gt", 4: "ops.eq", 5: "ops.ne"}
     tests = None
     for mode in sorted(set(int(m) for m in modes)):
         if mode == 6:
             table = Const(_members(ctx, forest).astype(dtype))
-            hit = Call("ops.eq", [Call("ops.unsqueeze", [values], {"dim": Lit(2)}), table])
-            test = Call("ops.any", [hit, Lit(2)])
+            hit = ops.eq(ops.unsqueeze(values, dim=Lit(2)), table)
+            test = ops.any(hit, Lit(2))
         elif mode in names:
             test = Call(names[mode], [values, Const(splits)])
         else:
             raise Unsupported(f"TreeEnsemble node mode {mode}")
         if len(set(int(m) for m in modes)) > 1:
-            test = Call("ops.logical_and", [test, Const(modes == mode)])
-        tests = test if tests is None else Call("ops.logical_or", [tests, test])
+            test = ops.logical_and(test, Const(modes == mode))
+        tests = test if tests is None else ops.logical_or(tests, test)
     missing = ctx.attr("nodes_missing_value_tracks_true")
     if missing is not None and np.any(np.asarray(missing)[forest.nodes]):
         tracks = Const(np.asarray(missing)[forest.nodes].astype(bool))
-        nan = Call("ops.logical_and", [Call("ops.isnan", [values]), tracks])
-        tests = Call("ops.logical_or", [tests, nan])
+        nan = ops.logical_and(ops.isnan(values), tracks)
+        tests = ops.logical_or(tests, nan)
     return tests
 
 
@@ -164,16 +165,13 @@ def _aggregate(ctx: NodeContext, forest: _Forest, reached, dtype: np.dtype):
         table[np.arange(len(forest.leaves)), target_ids] = weights
         if function == 0:
             table /= forest.trees
-        return Call("ops.matmul", [Call("ops.cast", [reached, DType(dtype.name)]), Const(table)])
+        return ops.matmul(ops.cast(reached, DType(dtype.name)), Const(table))
     if function not in (2, 3):
         raise Unsupported(f"TreeEnsemble aggregate_function {function}")
     fill = np.finfo(dtype).max if function == 2 else np.finfo(dtype).min
     table = np.full((len(forest.leaves), targets), fill, dtype)
     table[np.arange(len(forest.leaves)), target_ids] = weights
-    picked = Call(
-        "ops.where",
-        [Call("ops.unsqueeze", [reached], {"dim": Lit(2)}), Const(table), Lit(float(fill))],
-    )
+    picked = ops.where(ops.unsqueeze(reached, dim=Lit(2)), Const(table), Lit(float(fill)))
     return Call("ops.amin" if function == 2 else "ops.amax", [picked, Lit(1)])
 
 
@@ -191,22 +189,18 @@ def tree_ensemble(ctx: NodeContext):
         raise Unsupported(f"TreeEnsemble post_transform {transform}")
     forest = _forest(ctx)
     if forest.nodes:
-        tests = Temp(
-            Call("ops.cast", [_split_tests(ctx, forest, dtype), DType("float32")]), "tests"
+        tests = Temp(ops.cast(_split_tests(ctx, forest, dtype), DType("float32")), "tests")
+        agree = ops.matmul(tests, Const(forest.paths_true)) + ops.matmul(
+            Lit(1.0) - tests, Const(forest.paths_false)
         )
-        agree = BinOp(
-            "+",
-            Call("ops.matmul", [tests, Const(forest.paths_true)]),
-            Call("ops.matmul", [BinOp("-", Lit(1.0), tests), Const(forest.paths_false)]),
-        )
-        reached = Call("ops.eq", [agree, Const(forest.lengths)])
+        reached = ops.eq(agree, Const(forest.lengths))
     else:  # every tree is a single leaf
-        rows = Call("ops.ones_like", [Call("ops.gather", [Input(0), Lit(0), Lit(1)])])
-        reached = Call("ops.gt", [Call("ops.unsqueeze", [rows], {"dim": Lit(1)}), Lit(0.0)])
-        reached = Call("ops.tile", [reached, Lit((1, len(forest.leaves)))])
+        rows = ops.ones_like(ops.gather(Input(0), Lit(0), Lit(1)))
+        reached = ops.gt(ops.unsqueeze(rows, dim=Lit(1)), Lit(0.0))
+        reached = ops.tile(reached, Lit((1, len(forest.leaves))))
     scores = _aggregate(ctx, forest, reached, dtype)
     if transform == 1:
-        return Call("ops.softmax", [scores, Lit(-1)])
+        return ops.softmax(scores, Lit(-1))
     if transform == 2:
-        return Call("ops.sigmoid", [scores])
+        return ops.sigmoid(scores)
     return scores

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BinOp, Call, Cell, DType, Lit
+from .base import Cell, DType, Lit
+from .syntax import ops
 
 # Per float type: the NarrowFloat cell's settings (ONNX's table for Cast with ``saturate``).
 FLOAT_FORMATS = {
@@ -50,7 +51,7 @@ def cast_to_narrow(value, source: np.dtype, target: np.dtype, saturate: bool, ro
         if name != "float4_e2m1fn" and not saturate:
             settings["saturate"] = False
         if source.kind == "b":
-            value = Call("ops.cast", [value, DType("float32")])
+            value = ops.cast(value, DType("float32"))
         return Cell(
             "NarrowFloat",
             kwargs={k: Lit(v) for k, v in settings.items()},
@@ -65,10 +66,10 @@ def cast_to_narrow(value, source: np.dtype, target: np.dtype, saturate: bool, ro
     low, count = INT_FORMATS[name]
     if source.kind == "f" or source.name in NARROW_TYPES:
         # beyond int64 (and inf, NaN) the reference's integer conversion keeps no low bits
-        in_range = Call("ops.lt", [Call("ops.abs", [value]), Lit(float(2**62))])
-        value = Call("ops.where", [in_range, Call("ops.trunc", [value]), Lit(0.0)])
-    whole = Call("ops.cast", [value, DType("int64")])
-    wrapped = BinOp("%", whole if low == 0 else BinOp("-", whole, Lit(low)), Lit(count))
+        in_range = ops.lt(ops.abs(value), Lit(float(2**62)))
+        value = ops.where(in_range, ops.trunc(value), Lit(0.0))
+    whole = ops.cast(value, DType("int64"))
+    wrapped = (whole if low == 0 else whole - Lit(low)) % Lit(count)
     if low:
-        wrapped = BinOp("+", wrapped, Lit(low))
-    return Call("ops.cast", [wrapped, DType(CONTAINER_NAMES[name])])
+        wrapped = wrapped + Lit(low)
+    return ops.cast(wrapped, DType(CONTAINER_NAMES[name]))

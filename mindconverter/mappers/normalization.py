@@ -8,7 +8,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Cell,
     DType,
     Input,
@@ -22,6 +21,7 @@ from .base import (
     normalize_axis,
 )
 from .registry import mapper
+from .syntax import ops
 
 
 @mapper("BatchNormalization")
@@ -81,11 +81,11 @@ def _batch_norm_functional(ctx: NodeContext):
     channel_shape = (-1,) + (1,) * (rank - 2)
 
     def per_channel(index):
-        return Call("ops.reshape", [ctx.operand(index), Lit(channel_shape)])
+        return ops.reshape(ctx.operand(index), Lit(channel_shape))
 
-    spread = Call("ops.sqrt", [BinOp("+", per_channel(4), Lit(eps))])
-    normalized = BinOp("/", BinOp("-", Input(0), per_channel(3)), spread)
-    return BinOp("+", BinOp("*", normalized, per_channel(1)), per_channel(2))
+    spread = ops.sqrt(per_channel(4) + Lit(eps))
+    normalized = (Input(0) - per_channel(3)) / spread
+    return normalized * per_channel(1) + per_channel(2)
 
 
 def _batch_norm_with_running_stats(ctx: NodeContext) -> Outputs:
@@ -98,23 +98,17 @@ def _batch_norm_with_running_stats(ctx: NodeContext) -> Outputs:
     channel_shape = (-1,) + (1,) * (rank - 2)
 
     def per_channel(expr):
-        return Call("ops.reshape", [expr, Lit(channel_shape)])
+        return ops.reshape(expr, Lit(channel_shape))
 
     x = Input(0)
-    mean = Temp(Call("ops.mean", [x], {"axis": Lit(axes)}), "batch_mean")
-    centered = Temp(BinOp("-", x, per_channel(mean)), "centered")
-    var = Temp(Call("ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes)}), "batch_var")
-    scale = BinOp(
-        "/", per_channel(ctx.operand(1)), Call("ops.sqrt", [BinOp("+", per_channel(var), Lit(eps))])
-    )
-    y = BinOp("+", BinOp("*", centered, scale), per_channel(ctx.operand(2)))
+    mean = Temp(ops.mean(x, axis=Lit(axes)), "batch_mean")
+    centered = Temp(x - per_channel(mean), "centered")
+    var = Temp(ops.mean(centered * centered, axis=Lit(axes)), "batch_var")
+    scale = per_channel(ctx.operand(1)) / ops.sqrt(per_channel(var) + Lit(eps))
+    y = centered * scale + per_channel(ctx.operand(2))
 
     def running(index, batch):
-        return BinOp(
-            "+",
-            BinOp("*", ctx.operand(index), Lit(momentum)),
-            BinOp("*", batch, Lit(1.0 - momentum)),
-        )
+        return ctx.operand(index) * Lit(momentum) + batch * Lit(1.0 - momentum)
 
     exprs = [y, running(3, mean), running(4, var)]
     return Outputs(
@@ -139,21 +133,18 @@ def lrn(ctx: NodeContext):
         float(ctx.attr("bias", 1.0)),
     )
     x = Input(0)
-    squares = BinOp("*", x, x)
+    squares = x * x
     shape = ctx.require_shape(0)
     if rank != 4:  # fold the spatial axes into one so the window runs over (N, 1, C, S, 1)
-        squares = Call("ops.reshape", [squares, Lit((shape[0], shape[1], -1, 1))])
+        squares = ops.reshape(squares, Lit((shape[0], shape[1], -1, 1)))
     before, after = (size - 1) // 2, size // 2
-    padded = Call(
-        "ops.pad",
-        [Call("ops.unsqueeze", [squares], {"dim": Lit(1)}), Lit((0, 0, 0, 0, before, after))],
-    )
-    window = Call("ops.avg_pool3d", [padded], {"kernel_size": Lit((size, 1, 1)), "stride": Lit(1)})
-    mean = Call("ops.squeeze", [window], {"axis": Lit(1)})
+    padded = ops.pad(ops.unsqueeze(squares, dim=Lit(1)), Lit((0, 0, 0, 0, before, after)))
+    window = ops.avg_pool3d(padded, kernel_size=Lit((size, 1, 1)), stride=Lit(1))
+    mean = ops.squeeze(window, axis=Lit(1))
     if rank != 4:
-        mean = Call("ops.reshape", [mean, Lit(tuple(shape))])
-    scale = Call("ops.pow", [BinOp("+", Lit(bias), BinOp("*", Lit(alpha), mean)), Lit(beta)])
-    return BinOp("/", x, scale)
+        mean = ops.reshape(mean, Lit(tuple(shape)))
+    scale = ops.pow(Lit(bias) + Lit(alpha) * mean, Lit(beta))
+    return x / scale
 
 
 def _group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight, eps: float):
@@ -171,21 +162,17 @@ def _group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight,
 def _normalized(ctx: NodeContext, axes: tuple[int, ...], eps: float):
     """``(x - mean) / sqrt(var + eps)`` over ``axes`` with functional ops (population variance)."""
     centered = Temp(
-        BinOp(
-            "-", Input(0), Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)})
-        ),
+        Input(0) - ops.mean(Input(0), axis=Lit(axes), keep_dims=Lit(True)),
         "centered",
     )
-    var = Call(
-        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
-    )
-    return BinOp("*", centered, Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]))
+    var = ops.mean(centered * centered, axis=Lit(axes), keep_dims=Lit(True))
+    return centered * ops.rsqrt(var + Lit(eps))
 
 
 def _channel_operand(ctx: NodeContext, index: int, rank: int):
     """A per-channel vector input (scale/bias) shaped to broadcast over (N, C, *spatial)."""
     shape = (-1,) + (1,) * (rank - 2)
-    return Call("ops.reshape", [ctx.operand(index), Lit(shape)])
+    return ops.reshape(ctx.operand(index), Lit(shape))
 
 
 @mapper("InstanceNormalization", since=6)
@@ -203,9 +190,7 @@ def instance_norm(ctx: NodeContext):
         channels = int(ctx.require_shape(0)[1])
         return _group_norm_cell(ctx, channels, ctx.weight(1), ctx.weight(2), eps)
     normalized = _normalized(ctx, tuple(range(2, rank)), eps)
-    return BinOp(
-        "+", BinOp("*", normalized, _channel_operand(ctx, 1, rank)), _channel_operand(ctx, 2, rank)
-    )
+    return BinOp("*", normalized, _channel_operand(ctx, 1, rank)) + _channel_operand(ctx, 2, rank)
 
 
 @mapper("LayerNormalization", since=17)
@@ -247,22 +232,20 @@ def layer_norm(ctx: NodeContext):
             role="norm",
         )
     # ops.layer_norm has no CPU kernel: normalize with functional ops instead
-    y = BinOp("*", _normalized(ctx, tuple(range(axis, len(shape))), eps), ctx.operand(1))
-    y = BinOp("+", y, ctx.operand(2)) if ctx.has_input(2) else y
+    y = _normalized(ctx, tuple(range(axis, len(shape))), eps) * ctx.operand(1)
+    y = y + ctx.operand(2) if ctx.has_input(2) else y
     return Noted(y, "layer norm written out: ops.layer_norm has no CPU kernel")
 
 
 def _layer_norm_with_statistics(ctx: NodeContext, axes: tuple[int, ...], eps: float):
     """LayerNormalization with its Mean and InvStdDev outputs (training graphs), as functional ops."""
-    mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
-    centered = Temp(BinOp("-", Input(0), mean), "centered")
-    var = Call(
-        "ops.mean", [BinOp("*", centered, centered)], {"axis": Lit(axes), "keep_dims": Lit(True)}
-    )
-    inv_std = Temp(Call("ops.rsqrt", [BinOp("+", var, Lit(eps))]), "inv_std")
-    y = BinOp("*", BinOp("*", centered, inv_std), ctx.operand(1))
+    mean = Temp(ops.mean(Input(0), axis=Lit(axes), keep_dims=Lit(True)), "mean")
+    centered = Temp(Input(0) - mean, "centered")
+    var = ops.mean(centered * centered, axis=Lit(axes), keep_dims=Lit(True))
+    inv_std = Temp(ops.rsqrt(var + Lit(eps)), "inv_std")
+    y = centered * inv_std * ctx.operand(1)
     if ctx.has_input(2):
-        y = BinOp("+", y, ctx.operand(2))
+        y = y + ctx.operand(2)
     return Outputs([y, mean if ctx.has_output(1) else None, inv_std if ctx.has_output(2) else None])
 
 
@@ -288,10 +271,8 @@ def _group_norm(ctx: NodeContext, per_channel: bool):
         return _group_norm_cell(ctx, groups, weights[0], weights[1], eps)
     if not per_channel:
         raise Unsupported("a per-group scale/bias (GroupNormalization-18) computed at run time")
-    return Call(
-        "ops.group_norm",
-        [Input(0), Lit(groups)],
-        {"weight": ctx.operand(1), "bias": ctx.operand(2), "eps": Lit(eps)},
+    return ops.group_norm(
+        Input(0), Lit(groups), weight=ctx.operand(1), bias=ctx.operand(2), eps=Lit(eps)
     )
 
 
@@ -315,11 +296,11 @@ def lp_normalization(ctx: NodeContext):
         raise Unsupported(f"LpNormalization with p={p}")
     axis = normalize_axis(int(ctx.attr("axis", -1)), ctx.input_rank(0))
     if ctx.input_dtype(0) == np.float64:  # ops.norm's kernel is float16/float32 only
-        summed = Call("ops.abs", [Input(0)]) if p == 1 else BinOp("*", Input(0), Input(0))
-        norm = Call("ops.sum", [summed], {"dim": Lit(axis), "keepdim": Lit(True)})
-        return BinOp("/", Input(0), norm if p == 1 else Call("ops.sqrt", [norm]))
-    norm = Call("ops.norm", [Input(0)], {"ord": Lit(p), "dim": Lit(axis), "keepdim": Lit(True)})
-    return BinOp("/", Input(0), norm)
+        summed = ops.abs(Input(0)) if p == 1 else Input(0) * Input(0)
+        norm = ops.sum(summed, dim=Lit(axis), keepdim=Lit(True))
+        return Input(0) / (norm if p == 1 else ops.sqrt(norm))
+    norm = ops.norm(Input(0), ord=Lit(p), dim=Lit(axis), keepdim=Lit(True))
+    return Input(0) / norm
 
 
 @mapper("MeanVarianceNormalization", since=9)
@@ -327,12 +308,10 @@ def mean_variance_normalization(ctx: NodeContext):
     """MeanVarianceNormalization -> (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over ``axes``."""
     rank = ctx.input_rank(0)
     axes = tuple(sorted(normalize_axis(int(a), rank) for a in ctx.attr("axes", [0, 2, 3])))
-    mean = Temp(Call("ops.mean", [Input(0)], {"axis": Lit(axes), "keep_dims": Lit(True)}), "mean")
-    square_mean = Call(
-        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
-    )
-    std = Call("ops.sqrt", [BinOp("-", square_mean, BinOp("*", mean, mean))])
-    return BinOp("/", BinOp("-", Input(0), mean), BinOp("+", std, Lit(1e-9)))
+    mean = Temp(ops.mean(Input(0), axis=Lit(axes), keep_dims=Lit(True)), "mean")
+    square_mean = ops.mean(Input(0) * Input(0), axis=Lit(axes), keep_dims=Lit(True))
+    std = ops.sqrt(square_mean - mean * mean)
+    return (Input(0) - mean) / (std + Lit(1e-9))
 
 
 @mapper("RMSNormalization", since=23)
@@ -342,11 +321,9 @@ def rms_normalization(ctx: NodeContext):
     axis = normalize_axis(int(ctx.attr("axis", -1)), rank)
     eps = float(ctx.attr("epsilon", 1e-5))
     axes = tuple(range(axis, rank))
-    mean_sq = Call(
-        "ops.mean", [BinOp("*", Input(0), Input(0))], {"axis": Lit(axes), "keep_dims": Lit(True)}
-    )
-    normalized = BinOp("*", Input(0), Call("ops.rsqrt", [BinOp("+", mean_sq, Lit(eps))]))
-    return BinOp("*", normalized, ctx.operand(1))
+    mean_sq = ops.mean(Input(0) * Input(0), axis=Lit(axes), keep_dims=Lit(True))
+    normalized = Input(0) * ops.rsqrt(mean_sq + Lit(eps))
+    return normalized * ctx.operand(1)
 
 
 @mapper("Dropout")
@@ -365,7 +342,7 @@ def dropout(ctx: NodeContext):
         if training and ratio > 0:
             raise Unsupported("the mask output of a training-mode Dropout (a random mask)")
         # nothing is dropped: the input passes through and the mask keeps every element
-        keep_all = Call("ops.ones_like", [Input(0)], {"dtype": DType("bool")})
+        keep_all = ops.ones_like(Input(0), dtype=DType("bool"))
         return Outputs([Input(0), keep_all])
     if not 0.0 <= ratio < 1.0:  # nn.Dropout refuses it (ONNX allows [0, 1) too)
         raise Unsupported(f"a dropout ratio of {ratio} (ONNX allows [0, 1))")

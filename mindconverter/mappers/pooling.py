@@ -23,6 +23,7 @@ from .base import (
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 from .roi_align_ops import roi_align_by_ops
+from .syntax import ops
 
 _MAX_CELLS = {1: "nn.MaxPool1d", 2: "nn.MaxPool2d", 3: "nn.MaxPool3d"}
 _AVG_CELLS = {1: "nn.AvgPool1d", 2: "nn.AvgPool2d", 3: "nn.AvgPool3d"}
@@ -74,7 +75,7 @@ def _pool(ctx: NodeContext, cells: dict, is_max: bool):
     cell = Cell(cells[rank], kwargs=kwargs, args=[x], role="maxpool" if is_max else "avgpool")
     if rescale is not None:
         # averaged over the whole window including zero padding; rescale to the valid cells only
-        return BinOp("*", cell, Const(rescale))
+        return cell * Const(rescale)
     return cell
 
 
@@ -140,24 +141,24 @@ def _max_pool_with_indices(ctx: NodeContext):
     else:
         reported = np.ravel_multi_index(clipped, sizes)
     channels, plane = int(shape[1]), int(np.prod(sizes))
-    rows = Call("ops.reshape", [Input(0), Lit((-1, channels, plane))])
-    taps = Call("ops.gather", [rows, Const(flat.reshape(-1).astype(np.int64)), Lit(2)])
-    taps = Call("ops.reshape", [taps, Lit((-1, channels) + flat.shape)])
+    rows = ops.reshape(Input(0), Lit((-1, channels, plane)))
+    taps = ops.gather(rows, Const(flat.reshape(-1).astype(np.int64)), Lit(2))
+    taps = ops.reshape(taps, Lit((-1, channels) + flat.shape))
     outside = Const(~inside.reshape(flat.shape))
-    taps = Temp(Call("ops.masked_fill", [taps, outside, Lit(float("-inf"))]), "taps")
-    best = Temp(Call("ops.argmax", [taps], {"dim": Lit(-1), "keepdim": Lit(True)}), "best")
-    values = Call("ops.gather_elements", [taps, Lit(-1), best])
+    taps = Temp(ops.masked_fill(taps, outside, Lit(float("-inf"))), "taps")
+    best = Temp(ops.argmax(taps, dim=Lit(-1), keepdim=Lit(True)), "best")
+    values = ops.gather_elements(taps, Lit(-1), best)
     windows, width = flat.shape
-    in_table = BinOp("+", best, Const((np.arange(windows)[:, None] * width).astype(np.int64)))
-    where = Call("ops.gather", [Const(reported.reshape(-1).astype(np.int64)), in_table, Lit(0)])
-    planes = BinOp("//", Call("ops.size", [Input(0)]), Lit(plane))
-    starts = BinOp("*", Call("ops.arange", [planes]), Lit(plane))
-    starts = Call("ops.reshape", [starts, Lit((-1, channels, 1, 1))])
+    in_table = best + Const((np.arange(windows)[:, None] * width).astype(np.int64))
+    where = ops.gather(Const(reported.reshape(-1).astype(np.int64)), in_table, Lit(0))
+    planes = ops.size(Input(0)) // Lit(plane)
+    starts = ops.arange(planes) * Lit(plane)
+    starts = ops.reshape(starts, Lit((-1, channels, 1, 1)))
     out = tuple([-1, channels] + outs)
     return Outputs(
         [
-            Call("ops.reshape", [values, Lit(out)]),
-            Call("ops.reshape", [BinOp("+", where, starts), Lit(out)]),
+            ops.reshape(values, Lit(out)),
+            ops.reshape(where + starts, Lit(out)),
         ]
     )
 
@@ -207,7 +208,7 @@ def _dilated_average_pool(ctx: NodeContext):
         counts = np.multiply.outer(counts, along.astype(np.float32))
     x = pad_call(Input(0), begin, full_end) if any(begin) or any(full_end) else Input(0)
     sums = _window_sums(x, int(shape[1]), kernel, strides, dilations)
-    return BinOp("/", sums, Const(counts))
+    return sums / Const(counts)
 
 
 def _window_sums(x, channels: int, kernel, strides, dilations):
@@ -216,7 +217,7 @@ def _window_sums(x, channels: int, kernel, strides, dilations):
     ones = np.ones((channels, 1, *kernel), np.float32)
     strides, dilations = tuple(strides), tuple(dilations)
     if rank == 1:  # as a 2-D convolution over a height of 1
-        x = Call("ops.expand_dims", [x, Lit(2)])
+        x = ops.expand_dims(x, Lit(2))
         ones, strides, dilations = ones[:, :, None], (1, *strides), (1, *dilations)
     conv = "ops.conv3d" if rank == 3 else "ops.conv2d"
     sums = Call(
@@ -224,7 +225,7 @@ def _window_sums(x, channels: int, kernel, strides, dilations):
         [x, Const(ones)],
         {"stride": Lit(strides), "dilation": Lit(dilations), "groups": Lit(channels)},
     )
-    return Call("ops.squeeze", [sums, Lit(2)]) if rank == 1 else sums
+    return ops.squeeze(sums, Lit(2)) if rank == 1 else sums
 
 
 def _spatial_axes(ctx: NodeContext) -> tuple[int, ...]:
@@ -235,13 +236,13 @@ def _spatial_axes(ctx: NodeContext) -> tuple[int, ...]:
 @mapper("GlobalAveragePool")
 def global_average_pool(ctx: NodeContext):
     """GlobalAveragePool -> ops.mean over the spatial axes, keeping them."""
-    return Call("ops.mean", [Input(0)], {"axis": Lit(_spatial_axes(ctx)), "keep_dims": Lit(True)})
+    return ops.mean(Input(0), axis=Lit(_spatial_axes(ctx)), keep_dims=Lit(True))
 
 
 @mapper("GlobalMaxPool")
 def global_max_pool(ctx: NodeContext):
     """GlobalMaxPool -> ops.amax over the spatial axes, keeping them."""
-    return Call("ops.amax", [Input(0)], {"axis": Lit(_spatial_axes(ctx)), "keepdims": Lit(True)})
+    return ops.amax(Input(0), axis=Lit(_spatial_axes(ctx)), keepdims=Lit(True))
 
 
 _AVG_CELLS = {1: "nn.AvgPool1d", 2: "nn.AvgPool2d", 3: "nn.AvgPool3d"}
@@ -254,16 +255,16 @@ def _abs_pow(value, p: int):
     """``|x| ** p`` written the way a person would (``x * x`` for p = 2)."""
     if p == 2:
         return BinOp("*", value, value)
-    magnitude = Call("ops.abs", [value])
-    return magnitude if p == 1 else BinOp("**", magnitude, Lit(p))
+    magnitude = ops.abs(value)
+    return magnitude if p == 1 else magnitude ** Lit(p)
 
 
 def _root(value, p: int):
     if p == 1:
         return value
     if p == 2:
-        return Call("ops.sqrt", [value])
-    return BinOp("**", value, Lit(1.0 / p))
+        return ops.sqrt(value)
+    return value ** Lit(1.0 / p)
 
 
 def _lp_p(ctx: NodeContext) -> int:
@@ -306,7 +307,7 @@ def lp_pool(ctx: NodeContext):
         args=[x],
         role="avgpool",
     )
-    return _root(BinOp("*", pooled, Lit(float(math.prod(kernel)))), p)
+    return _root(pooled * Lit(float(math.prod(kernel))), p)
 
 
 def _dilated_lp_pool(ctx: NodeContext, p, kernel, strides, dilations, begin, end):
@@ -334,7 +335,7 @@ def global_lp_pool(ctx: NodeContext):
     """GlobalLpPool -> (sum over the spatial axes of |x|^p) ** (1/p), keeping the axes."""
     p = _lp_p(ctx)
     axes = tuple(range(2, ctx.input_rank(0)))
-    total = Call("ops.sum", [_abs_pow(Input(0), p)], {"dim": Lit(axes), "keepdim": Lit(True)})
+    total = ops.sum(_abs_pow(Input(0), p), dim=Lit(axes), keepdim=Lit(True))
     return _root(total, p)
 
 
@@ -375,7 +376,7 @@ def max_unpool(ctx: NodeContext):
     kwargs["output_size"] = Lit(tuple(int(v) for v in inferred))
     result = Call(
         _UNPOOL_OPS[rank],
-        [Input(0), BinOp("%", Input(1), Lit(plane)), Lit(compact(kernel))],
+        [Input(0), Input(1) % Lit(plane), Lit(compact(kernel))],
         kwargs,
     )
     extra = [int(t) - int(i) for t, i in zip(target[2:], inferred[2:])]
@@ -412,14 +413,10 @@ def roi_align(ctx: NodeContext):
     if mode == "max" or transform == "half_pixel":
         return roi_align_by_ops(ctx, sampling, transform == "half_pixel", mode == "max")
     dtype = ctx.input_dtype(1)
-    index_column = Call(
-        "ops.expand_dims",
-        [
-            Call("ops.cast", [Input(2), DType(dtype.name if dtype is not None else "float32")]),
-            Lit(1),
-        ],
+    index_column = ops.expand_dims(
+        ops.cast(Input(2), DType(dtype.name if dtype is not None else "float32")), Lit(1)
     )
-    rois = Call("ops.concat", [[index_column, Input(1)]], {"axis": Lit(1)})
+    rois = ops.concat([index_column, Input(1)], axis=Lit(1))
     kwargs = {
         "pooled_height": int(ctx.attr("output_height", 1)),
         "pooled_width": int(ctx.attr("output_width", 1)),

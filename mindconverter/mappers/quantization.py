@@ -38,6 +38,7 @@ from .base import (
 from .common import compact, pad_call, spatial_attrs, spatial_pads
 from .narrow_types import CONTAINER_NAMES, FLOAT_FORMATS, cast_to_narrow
 from .registry import mapper
+from .syntax import ops
 
 _ELEM_TYPES = {
     "float8_e4m3fn": TensorProto.FLOAT8E4M3FN,
@@ -61,7 +62,7 @@ EXACT_FLOAT = 2**24  # integers below this magnitude are exact in float32
 
 
 def _cast(value, dtype: str) -> Call:
-    return Call("ops.cast", [value, DType(dtype)])
+    return ops.cast(value, DType(dtype))
 
 
 def _saturate(value, dtype: str) -> Call:
@@ -69,7 +70,7 @@ def _saturate(value, dtype: str) -> Call:
     types to their int8/uint8 container)."""
     low, high = _RANGES[dtype]
     held = CONTAINER_NAMES.get(dtype, dtype)
-    return _cast(Call("ops.clamp", [value, Lit(float(low)), Lit(float(high))]), held)
+    return _cast(ops.clamp(value, Lit(float(low)), Lit(float(high))), held)
 
 
 def _quantized_dtype(ctx: NodeContext, zp_index: int) -> str:
@@ -112,7 +113,7 @@ def _broadcast(
         return Const(array.astype(dtype))
     expr = Input(index)
     if block:
-        expr = Call("ops.repeat_interleave", [_cast(expr, dtype), Lit(block), Lit(axis)])
+        expr = ops.repeat_interleave(_cast(expr, dtype), Lit(block), Lit(axis))
         blocks = (ctx.input_shape(index) or [None] * rank)[axis]
         if not isinstance(blocks, (int, np.integer)):
             raise Unsupported("blocked quantization parameters of unknown shape")
@@ -121,7 +122,7 @@ def _broadcast(
         return expr
     shape = ctx.input_shape(index)
     if shape is not None and len(shape) == 1 and rank - 1 - axis > 0:
-        expr = Call("ops.reshape", [expr, Lit((-1,) + (1,) * (rank - 1 - axis))])
+        expr = ops.reshape(expr, Lit((-1,) + (1,) * (rank - 1 - axis)))
     return _cast(expr, dtype)
 
 
@@ -156,15 +157,15 @@ def quantize_linear(ctx: NodeContext):
     if dtype in FLOAT_FORMATS:
         value = BinOp("/", x, scale)
         if ctx.has_input(2):
-            value = BinOp("+", value, _broadcast(ctx, 2, rank, axis, "float32", block, length))
+            value = value + _broadcast(ctx, 2, rank, axis, "float32", block, length)
         target = np.dtype(helper.tensor_dtype_to_np_dtype(_ELEM_TYPES[dtype]))
         saturate = bool(int(ctx.attr("saturate", 1)))
         return cast_to_narrow(value, np.dtype(np.float32), target, saturate, "up")
-    value = Call("ops.round", [BinOp("/", x, scale)])
+    value = ops.round(BinOp("/", x, scale))
     if ctx.has_input(2):
         zero = _broadcast(ctx, 2, rank, axis, "float32", block, length)
         if not (isinstance(zero, Lit) and zero.value == 0):
-            value = BinOp("+", value, zero)
+            value = value + zero
     return _saturate(value, dtype)
 
 
@@ -205,16 +206,13 @@ def dynamic_quantize_linear(ctx: NodeContext):
     widened to include 0, scale = range / 255 (1 when the range is empty, i.e. all zeros),
     zero_point = round_half_even(clamp(-min / scale, 0, 255))."""
     x = Input(0)
-    low = Temp(Call("ops.minimum", [Call("ops.amin", [x]), Lit(0.0)]), "x_min")
-    high = Temp(Call("ops.maximum", [Call("ops.amax", [x]), Lit(0.0)]), "x_max")
-    spread = BinOp("/", BinOp("-", high, low), Lit(255.0))
-    scale = Temp(Call("ops.where", [BinOp("==", high, low), Lit(1.0), spread]), "scale")
-    zero_float = Call(
-        "ops.round",
-        [Call("ops.clamp", [BinOp("-", Lit(0.0), BinOp("/", low, scale)), Lit(0.0), Lit(255.0)])],
-    )
+    low = Temp(ops.minimum(ops.amin(x), Lit(0.0)), "x_min")
+    high = Temp(ops.maximum(ops.amax(x), Lit(0.0)), "x_max")
+    spread = (high - low) / Lit(255.0)
+    scale = Temp(ops.where(BinOp("==", high, low), Lit(1.0), spread), "scale")
+    zero_float = ops.round(ops.clamp(Lit(0.0) - low / scale, Lit(0.0), Lit(255.0)))
     zero_float = Temp(zero_float, "zero_point")
-    y = _saturate(BinOp("+", Call("ops.round", [BinOp("/", x, scale)]), zero_float), "uint8")
+    y = _saturate(ops.round(x / scale) + zero_float, "uint8")
     return Outputs([y, scale, _cast(zero_float, "uint8")])
 
 
@@ -231,7 +229,7 @@ def _shifted(ctx: NodeContext, index: int, zp_index: int, zp_axis: int, rank: in
         if zp_rank > 1:  # already N-D, e.g. (..., M, 1) for A or (..., 1, N) for B
             return BinOp("-", value, _cast(Input(zp_index), "int32"))
     if zero is not None and np.asarray(zero).ndim > 1:
-        return BinOp("-", value, Const(np.asarray(zero).astype(np.int32)))
+        return value - Const(np.asarray(zero).astype(np.int32))
     return BinOp("-", value, _broadcast(ctx, zp_index, rank, zp_axis, "int32"))
 
 
@@ -241,7 +239,7 @@ def _integer_matmul(ctx: NodeContext, a: int, a_zp: int, b: int, b_zp: int):
     a_rank, b_rank = len(ctx.require_shape(a)), len(ctx.require_shape(b))
     left = _shifted(ctx, a, a_zp, max(a_rank - 2, 0), a_rank)
     right = _shifted(ctx, b, b_zp, b_rank - 1, b_rank)
-    return Call("ops.matmul", [left, right])
+    return ops.matmul(left, right)
 
 
 @mapper("MatMulInteger", since=10)
@@ -258,8 +256,8 @@ def _digits(value, count: int, const: bool):
     if const:
         high = np.floor_divide(value, 16)
         return [high.astype(np.float32), (value - 16 * high).astype(np.float32)]
-    high = Temp(Call("ops.floor", [BinOp("/", value, Lit(16.0))]), "high")
-    return [high, Temp(BinOp("-", value, BinOp("*", high, Lit(16.0))), "low")]
+    high = Temp(ops.floor(value / Lit(16.0)), "high")
+    return [high, Temp(value - high * Lit(16.0), "low")]
 
 
 def _split_counts(terms: int) -> tuple[int, int]:
@@ -309,9 +307,9 @@ def _integer_conv(ctx: NodeContext, x: int, x_zp: int, w: int, w_zp: int):
     for i, part in enumerate(datas):
         for j, kernel_part in enumerate(weights):
             conv = Call(f"ops.conv{rank}d", [part, kernel_part], dict(kwargs))
-            term = _cast(Call("ops.round", [conv]), "int32")
+            term = _cast(ops.round(conv), "int32")
             power = 16 ** ((len(datas) - 1 - i) + (len(weights) - 1 - j))
-            term = term if power == 1 else BinOp("*", term, Lit(power))
+            term = term if power == 1 else term * Lit(power)
             total = term if total is None else BinOp("+", total, term)
     return total
 
@@ -335,16 +333,16 @@ def _multiplier(ctx: NodeContext, a_scale: int, b_scale: int, y_scale: int, rank
             return Lit(float(product.reshape(())))
         return Const(product.reshape((-1,) + (1,) * (rank - 1 - axis)).astype(np.float32))
     a, b, y = (_broadcast(ctx, i, rank, axis, "float32") for i in (a_scale, b_scale, y_scale))
-    return BinOp("/", BinOp("*", a, b), y)
+    return BinOp("*", a, b) / y
 
 
 def _requantize(ctx: NodeContext, accumulator, multiplier, zp_index: int, rank: int):
     """saturate(round_half_even(float32(accumulator) * multiplier) + y_zero_point)."""
     dtype = _quantized_dtype(ctx, zp_index)
-    value = Call("ops.round", [BinOp("*", _cast(accumulator, "float32"), multiplier)])
+    value = ops.round(BinOp("*", _cast(accumulator, "float32"), multiplier))
     zero = _broadcast(ctx, zp_index, rank, 0, "float32")
     if not (isinstance(zero, Lit) and zero.value == 0):
-        value = BinOp("+", value, zero)
+        value = value + zero
     return _saturate(value, dtype)
 
 
@@ -370,7 +368,7 @@ def qlinear_conv(ctx: NodeContext):
         if bias is not None:
             bias_expr = Const(np.asarray(bias).astype(np.int32).reshape((-1,) + (1,) * (rank - 2)))
         else:
-            bias_expr = Call("ops.reshape", [Input(8), Lit((-1,) + (1,) * (rank - 2))])
-        accumulator = BinOp("+", accumulator, bias_expr)
+            bias_expr = ops.reshape(Input(8), Lit((-1,) + (1,) * (rank - 2)))
+        accumulator = accumulator + bias_expr
     multiplier = _multiplier(ctx, 1, 4, 6, rank, 1)
     return _requantize(ctx, accumulator, multiplier, 7, rank)

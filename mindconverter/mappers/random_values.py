@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from .base import BinOp, Call, DType, Input, Lit, NodeContext, Unsupported
+from .base import Call, DType, Input, Lit, NodeContext, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 
 def _dtype(ctx: NodeContext, default: np.dtype | None = None) -> np.dtype:
@@ -28,8 +29,8 @@ def _seed(ctx: NodeContext) -> dict:
 
 
 def _affine(sample, scale: float, offset: float):
-    scaled = sample if scale == 1.0 else BinOp("*", sample, Lit(scale))
-    return scaled if offset == 0.0 else BinOp("+", scaled, Lit(offset))
+    scaled = sample if scale == 1.0 else sample * Lit(scale)
+    return scaled if offset == 0.0 else scaled + Lit(offset)
 
 
 def _draw(ctx: NodeContext, fn: str, dtype: np.dtype):
@@ -65,7 +66,7 @@ def bernoulli(ctx: NodeContext):
         helper.tensor_dtype_to_np_dtype(int(ctx.attr("dtype"))) if ctx.has_attr("dtype") else source
     )
     draw = _draw(ctx, "ops.rand", source)
-    return Call("ops.cast", [Call("ops.lt", [draw, Input(0)]), DType(dtype.name)])
+    return ops.cast(ops.lt(draw, Input(0)), DType(dtype.name))
 
 
 @mapper("Multinomial", since=7)
@@ -76,10 +77,10 @@ def multinomial(ctx: NodeContext):
     )
     if dtype.name not in ("int32", "int64"):
         raise Unsupported(f"Multinomial output of type {dtype.name}")
-    probabilities = Call("ops.softmax", [Input(0), Lit(-1)])
+    probabilities = ops.softmax(Input(0), Lit(-1))
     samples = Call(
         "ops.multinomial",
         [probabilities, Lit(int(ctx.attr("sample_size", 1)))],
         {"replacement": Lit(True), **_seed(ctx)},
     )
-    return Call("ops.cast", [samples, DType(dtype.name)])
+    return ops.cast(samples, DType(dtype.name))

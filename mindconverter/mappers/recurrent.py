@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph.weight_steps import GateReorder, Index
-from .base import Call, Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported, Weight
+from .base import Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported, Weight
 from .recurrent_inputs import has_run_time_weights, recurrence_of_inputs
 from .registry import mapper
+from .syntax import ops
 
 
 @dataclass(frozen=True)
@@ -119,21 +120,21 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
     time_axis = 1 if layout else 0
     x = Input(0)
     if direction == "reverse":
-        x = Call("ops.flip", [x, Lit((time_axis,))])
+        x = ops.flip(x, Lit((time_axis,)))
 
     # initial states: ONNX [num_directions, batch, hidden] (layout 1: [batch, num_directions, hidden])
     states = []
     for index in state_inputs:
         if ctx.has_input(index):
             state = ctx.operand(index)
-            states.append(Call("ops.transpose", [state, Lit((1, 0, 2))]) if layout else state)
+            states.append(ops.transpose(state, Lit((1, 0, 2))) if layout else state)
         else:
             states.append(None)
     args = [x]
     if any(s is not None for s in states):
         if len(states) == 2:  # LSTM: (h0, c0), a missing one is zeros like the other
             given = next(s for s in states if s is not None)
-            states = [s if s is not None else Call("ops.zeros_like", [given]) for s in states]
+            states = [s if s is not None else ops.zeros_like(given) for s in states]
             args.append(tuple(states))
         else:
             args.append(states[0])
@@ -146,23 +147,23 @@ def _recurrent(ctx: NodeContext, kind: _Kind, extra_kwargs: dict, state_inputs: 
 
     y = Item(result, 0)
     if direction == "reverse":
-        y = Call("ops.flip", [y, Lit((time_axis,))])
+        y = ops.flip(y, Lit((time_axis,)))
     # the cell concatenates the directions on the last axis; ONNX gives them an axis of their
     # own (after the time axis, or after batch and time with layout 1): no size is needed, so
     # dynamic batch and sequence sizes stay dynamic
     direction_axis = 2 if layout else 1
     if directions == 1:
-        y = Call("ops.expand_dims", [y, Lit(direction_axis)])
+        y = ops.expand_dims(y, Lit(direction_axis))
     else:
-        halves = Call("ops.split", [y, Lit(hidden)], {"axis": Lit(2)})
-        y = Call("ops.stack", [halves], {"axis": Lit(direction_axis)})
+        halves = ops.split(y, Lit(hidden), axis=Lit(2))
+        y = ops.stack(halves, axis=Lit(direction_axis))
     finals = (
         [Item(Item(result, 1), i) for i in range(len(state_inputs))]
         if len(state_inputs) == 2
         else [Item(result, 1)]
     )
     if layout:
-        finals = [Call("ops.transpose", [f, Lit((1, 0, 2))]) for f in finals]
+        finals = [ops.transpose(f, Lit((1, 0, 2))) for f in finals]
     exprs = [y] + finals
     return Outputs([e if ctx.has_output(i) else None for i, e in enumerate(exprs)])
 
@@ -270,7 +271,7 @@ def _lstm_by_step(ctx: NodeContext, directions: int):
         raise Unsupported("bias or peephole weights of unexpected shape")
 
     def batch_second(value):  # layout 1 keeps the batch first
-        return Call("ops.transpose", [value, Lit((1, 0, 2))]) if layout else value
+        return ops.transpose(value, Lit((1, 0, 2))) if layout else value
 
     args = [batch_second(Input(0))]
     args += [batch_second(ctx.operand(i)) if ctx.has_input(i) else None for i in (5, 6)]
@@ -294,8 +295,8 @@ def _lstm_by_step(ctx: NodeContext, directions: int):
     result = Temp(cell, "lstm_out")
     outputs = [Item(result, i) for i in range(3)]
     if layout:
-        outputs[0] = Call("ops.transpose", [outputs[0], Lit((2, 0, 1, 3))])
-        outputs[1:] = [Call("ops.transpose", [v, Lit((1, 0, 2))]) for v in outputs[1:]]
+        outputs[0] = ops.transpose(outputs[0], Lit((2, 0, 1, 3)))
+        outputs[1:] = [ops.transpose(v, Lit((1, 0, 2))) for v in outputs[1:]]
     return Outputs([e if ctx.has_output(i) else None for i, e in enumerate(outputs)])
 
 
@@ -338,11 +339,11 @@ def _gru_reset_first(ctx: NodeContext, directions: int):
             else:
                 text = f"[{d}, {part.start or ''}:{part.stop or ''}]"
                 weights[name + suffix] = ctx.weight(3, np.ascontiguousarray(b[d, part]), text)
-    x = Call("ops.transpose", [Input(0), Lit((1, 0, 2))]) if layout else Input(0)
+    x = ops.transpose(Input(0), Lit((1, 0, 2))) if layout else Input(0)
     args = [x]  # without an initial state the cell starts from zeros
     if ctx.has_input(5):
         h0 = ctx.operand(5)
-        args.append(Call("ops.transpose", [h0, Lit((1, 0, 2))]) if layout else h0)
+        args.append(ops.transpose(h0, Lit((1, 0, 2))) if layout else h0)
     kwargs = {"input_size": int(x_shape[2]), "hidden_size": hidden}
     if directions == 2:
         kwargs["bidirectional"] = True
@@ -352,8 +353,8 @@ def _gru_reset_first(ctx: NodeContext, directions: int):
     result = Temp(cell, "gru_out")
     y, y_h = Item(result, 0), Item(result, 1)
     if layout:
-        y = Call("ops.transpose", [y, Lit((2, 0, 1, 3))])
-        y_h = Call("ops.transpose", [y_h, Lit((1, 0, 2))])
+        y = ops.transpose(y, Lit((2, 0, 1, 3)))
+        y_h = ops.transpose(y_h, Lit((1, 0, 2)))
     return Outputs([e if ctx.has_output(i) else None for i, e in enumerate([y, y_h])])
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Call, Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported
+from .base import Cell, Input, Item, Lit, NodeContext, Outputs, Temp, Unsupported
+from .syntax import ops
 
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 DEFAULT_ACTIVATIONS = {
@@ -148,7 +149,7 @@ def recurrence_of_inputs(ctx: NodeContext, kind: str) -> Outputs:
         kwargs["reset_after"] = 1
 
     def batch_second(value):  # layout 1 keeps the batch first
-        return Call("ops.transpose", [value, Lit((1, 0, 2))]) if layout else value
+        return ops.transpose(value, Lit((1, 0, 2))) if layout else value
 
     args = [batch_second(Input(0)), ctx.operand(1), ctx.operand(2)]
     args.append(ctx.operand(3) if ctx.has_input(3) else None)
@@ -169,6 +170,6 @@ def recurrence_of_inputs(ctx: NodeContext, kind: str) -> Outputs:
     result = Temp(cell, f"{kind}_out")
     outputs = [Item(result, i) for i in range(3 if kind == "lstm" else 2)]
     if layout:
-        outputs[0] = Call("ops.transpose", [outputs[0], Lit((2, 0, 1, 3))])
-        outputs[1:] = [Call("ops.transpose", [v, Lit((1, 0, 2))]) for v in outputs[1:]]
+        outputs[0] = ops.transpose(outputs[0], Lit((2, 0, 1, 3)))
+        outputs[1:] = [ops.transpose(v, Lit((1, 0, 2))) for v in outputs[1:]]
     return Outputs([e if ctx.has_output(i) else None for i, e in enumerate(outputs)])

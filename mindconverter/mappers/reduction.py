@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .base import (
-    BinOp,
     Call,
     DType,
     Input,
@@ -23,6 +22,7 @@ from .base import (
 )
 from .common import axes_input_or_attr
 from .registry import mapper
+from .syntax import ops
 
 
 def reduce_axes(ctx: NodeContext):
@@ -92,7 +92,7 @@ def _reduce(
     dtype = ctx.output_dtype(0)
     if func in ("ops.sum", "ops.prod") and dtype is not None and dtype.kind in "iu":
         if np.dtype(dtype) != np.int64:  # MindSpore sums and multiplies integers in int64
-            result = Call("ops.cast", [result, DType(np.dtype(dtype).name)])
+            result = ops.cast(result, DType(np.dtype(dtype).name))
     return result
 
 
@@ -119,9 +119,7 @@ def _empty_reduction(ctx: NodeContext, func: str, axes):
     if not all(isinstance(d, int) for d in out_shape):
         raise Unsupported("a reduction over an empty axis with a dynamic result shape")
     identity = _empty_identity(func, np.dtype(dtype))
-    return Call(
-        "ops.full", [Lit(tuple(out_shape)), Lit(identity)], {"dtype": DType(np.dtype(dtype).name)}
-    )
+    return ops.full(Lit(tuple(out_shape)), Lit(identity), dtype=DType(np.dtype(dtype).name))
 
 
 def _sum(ctx: NodeContext, value, since: int = 18):
@@ -165,35 +163,35 @@ def reduce_prod(ctx: NodeContext):
 @mapper("ReduceL1")
 def reduce_l1(ctx: NodeContext):
     """ReduceL1 -> ops.sum(ops.abs(x))."""
-    value = Call("ops.abs", [Input(0)])
+    value = ops.abs(Input(0))
     return _sum(ctx, value) or value
 
 
 @mapper("ReduceL2")
 def reduce_l2(ctx: NodeContext):
     """ReduceL2 -> ops.sqrt(ops.sum(ops.square(x)))."""
-    square = Call("ops.square", [Input(0)])
-    return Call("ops.sqrt", [_sum(ctx, square) or square])
+    square = ops.square(Input(0))
+    return ops.sqrt(_sum(ctx, square) or square)
 
 
 @mapper("ReduceSumSquare")
 def reduce_sum_square(ctx: NodeContext):
     """ReduceSumSquare -> ops.sum(ops.square(x))."""
-    square = Call("ops.square", [Input(0)])
+    square = ops.square(Input(0))
     return _sum(ctx, square) or square
 
 
 @mapper("ReduceLogSum")
 def reduce_log_sum(ctx: NodeContext):
     """ReduceLogSum -> ops.log(ops.sum(x))."""
-    return Call("ops.log", [_sum(ctx, Input(0)) or Input(0)])
+    return ops.log(_sum(ctx, Input(0)) or Input(0))
 
 
 @mapper("ReduceLogSumExp")
 def reduce_log_sum_exp(ctx: NodeContext):
     """ReduceLogSumExp -> ops.logsumexp (numerically stable)."""
     result = _reduce(ctx, "ops.logsumexp", Input(0), 18, "dim", "keepdim", all_axes_needed=True)
-    return result or Call("ops.log", [Call("ops.exp", [Input(0)])])
+    return result or ops.log(ops.exp(Input(0)))
 
 
 def _arg_reduce(ctx: NodeContext, func: str, dim_kw: str, keep_kw: str):
@@ -203,8 +201,8 @@ def _arg_reduce(ctx: NodeContext, func: str, dim_kw: str, keep_kw: str):
     kwargs = {dim_kw: Lit(axis), keep_kw: Lit(keep)}
     if ctx.opset >= 12 and int(ctx.attr("select_last_index", 0)):
         # the last extreme element is the first one of the reversed axis
-        flipped = Call("ops.flip", [Input(0), Lit((axis,))])
-        return BinOp("-", Lit(int(shape[axis]) - 1), Call(func, [flipped], kwargs))
+        flipped = ops.flip(Input(0), Lit((axis,)))
+        return Lit(int(shape[axis]) - 1) - Call(func, [flipped], kwargs)
     return Call(func, [Input(0)], kwargs)
 
 
@@ -218,7 +216,7 @@ def arg_max(ctx: NodeContext):
 def arg_min(ctx: NodeContext):
     """ArgMin -> ops.argmin (select_last_index through a flipped axis)."""
     # ops.argmin returns int32; ONNX ArgMin returns int64
-    return Call("ops.cast", [_arg_reduce(ctx, "ops.argmin", "axis", "keepdims"), DType("int64")])
+    return ops.cast(_arg_reduce(ctx, "ops.argmin", "axis", "keepdims"), DType("int64"))
 
 
 @mapper("CumSum", since=11)
@@ -232,12 +230,12 @@ def cum_sum(ctx: NodeContext):
     reverse = bool(int(ctx.attr("reverse", 0)))
     value = Input(0)
     if reverse:
-        value = Call("ops.flip", [value, Lit((axis,))])
-    result = Call("ops.cumsum", [value, Lit(axis)])
+        value = ops.flip(value, Lit((axis,)))
+    result = ops.cumsum(value, Lit(axis))
     if int(ctx.attr("exclusive", 0)):
-        result = BinOp("-", result, value)
+        result = result - value
     if reverse:
-        result = Call("ops.flip", [result, Lit((axis,))])
+        result = ops.flip(result, Lit((axis,)))
     return result
 
 
@@ -252,21 +250,21 @@ def cum_prod(ctx: NodeContext):
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
 
     def cumprod(x):  # ops.cumprod widens int32 to int64
-        out = Call("ops.cumprod", [x, Lit(axis)])
-        return out if dtype.kind == "f" else Call("ops.cast", [out, DType(dtype.name)])
+        out = ops.cumprod(x, Lit(axis))
+        return out if dtype.kind == "f" else ops.cast(out, DType(dtype.name))
 
     value = Input(0)
     reverse = bool(int(ctx.attr("reverse", 0)))
     if reverse:
-        value = Call("ops.flip", [value, Lit((axis,))])
+        value = ops.flip(value, Lit((axis,)))
     if int(ctx.attr("exclusive", 0)):
         value = Temp(value, "x")
         lead = (slice(None),) * axis
-        head = Call("ops.ones_like", [Item(value, lead + (slice(None, 1),))])
+        head = ops.ones_like(Item(value, lead + (slice(None, 1),)))
         body = cumprod(Item(value, lead + (slice(None, -1),)))
-        result = Call("ops.concat", [[head, body]], {"axis": Lit(axis)})
+        result = ops.concat([head, body], axis=Lit(axis))
     else:
         result = cumprod(value)
     if reverse:
-        result = Call("ops.flip", [result, Lit((axis,))])
+        result = ops.flip(result, Lit((axis,)))
     return result

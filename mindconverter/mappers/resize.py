@@ -34,6 +34,7 @@ from .grid_sample_cubic import grid_sample_cubic
 from .registry import mapper
 from .resize_run_time import resize_by_run_time_scales
 from .slicing import gather_padded
+from .syntax import ms, ops
 
 
 @dataclass
@@ -171,28 +172,27 @@ def _resize_axis(
             and len(index) == factor * size_in
             and np.array_equal(index, np.repeat(np.arange(size_in), factor))
         ):
-            return Call("ops.repeat_interleave", [value, Lit(factor), Lit(axis)])
+            return ops.repeat_interleave(value, Lit(factor), Lit(axis))
         if np.array_equal(index, np.arange(size_in)):
             return value
-        return Call("ops.gather", [value, Const(index), Lit(axis)])
+        return ops.gather(value, Const(index), Lit(axis))
     if dtype.kind != "f":
         raise Unsupported(f"interpolating {dtype.name} values (only nearest works on integers)")
     weights = matrix.astype(dtype)
     if axis == rank - 1:
-        result = Call("ops.matmul", [value, Const(np.ascontiguousarray(weights.T))])
+        result = ops.matmul(value, Const(np.ascontiguousarray(weights.T)))
     elif axis == rank - 2:
-        result = Call("ops.matmul", [Const(weights), value])
+        result = ops.matmul(Const(weights), value)
     else:
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
-        moved = Call("ops.transpose", [value, Lit(tuple(perm))])
-        result = Call(
-            "ops.transpose",
-            [Call("ops.matmul", [moved, Const(np.ascontiguousarray(weights.T))]), Lit(tuple(perm))],
+        moved = ops.transpose(value, Lit(tuple(perm)))
+        result = ops.transpose(
+            ops.matmul(moved, Const(np.ascontiguousarray(weights.T))), Lit(tuple(perm))
         )
     if outside is not None and outside.any() and extrapolation != 0.0:
         bias = (outside * extrapolation).astype(dtype).reshape((-1,) + (1,) * (rank - 1 - axis))
-        result = BinOp("+", result, Const(bias))
+        result = result + Const(bias)
     return result
 
 
@@ -443,14 +443,12 @@ def grid_sample(ctx: NodeContext):
     rank = ctx.input_rank(0)
     if rank not in (4, 5):
         raise Unsupported(f"GridSample on a rank-{rank} input")
-    return Call(
-        "ops.grid_sample",
-        [Input(0), Input(1)],
-        {
-            "mode": Lit(mode),
-            "padding_mode": Lit(padding),
-            "align_corners": Lit(bool(int(ctx.attr("align_corners", 0)))),
-        },
+    return ops.grid_sample(
+        Input(0),
+        Input(1),
+        mode=Lit(mode),
+        padding_mode=Lit(padding),
+        align_corners=Lit(bool(int(ctx.attr("align_corners", 0)))),
     )
 
 
@@ -485,7 +483,7 @@ def center_crop_pad(ctx: NodeContext):
         flat = []
         for axis in range(rank - 1, min(padded) - 1, -1):  # ops.pad lists the last axis first
             flat.extend(pads[axis])
-        value = Call("ops.pad", [value, Lit(tuple(flat))])
+        value = ops.pad(value, Lit(tuple(flat)))
     return value
 
 
@@ -504,10 +502,10 @@ def _center_crop_pad_at_run_time(ctx: NodeContext, axes: list[int]):
         if isinstance(size, int) and isinstance(dim, int):
             offset = Lit(int((dim - size) / 2))
         else:  # a tensor difference, which ops.div rounds towards zero
-            wanted = size if target is None else Call("ms.Tensor", [Lit(size)])
+            wanted = size if target is None else ms.Tensor(Lit(size))
             difference = BinOp("-", dim, wanted)
-            offset = Call("ops.div", [difference, Lit(2)], {"rounding_mode": Lit("trunc")})
-        positions = Temp(BinOp("+", Call("ops.arange", [size]), offset), "positions")
+            offset = ops.div(difference, Lit(2), rounding_mode=Lit("trunc"))
+        positions = Temp(ops.arange(size) + offset, "positions")
         dim = Lit(dim) if isinstance(dim, int) else dim
         value = gather_padded(value, positions, dim, "constant", axis, len(in_shape), zero)
     return value
@@ -523,9 +521,7 @@ def affine_grid(ctx: NodeContext):
     size = ctx.const_ints(1, "the output size")
     if len(size) not in (4, 5):
         raise Unsupported(f"AffineGrid of a {len(size)}-element size")
-    return Call(
-        "ops.affine_grid", [Input(0), Lit(tuple(size))], {"align_corners": Lit(align_corners)}
-    )
+    return ops.affine_grid(Input(0), Lit(tuple(size)), align_corners=Lit(align_corners))
 
 
 def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
@@ -539,22 +535,22 @@ def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
     coordinates = [_grid_coordinates(size, align_corners, dtype) for size in spatial]
     mesh = Temp(Call("ops.meshgrid", coordinates, {"indexing": Lit("ij")}), "mesh")
     xyz = [Item(mesh, i) for i in reversed(range(len(spatial)))]  # x runs along the last axis
-    base = Call("ops.stack", [(*xyz, Call("ops.ones_like", [xyz[0]])), Lit(-1)])
-    base = Call("ops.reshape", [base, Lit((-1, len(spatial) + 1))])
-    points = Call("ops.matmul", [base, Call("ops.transpose", [Input(0), Lit((0, 2, 1))])])
+    base = ops.stack((*xyz, ops.ones_like(xyz[0])), Lit(-1))
+    base = ops.reshape(base, Lit((-1, len(spatial) + 1)))
+    points = ops.matmul(base, ops.transpose(Input(0), Lit((0, 2, 1))))
     theta_shape = ctx.input_shape(0)
     batch = dim_expr(theta_shape[0], 0, 0) if theta_shape is not None else -1
-    return Call("ops.reshape", [points, (batch, *spatial, len(spatial))])
+    return ops.reshape(points, (batch, *spatial, len(spatial)))
 
 
 def _grid_coordinates(size, align_corners: bool, dtype):
     """The normalised coordinates of ``size`` points in [-1, 1]: the pixel corners' (-1 and 1
     included) with align_corners, else the pixel centres'."""
-    doubled = BinOp("*", Call("ops.cast", [Call("ops.arange", [size]), dtype]), Lit(2.0))
+    doubled = ops.cast(ops.arange(size), dtype) * Lit(2.0)
     if align_corners:  # (2i - (size - 1)) / (size - 1); a single point sits at 0 as in
         # PyTorch (onnxruntime puts it at 1, onnx's reference at -1)
-        gaps = Temp(BinOp("-", size, Lit(1)), "gaps")
-        centred = BinOp("-", doubled, Call("ops.cast", [gaps, dtype]))
-        return BinOp("/", centred, Call("ops.cast", [Call("ops.maximum", [gaps, Lit(1)]), dtype]))
-    count = Call("ops.cast", [size, dtype])
-    return BinOp("-", BinOp("/", BinOp("+", doubled, Lit(1.0)), count), Lit(1.0))
+        gaps = Temp(size - Lit(1), "gaps")
+        centred = doubled - ops.cast(gaps, dtype)
+        return centred / ops.cast(ops.maximum(gaps, Lit(1)), dtype)
+    count = ops.cast(size, dtype)
+    return (doubled + Lit(1.0)) / count - Lit(1.0)

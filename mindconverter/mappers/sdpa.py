@@ -17,6 +17,7 @@ import numpy as np
 from ..graph.internal_domain import DOMAIN
 from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Temp, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,10 @@ def _scaled(product: Expr, options: SdpaOptions) -> Expr:
     if options.head_dim and math.isclose(
         options.scale, 1.0 / math.sqrt(options.head_dim), rel_tol=1e-6
     ):
-        return BinOp("/", product, Call("math.sqrt", [Lit(options.head_dim)]))
+        return product / Call("math.sqrt", [Lit(options.head_dim)])
     if math.isclose(options.scale, 1.0, rel_tol=1e-7):
         return product
-    return BinOp("*", product, Lit(options.scale))
+    return product * Lit(options.scale)
 
 
 def _added(scores: Expr, bias: Expr) -> Expr:
@@ -53,22 +54,22 @@ def _added(scores: Expr, bias: Expr) -> Expr:
 def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOptions) -> Expr:
     """``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` on (..., heads, seq, head_dim) tensors."""
     if options.kv_groups > 1:
-        k = Temp(Call("ops.repeat_interleave", [k, Lit(options.kv_groups)], {"axis": Lit(1)}), "k")
+        k = Temp(ops.repeat_interleave(k, Lit(options.kv_groups), axis=Lit(1)), "k")
         # the values' repeat is short enough to read inside the product that uses it
-        v = Call("ops.repeat_interleave", [v, Lit(options.kv_groups)], {"axis": Lit(1)})
-    product = Call("ops.matmul", [q, Method(k, "swapaxes", [Lit(-1), Lit(-2)])])
+        v = ops.repeat_interleave(v, Lit(options.kv_groups), axis=Lit(1))
+    product = ops.matmul(q, Method(k, "swapaxes", [Lit(-1), Lit(-2)]))
     scaled = _scaled(product, options)
     if options.softcap:  # logit soft-capping: cap * tanh(scores / cap)
         cap = Lit(options.softcap)
-        scaled = BinOp("*", Call("ops.tanh", [BinOp("/", scaled, cap)]), cap)
+        scaled = ops.tanh(scaled / cap) * cap
     scores = Temp(scaled, "scores")
     logits = scores if bias is None else _added(scores, bias)
     if not (options.masked_rows and bias is not None):
-        probs = Temp(Call("ops.softmax", [logits], {"axis": Lit(-1)}), "probs")
-        return Call("ops.matmul", [probs, v])
+        probs = Temp(ops.softmax(logits, axis=Lit(-1)), "probs")
+        return ops.matmul(probs, v)
     # the script's masked_softmax keeps PyTorch's zeros for fully masked rows (its comment says why)
     probs = Temp(Call("masked_softmax", [scores, bias]), "probs")
-    return Call("ops.matmul", [probs, v])
+    return ops.matmul(probs, v)
 
 
 @mapper("ScaledDotProductAttention", domain=DOMAIN)
@@ -89,7 +90,7 @@ def scaled_dot_product_attention(ctx: NodeContext):
     bias: Expr | None = None
     for index in range(3, len(ctx.node.inputs)):
         if ctx.has_input(index):
-            bias = Input(index) if bias is None else BinOp("+", bias, Input(index))
+            bias = Input(index) if bias is None else bias + Input(index)
     if (
         bias is not None
         and len(ctx.node.inputs) > 4

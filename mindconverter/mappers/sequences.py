@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .base import BinOp, Call, Input, Item, Lit, NodeContext, Unsupported, normalize_axis
 from .registry import mapper
+from .syntax import ms, ops
 
 
 @mapper("SplitToSequence", since=11)
@@ -17,11 +18,11 @@ def split_to_sequence(ctx: NodeContext):
     axis = normalize_axis(int(ctx.attr("axis", 0)), rank)
     if not ctx.has_input(1):
         if int(ctx.attr("keepdims", 1)):
-            return Call("ops.split", [Input(0), Lit(1)], {"axis": Lit(axis)})
-        return Call("ops.unbind", [Input(0)], {"dim": Lit(axis)})
+            return ops.split(Input(0), Lit(1), axis=Lit(axis))
+        return ops.unbind(Input(0), dim=Lit(axis))
     sizes = ctx.const_ints(1, "the split sizes")
     section = sizes[0] if ctx.const(1).ndim == 0 else list(sizes)
-    return Call("ops.split", [Input(0), Lit(section)], {"axis": Lit(axis)})
+    return ops.split(Input(0), Lit(section), axis=Lit(axis))
 
 
 @mapper("SequenceAt", since=11)
@@ -42,7 +43,7 @@ def sequence_construct(ctx: NodeContext):
 @mapper("SequenceLength", since=11)
 def sequence_length(ctx: NodeContext):
     """SequenceLength -> ``len(seq)`` as an int64 scalar tensor."""
-    return Call("ms.Tensor", [Call("len", [Input(0)]), Lit(None)])
+    return ms.Tensor(Call("len", [Input(0)]), Lit(None))
 
 
 @mapper("SequenceEmpty", since=11)
@@ -67,10 +68,10 @@ def sequence_insert(ctx: NodeContext):
     position = _position(ctx, 2)
     item = (Input(1),)
     if position is None:
-        return BinOp("+", Input(0), item)
+        return Input(0) + item
     head = Item(Input(0), slice(None, position))
     tail = Item(Input(0), slice(position, None))
-    return BinOp("+", BinOp("+", head, item), tail)
+    return head + item + tail
 
 
 @mapper("SequenceErase", since=11)
@@ -79,9 +80,7 @@ def sequence_erase(ctx: NodeContext):
     position = _position(ctx, 1)
     if position is None or position == -1:
         return Item(Input(0), slice(None, -1))
-    return BinOp(
-        "+", Item(Input(0), slice(None, position)), Item(Input(0), slice(position + 1, None))
-    )
+    return Item(Input(0), slice(None, position)) + Item(Input(0), slice(position + 1, None))
 
 
 @mapper("ConcatFromSequence", since=11)
@@ -89,8 +88,8 @@ def concat_from_sequence(ctx: NodeContext):
     """ConcatFromSequence -> ops.concat of the tuple (ops.stack with ``new_axis=1``)."""
     axis = int(ctx.attr("axis"))
     if int(ctx.attr("new_axis", 0)):
-        return Call("ops.stack", [Input(0)], {"axis": Lit(axis)})
-    return Call("ops.concat", [Input(0)], {"axis": Lit(axis)})
+        return ops.stack(Input(0), axis=Lit(axis))
+    return ops.concat(Input(0), axis=Lit(axis))
 
 
 @mapper("Optional", since=15)
@@ -109,5 +108,5 @@ def optional_get_element(ctx: NodeContext):
 def optional_has_element(ctx: NodeContext):
     """OptionalHasElement -> a bool tensor: whether the value is not None."""
     if not ctx.has_input(0):
-        return Call("ms.Tensor", [Lit(False)])
-    return Call("ms.Tensor", [BinOp("is not", Input(0), Lit(None))])
+        return ms.Tensor(Lit(False))
+    return ms.Tensor(BinOp("is not", Input(0), Lit(None)))

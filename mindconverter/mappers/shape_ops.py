@@ -22,6 +22,7 @@ from .base import (
 )
 from .common import axes_input_or_attr, dim_expr, is_static, shape_value
 from .registry import mapper
+from .syntax import ops
 
 
 @mapper("Shape")
@@ -54,23 +55,19 @@ def flatten(ctx: NodeContext):
         axis + rank if axis < 0 else axis, rank + 1
     )  # valid range is [-rank, rank]
     if axis == 1 and rank >= 2:  # ops.flatten leaves a 1-D input as it is; ONNX gives (n, 1)
-        return Call("ops.flatten", [Input(0)])
+        return ops.flatten(Input(0))
     shape = ctx.require_shape(0)
     if not is_static(shape[:axis]) and is_static(shape[axis:]):
-        return Call(
-            "ops.reshape", [Input(0), Lit((-1, int(np.prod(shape[axis:], dtype=np.int64))))]
-        )
+        return ops.reshape(Input(0), Lit((-1, int(np.prod(shape[axis:], dtype=np.int64)))))
     if is_static(shape[:axis]):
-        return Call(
-            "ops.reshape", [Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1))]
-        )
+        return ops.reshape(Input(0), Lit((int(np.prod(shape[:axis], dtype=np.int64)), -1)))
     # both sides sized at run time: the leading sizes multiplied in construct()
     lead = None
     for i, dim in enumerate(shape[:axis]):
         size = dim_expr(dim, 0, i)
         size = Lit(size) if isinstance(size, int) else size
         lead = size if lead is None else BinOp("*", lead, size)
-    return Call("ops.reshape", [Input(0), (lead, Lit(-1))])
+    return ops.reshape(Input(0), (lead, Lit(-1)))
 
 
 RESHAPE_TO_TENSOR_WHY = (
@@ -97,12 +94,10 @@ def reshape(ctx: NodeContext):
         target = list(shape_value(ctx, 1))
         if not any(isinstance(size, int) and size == 0 for size in target):
             if _sizes_tuple(ctx, 1):
-                return Call("ops.reshape", [Input(0), Input(1)])
+                return ops.reshape(Input(0), Input(1))
             # a reshape to a shape *tensor* can crash MindSpore (SIGSEGV): pass its entries
             return Noted(
-                Call(
-                    "ops.reshape", [Input(0), tuple(Item(Input(1), i) for i in range(len(target)))]
-                ),
+                ops.reshape(Input(0), tuple(Item(Input(1), i) for i in range(len(target)))),
                 RESHAPE_TO_TENSOR_WHY,
             )
         target = [
@@ -122,8 +117,8 @@ def reshape(ctx: NodeContext):
             size = dim_expr(in_shape[axis], 0, axis)
         resolved.append(size if not isinstance(size, (int, np.integer)) else int(size))
     if all(isinstance(size, int) for size in resolved):
-        return Call("ops.reshape", [Input(0), Lit(tuple(resolved))])
-    return Call("ops.reshape", [Input(0), tuple(resolved)])
+        return ops.reshape(Input(0), Lit(tuple(resolved)))
+    return ops.reshape(Input(0), tuple(resolved))
 
 
 def _input_dims(ctx: NodeContext, length: int):
@@ -135,8 +130,8 @@ def _input_dims(ctx: NodeContext, length: int):
         return dims
     if length < rank:
         return Item(dims, slice(None, length))
-    ones = Call("ops.ones", [Lit(length - rank), DType("int64")])
-    return Call("ops.concat", [(dims, ones)])
+    ones = ops.ones(Lit(length - rank), DType("int64"))
+    return ops.concat((dims, ones))
 
 
 def _reshape_computed(ctx: NodeContext):
@@ -150,7 +145,7 @@ def _reshape_computed(ctx: NodeContext):
     if not int(ctx.attr("allowzero", 0)):
         copied = [BinOp("==", target, Lit(0)), _input_dims(ctx, length), target]
         target = Temp(Call("ops.where", copied), "target")
-    return Call("ops.reshape", [Input(0), tuple(Item(target, i) for i in range(length))])
+    return ops.reshape(Input(0), tuple(Item(target, i) for i in range(length)))
 
 
 @mapper("Transpose")
@@ -159,7 +154,7 @@ def transpose(ctx: NodeContext):
     rank = ctx.input_rank(0)
     perm = ctx.attr("perm")
     perm = tuple(int(p) for p in perm) if perm is not None else tuple(reversed(range(rank)))
-    return Call("ops.transpose", [Input(0), Lit(perm)])
+    return ops.transpose(Input(0), Lit(perm))
 
 
 @mapper("Squeeze")
@@ -167,10 +162,10 @@ def squeeze(ctx: NodeContext):
     """Squeeze -> ops.squeeze (axes from the attribute before opset 13, the input after)."""
     axes = axes_input_or_attr(ctx, 1, since=13)
     if axes is None:
-        return Call("ops.squeeze", [Input(0)])
+        return ops.squeeze(Input(0))
     rank = ctx.input_rank(0)
     axes = tuple(sorted(normalize_axis(a, rank) for a in axes))
-    return Call("ops.squeeze", [Input(0)], {"axis": Lit(axes[0] if len(axes) == 1 else axes)})
+    return ops.squeeze(Input(0), axis=Lit(axes[0] if len(axes) == 1 else axes))
 
 
 @mapper("Unsqueeze")
@@ -183,14 +178,14 @@ def unsqueeze(ctx: NodeContext):
     out_rank = ctx.input_rank(0) + len(axes)
     axes = sorted(normalize_axis(a, out_rank) for a in axes)
     if len(axes) == 1:
-        return Call("ops.unsqueeze", [Input(0)], {"dim": Lit(axes[0])})
+        return ops.unsqueeze(Input(0), dim=Lit(axes[0]))
     out_shape = ctx.output_shape(0)
     if out_shape is None or not is_static(out_shape):
         # x[:, None, None, :]: new axes where None stands, every size kept as it is
         return Item(
             Input(0), tuple(None if axis in axes else slice(None) for axis in range(out_rank))
         )
-    return Call("ops.reshape", [Input(0), Lit(tuple(int(d) for d in out_shape))])
+    return ops.reshape(Input(0), Lit(tuple(int(d) for d in out_shape)))
 
 
 @mapper("Expand", since=8)
@@ -210,7 +205,7 @@ def expand(ctx: NodeContext):
     out = tuple(int(d) for d in np.broadcast_shapes(tuple(in_shape), tuple(target)))
     if out == tuple(in_shape):
         return Input(0)
-    return Call("ops.broadcast_to", [ctx.operand(0), Lit(out)])
+    return ops.broadcast_to(ctx.operand(0), Lit(out))
 
 
 def _expand_over_dynamic(ctx: NodeContext, in_shape: tuple, target: list[int]):
@@ -224,7 +219,7 @@ def _expand_over_dynamic(ctx: NodeContext, in_shape: tuple, target: list[int]):
         dims.append(-1 if size == 1 and in_axis >= 0 else size)
     if all(size == -1 for size in dims):
         return Input(0)
-    return Call("ops.broadcast_to", [ctx.operand(0), Lit(tuple(dims))])
+    return ops.broadcast_to(ctx.operand(0), Lit(tuple(dims)))
 
 
 def _full_of_scalar(ctx: NodeContext, in_rank: int, target: tuple):
@@ -237,7 +232,7 @@ def _full_of_scalar(ctx: NodeContext, in_rank: int, target: tuple):
         size if isinstance(size, int) else Item(Input(1), axis) for axis, size in enumerate(target)
     ]
     number = value.reshape(-1)[0].item()
-    return Call("ops.full", [tuple(dims), Lit(number)], {"dtype": DType(value.dtype.name)})
+    return ops.full(tuple(dims), Lit(number), dtype=DType(value.dtype.name))
 
 
 def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):
@@ -255,8 +250,8 @@ def _expand_to_dynamic(ctx: NodeContext, in_rank: int, target: tuple):
         else:
             dims.append(Item(Input(1), t_axis))
     if len(target) == out_rank and -1 not in dims:
-        return Call("ops.broadcast_to", [ctx.operand(0), Input(1)])  # the sizes as they are
-    return Call("ops.broadcast_to", [ctx.operand(0), tuple(dims)])
+        return ops.broadcast_to(ctx.operand(0), Input(1))  # the sizes as they are
+    return ops.broadcast_to(ctx.operand(0), tuple(dims))
 
 
 def _expand_computed(ctx: NodeContext, in_rank: int):
@@ -268,17 +263,15 @@ def _expand_computed(ctx: NodeContext, in_rank: int):
     out_rank = max(in_rank, length)
     dims = Call("ops.TensorShape()", [Input(0)])
     if out_rank > in_rank:
-        ones = Call("ops.ones", [Lit(out_rank - in_rank), DType("int64")])
-        dims = Call("ops.concat", [(ones, dims)])
+        ones = ops.ones(Lit(out_rank - in_rank), DType("int64"))
+        dims = ops.concat((ones, dims))
     wanted = Input(1)
     if out_rank > length:
-        ones = Call("ops.ones", [Lit(out_rank - length), DType("int64")])
-        wanted = Call("ops.concat", [(ones, wanted)])
+        ones = ops.ones(Lit(out_rank - length), DType("int64"))
+        wanted = ops.concat((ones, wanted))
     dims = Temp(dims, "dims")
-    target = Temp(Call("ops.where", [BinOp("==", dims, Lit(1)), wanted, dims]), "target")
-    return Call(
-        "ops.broadcast_to", [ctx.operand(0), tuple(Item(target, i) for i in range(out_rank))]
-    )
+    target = Temp(ops.where(BinOp("==", dims, Lit(1)), wanted, dims), "target")
+    return ops.broadcast_to(ctx.operand(0), tuple(Item(target, i) for i in range(out_rank)))
 
 
 @mapper("Tile", since=6)
@@ -291,16 +284,16 @@ def tile(ctx: NodeContext):
             int(size) if isinstance(size, int) or size.is_Integer else Item(Input(1), axis)
             for axis, size in enumerate(sizes)
         )
-        return Call("ops.tile", [ctx.operand(0), repeats])
+        return ops.tile(ctx.operand(0), repeats)
     if ctx.const(1) is None:
         count = ctx.require_shape(1)[0]
         if not isinstance(count, int):
             raise Unsupported("Tile with repeats whose length is not known")
-        return Call("ops.tile", [ctx.operand(0), tuple(Item(Input(1), i) for i in range(count))])
+        return ops.tile(ctx.operand(0), tuple(Item(Input(1), i) for i in range(count)))
     repeats = tuple(ctx.const_ints(1, "the Tile repeats"))
     if all(r == 1 for r in repeats):
         return Input(0)
-    return Call("ops.tile", [ctx.operand(0), Lit(repeats)])
+    return ops.tile(ctx.operand(0), Lit(repeats))
 
 
 @mapper("Size")
@@ -311,10 +304,7 @@ def size(ctx: NodeContext):
 
 
 def _reorder(value, first: tuple[int, ...], perm: tuple[int, ...], final: tuple[int, ...]):
-    return Call(
-        "ops.reshape",
-        [Call("ops.transpose", [Call("ops.reshape", [value, Lit(first)]), Lit(perm)]), Lit(final)],
-    )
+    return ops.reshape(ops.transpose(ops.reshape(value, Lit(first)), Lit(perm)), Lit(final))
 
 
 @mapper("DepthToSpace")
@@ -328,7 +318,7 @@ def depth_to_space(ctx: NodeContext):
         mode = mode.decode()
     out_c = c // (bs * bs)
     if mode == "CRD":
-        return Call("ops.pixel_shuffle", [Input(0), Lit(bs)])
+        return ops.pixel_shuffle(Input(0), Lit(bs))
     return _reorder(
         Input(0), (n, bs, bs, out_c, h, w), (0, 3, 4, 1, 5, 2), (n, out_c, h * bs, w * bs)
     )

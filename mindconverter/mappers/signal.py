@@ -22,6 +22,7 @@ from .base import (
     normalize_axis,
 )
 from .registry import mapper
+from .syntax import ms, ops
 
 
 def _tables(rows: int, cols: int, length: int, inverse: bool, onesided: bool):
@@ -74,7 +75,7 @@ def dft(ctx: NodeContext):
 
     def part(index):
         value = Item(Input(0), (Ellipsis, index))
-        value = Call("ops.movedim", [value, Lit(axis), Lit(-1)]) if axis != rank - 2 else value
+        value = ops.movedim(value, Lit(axis), Lit(-1)) if axis != rank - 2 else value
         if rows < n_in:
             value = Item(value, (Ellipsis, slice(None, rows)))
         return Temp(value, "real" if index == 0 else "imag")
@@ -83,16 +84,16 @@ def dft(ctx: NodeContext):
     imag = part(1) if shape[-1] == 2 else None
 
     def combine(from_real, from_imag):
-        out = Call("ops.matmul", [real, from_real])
+        out = ops.matmul(real, from_real)
         if imag is not None:
-            out = BinOp("+", out, Call("ops.matmul", [imag, from_imag]))
-        return Call("ops.movedim", [out, Lit(-1), Lit(axis)]) if axis != rank - 2 else out
+            out = out + ops.matmul(imag, from_imag)
+        return ops.movedim(out, Lit(-1), Lit(axis)) if axis != rank - 2 else out
 
     out_real = combine(tables[0], tables[1])
     if inverse and onesided:
-        return Call("ops.unsqueeze", [out_real, Lit(-1)])
+        return ops.unsqueeze(out_real, Lit(-1))
     out_imag = combine(tables[2], tables[3])
-    return Call("ops.stack", [[out_real, out_imag]], {"axis": Lit(-1)})
+    return ops.stack([out_real, out_imag], axis=Lit(-1))
 
 
 @mapper("Col2Im", since=18)
@@ -109,7 +110,7 @@ def col2im(ctx: NodeContext):
         "padding": Lit(tuple(pads[:2])),
         "stride": Lit(tuple(ctx.attr("strides", [1, 1]))),
     }
-    size = Call("ms.Tensor", [Lit(tuple(image)), DType("int32")])
+    size = ms.Tensor(Lit(tuple(image)), DType("int32"))
     return Call("ops.fold", [Input(0), size, Lit(tuple(block))], kwargs)
 
 
@@ -144,9 +145,9 @@ def _col2im_by_matmul(ctx: NodeContext, image: list[int], block: list[int], pads
     placement = np.zeros((kernel * positions, pixels), ctx.input_dtype(0) or np.float32)
     placement[np.arange(kernel * positions), flat] = 1
     channels = shape[1] // kernel
-    x = Call("ops.reshape", [Input(0), Lit((-1, channels, kernel * positions))])
-    y = Call("ops.matmul", [x, Const(placement)])
-    y = Call("ops.reshape", [y, Lit((-1, channels, *padded))])
+    x = ops.reshape(Input(0), Lit((-1, channels, kernel * positions)))
+    y = ops.matmul(x, Const(placement))
+    y = ops.reshape(y, Lit((-1, channels, *padded)))
     if not any(pads):
         return y
     window = [slice(pads[i] or None, -pads[rank + i] or None) for i in range(rank)]
@@ -177,32 +178,22 @@ def stft(ctx: NodeContext):
 
     def framed(index):
         part = Item(Input(0), (slice(None), slice(None), index))
-        cut = Call(
-            "ops.stack",
-            [
-                [
-                    Item(part, (slice(None), slice(f * step, f * step + length)))
-                    for f in range(frames)
-                ]
-            ],
-            {"axis": Lit(1)},
+        cut = ops.stack(
+            [Item(part, (slice(None), slice(f * step, f * step + length))) for f in range(frames)],
+            axis=Lit(1),
         )
         if ctx.has_input(2):
-            cut = BinOp("*", cut, ctx.operand(2))
+            cut = cut * ctx.operand(2)
         return Temp(cut, "frames" if index == 0 else "frames_imag")
 
     real = framed(0)
     imag = framed(1) if shape[-1] == 2 else None
 
     def combine(from_real, from_imag):
-        out = Call("ops.matmul", [real, from_real])
-        return out if imag is None else BinOp("+", out, Call("ops.matmul", [imag, from_imag]))
+        out = ops.matmul(real, from_real)
+        return out if imag is None else out + ops.matmul(imag, from_imag)
 
-    return Call(
-        "ops.stack",
-        [[combine(tables[0], tables[1]), combine(tables[2], tables[3])]],
-        {"axis": Lit(-1)},
-    )
+    return ops.stack([combine(tables[0], tables[1]), combine(tables[2], tables[3])], axis=Lit(-1))
 
 
 def _window(ctx: NodeContext, coefficients: tuple[float, ...]):
@@ -213,24 +204,22 @@ def _window(ctx: NodeContext, coefficients: tuple[float, ...]):
     size = ctx.const(0)
     if size is not None:
         length = int(np.asarray(size).reshape(-1)[0])
-        n = Call("ops.arange", [Lit(length)], {"dtype": DType("float32")})
+        n = ops.arange(Lit(length), dtype=DType("float32"))
         denominator = Lit(float(length if int(ctx.attr("periodic", 1)) else length - 1))
     else:
-        n = Call("ops.arange", [Input(0)], {"dtype": DType("float32")})
-        count = Call("ops.cast", [Input(0), DType("float32")])
-        denominator = count if int(ctx.attr("periodic", 1)) else BinOp("-", count, Lit(1.0))
-    phase = Temp(BinOp("/", BinOp("*", n, Lit(2 * math.pi)), denominator), "phase")
+        n = ops.arange(Input(0), dtype=DType("float32"))
+        count = ops.cast(Input(0), DType("float32"))
+        denominator = count if int(ctx.attr("periodic", 1)) else count - Lit(1.0)
+    phase = Temp(n * Lit(2 * math.pi) / denominator, "phase")
     result = None
     for k, a in enumerate(coefficients):
         if k == 0:
             continue
-        term = BinOp(
-            "*", Lit(a), Call("ops.cos", [BinOp("*", phase, Lit(float(k)))] if k > 1 else [phase])
-        )
+        term = Lit(a) * Call("ops.cos", [phase * Lit(float(k))] if k > 1 else [phase])
         result = BinOp(
             "-" if k % 2 else "+", Lit(coefficients[0]) if result is None else result, term
         )
-    return result if dtype == np.float32 else Call("ops.cast", [result, DType(dtype.name)])
+    return result if dtype == np.float32 else ops.cast(result, DType(dtype.name))
 
 
 @mapper("HannWindow", since=17)

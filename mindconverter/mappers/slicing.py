@@ -21,6 +21,7 @@ from .base import (
 )
 from .common import dim_expr, is_static, shape_value
 from .registry import mapper
+from .syntax import ms, ops
 
 INT64_MAX = 2**63 - 1
 
@@ -36,7 +37,7 @@ def concat(ctx: NodeContext):
     axis = int(ctx.attr("axis"))
     if len(parts) == 1:
         return parts[0]
-    return Call("ops.concat", [parts], {"axis": Lit(axis)})
+    return ops.concat(parts, axis=Lit(axis))
 
 
 @mapper("Split")
@@ -67,18 +68,18 @@ def split(ctx: NodeContext):
             [Item(Input(0), lead + (slice(int(a), int(b)),)) for a, b in zip(bounds, bounds[1:])]
         )
     section = sizes[0] if len(set(sizes)) == 1 else list(sizes)
-    return Unpack(Call("ops.split", [Input(0), Lit(section)], {"axis": Lit(axis)}), count)
+    return Unpack(ops.split(Input(0), Lit(section), axis=Lit(axis)), count)
 
 
 def _split_at_run_time(ctx: NodeContext, axis: int, count: int):
     """Equal parts of an axis whose size is only known at run time: ``ceil(size / count)`` each,
     the last one what remains (ONNX's rule), as slices (Python slicing clamps the tail)."""
     size = dim_expr(ctx.require_shape(0)[axis], 0, axis)
-    chunk = Temp(BinOp("//", BinOp("+", size, Lit(count - 1)), Lit(count)), "chunk")
+    chunk = Temp((size + Lit(count - 1)) // Lit(count), "chunk")
     lead = (slice(None),) * axis
 
     def bound(k: int):
-        return None if k == 0 else chunk if k == 1 else BinOp("*", Lit(k), chunk)
+        return None if k == 0 else chunk if k == 1 else Lit(k) * chunk
 
     parts = []
     for k in range(count):
@@ -152,8 +153,8 @@ def _slice_with_dynamic_bounds(ctx: NodeContext, rank: int):
 def _clamped(bound, size, low: int = 0, high=None):
     """A bound computed at run time, counted from the end when negative and clamped to
     [low, high] (default [0, size]) as ONNX does."""
-    counted = Call("ops.where", [BinOp("<", bound, Lit(0)), BinOp("+", bound, size), bound])
-    return Call("ops.clamp", [counted, Lit(low), size if high is None else high])
+    counted = ops.where(BinOp("<", bound, Lit(0)), BinOp("+", bound, size), bound)
+    return ops.clamp(counted, Lit(low), size if high is None else high)
 
 
 def _slice_with_computed_bounds(ctx: NodeContext, shape):
@@ -177,10 +178,10 @@ def _slice_with_computed_bounds(ctx: NodeContext, shape):
         size = (
             Lit(int(shape[axis]))
             if is_static(shape[axis : axis + 1])
-            else Item(Call("ops.shape", [Input(0)]), axis)
+            else Item(ops.shape(Input(0)), axis)
         )
         positions = _kept_positions(_bound(ctx, 1, k), _bound(ctx, 2, k), size, step)
-        value = Call("ops.gather", [value, positions, Lit(axis)])
+        value = ops.gather(value, positions, Lit(axis))
     return value
 
 
@@ -189,19 +190,19 @@ def _kept_positions(start, end, size, step: int):
     none. Backwards, ONNX clamps the start to [0, size - 1] and the end to [-1, size - 1]."""
     if step > 0:
         start = Temp(_clamped(start, size), "start")
-        end = Call("ops.maximum", [_clamped(end, size), start])
+        end = ops.maximum(_clamped(end, size), start)
         return Call("ops.arange", [start, end] + ([Lit(step)] if step != 1 else []))
-    last = Lit(size.value - 1) if isinstance(size, Lit) else BinOp("-", size, Lit(1))
+    last = Lit(size.value - 1) if isinstance(size, Lit) else size - Lit(1)
     start = Temp(_clamped(start, size, high=last), "start")
-    end = Call("ops.minimum", [_clamped(end, size, -1, last), start])
-    return Call("ops.arange", [start, end, Lit(step)])
+    end = ops.minimum(_clamped(end, size, -1, last), start)
+    return ops.arange(start, end, Lit(step))
 
 
 def _bound(ctx: NodeContext, index: int, k: int):
     constant = ctx.const(index)
     if constant is None:
         return Item(Input(index), k)
-    return Call("ms.Tensor", [Lit(int(np.asarray(constant).reshape(-1)[k]))])
+    return ms.Tensor(Lit(int(np.asarray(constant).reshape(-1)[k])))
 
 
 @mapper("Slice")
@@ -234,7 +235,7 @@ def slice_(ctx: NodeContext):
     if reversed_axes and any(part not in (slice(None), slice(None, None, -1)) for part in index):
         # MindSpore's indexing drops a whole-axis reversal when another axis is sliced too
         # (x[::-1, :2] reads x[:, :2]): the reversal is an ops.flip
-        source = Call("ops.flip", [source, Lit(reversed_axes)])
+        source = ops.flip(source, Lit(reversed_axes))
         index = [slice(None) if a in reversed_axes else part for a, part in enumerate(index)]
     while len(index) > 1 and index[-1] == slice(None):
         index.pop()
@@ -328,10 +329,10 @@ def _pad_computed(ctx: NodeContext, mode: str, rank: int):
         size = (
             Lit(int(shape[axis]))
             if is_static(shape[axis : axis + 1])
-            else Item(Call("ops.shape", [Input(0)]), axis)
+            else Item(ops.shape(Input(0)), axis)
         )
         before, after = Item(Input(1), k), Item(Input(1), k + len(axes))
-        positions = Temp(Call("ops.arange", [Neg(before), BinOp("+", size, after)]), "positions")
+        positions = Temp(ops.arange(Neg(before), BinOp("+", size, after)), "positions")
         result = gather_padded(result, positions, size, mode, axis, rank, value)
     return result
 
@@ -339,21 +340,21 @@ def _pad_computed(ctx: NodeContext, mode: str, rank: int):
 def gather_padded(source, positions, size, mode: str, axis: int, rank: int, value):
     """``source`` read at ``positions`` on ``axis`` (of ``size`` entries): positions outside are
     clamped, wrapped or reflected by ``mode``, or get ``value`` in constant mode."""
-    last = Lit(size.value - 1) if isinstance(size, Lit) else BinOp("-", size, Lit(1))
+    last = Lit(size.value - 1) if isinstance(size, Lit) else size - Lit(1)
     if mode == "wrap":
         index = BinOp("%", positions, size)
     elif mode == "reflect":
-        period = BinOp("*", Lit(2), last)
-        folded = Temp(BinOp("%", positions, period), "folded")
-        index = Call("ops.where", [BinOp("<", folded, size), folded, BinOp("-", period, folded)])
+        period = Lit(2) * last
+        folded = Temp(positions % period, "folded")
+        index = ops.where(BinOp("<", folded, size), folded, period - folded)
     else:  # constant and edge read the nearest position inside
-        index = Call("ops.clamp", [positions, Lit(0), last])
-    gathered = Call("ops.gather", [source, index, Lit(axis)])
+        index = ops.clamp(positions, Lit(0), last)
+    gathered = ops.gather(source, index, Lit(axis))
     if mode != "constant":
         return gathered
-    inside = BinOp("&", BinOp(">=", positions, Lit(0)), BinOp("<", positions, size))
-    inside = Call("ops.reshape", [inside, Lit((-1,) + (1,) * (rank - 1 - axis))])
-    return Call("ops.where", [inside, gathered, value])
+    inside = BinOp(">=", positions, Lit(0)) & BinOp("<", positions, size)
+    inside = ops.reshape(inside, Lit((-1,) + (1,) * (rank - 1 - axis)))
+    return ops.where(inside, gathered, value)
 
 
 # (rank, number of trailing axes padded) that MindSpore's ops.pad runs in each mode other than
@@ -385,7 +386,7 @@ def _pad_by_gather(ctx: NodeContext, source, cropped: dict, mode: str, begin: di
             period = max(2 * (size - 1), 1)
             index = positions % period
             index = np.where(index < size, index, period - index)
-        source = Call("ops.gather", [source, Const(index.astype(np.int64)), Lit(axis)])
+        source = ops.gather(source, Const(index.astype(np.int64)), Lit(axis))
     return source
 
 
@@ -393,11 +394,9 @@ def _pad_by_gather(ctx: NodeContext, source, cropped: dict, mode: str, begin: di
 def reverse_sequence(ctx: NodeContext):
     """ReverseSequence -> ops.reverse_sequence."""
     lengths = ctx.operand(1)
-    return Call(
-        "ops.reverse_sequence",
-        [Input(0), lengths],
-        {
-            "seq_dim": Lit(int(ctx.attr("time_axis", 0))),
-            "batch_dim": Lit(int(ctx.attr("batch_axis", 1))),
-        },
+    return ops.reverse_sequence(
+        Input(0),
+        lengths,
+        seq_dim=Lit(int(ctx.attr("time_axis", 0))),
+        batch_dim=Lit(int(ctx.attr("batch_axis", 1))),
     )

@@ -10,6 +10,7 @@ import numpy as np
 from ..graph.internal_domain import DOMAIN
 from .base import BinOp, Call, DType, Input, Item, Neg, NodeContext, Noted, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 # MindSpore 2.x's GRAPH_MODE folds min(a, b) of sizes known only at run time into -1 (the next
 # layer then fails to compile); min((a, b)) over a tuple compiles right
@@ -23,16 +24,16 @@ def dims(ctx: NodeContext):
     if value is None:
         raise Unsupported("the symbolic value of this shape computation is not known")
     lookup = {
-        symbol: Item(Call("ops.shape", [Input(int(source))]), int(axis))
+        symbol: Item(ops.shape(Input(int(source))), int(axis))
         for symbol, source, axis in zip(ctx.attr("symbols"), ctx.attr("sources"), ctx.attr("axes"))
     }
     dtype = DType(np.dtype(ctx.output_dtype(0) or np.int64).name)
     if ctx.attr("scalar", 0):
         scalar = integer_expression(value[0] if isinstance(value, tuple) else value, lookup)
-        return Call("ops.scalar_to_tensor", [scalar, dtype]) if ctx.attr("as_tensor", 0) else scalar
+        return ops.scalar_to_tensor(scalar, dtype) if ctx.attr("as_tensor", 0) else scalar
     items = tuple(integer_expression(item, lookup) for item in value)
     if ctx.attr("as_tensor", 0):
-        return Call("ops.cast", [Call("ops.tuple_to_array", [items]), dtype])
+        return ops.cast(ops.tuple_to_array(items), dtype)
     return items
 
 

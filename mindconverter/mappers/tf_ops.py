@@ -12,6 +12,7 @@ import numpy as np
 
 from .base import Call, DType, Input, Lit, NodeContext
 from .registry import mapper
+from .syntax import ops
 
 
 def _float_call(ctx: NodeContext, func: str, arity: int):
@@ -19,7 +20,7 @@ def _float_call(ctx: NodeContext, func: str, arity: int):
     args = [Input(i) for i in range(arity)]
     dtype = ctx.input_dtype(0)
     if dtype is not None and np.dtype(dtype).kind in "iub":
-        args = [Call("ops.cast", [arg, DType("float32")]) for arg in args]
+        args = [ops.cast(arg, DType("float32")) for arg in args]
     return Call(func, args)
 
 

@@ -7,8 +7,9 @@ and the outputs come grouped the same way. The update rules are written out elem
 
 from __future__ import annotations
 
-from .base import BinOp, Call, DType, Input, Lit, NodeContext, Outputs, Temp, Unsupported
+from .base import BinOp, DType, Input, Lit, NodeContext, Outputs, Temp, Unsupported
 from .registry import mapper
+from .syntax import ops
 
 DOMAIN = "ai.onnx.preview.training"
 
@@ -22,7 +23,7 @@ def _groups(ctx: NodeContext, per_tensor: int) -> int:
 
 
 def _times(factor: float, value):
-    return value if factor == 1.0 else BinOp("*", Lit(factor), value)
+    return value if factor == 1.0 else Lit(factor) * value
 
 
 def _regularized_gradient(ctx: NodeContext, x, g):
@@ -30,12 +31,12 @@ def _regularized_gradient(ctx: NodeContext, x, g):
     norm = float(ctx.attr("norm_coefficient", 0.0))
     if norm == 0.0:
         return g
-    return Temp(BinOp("+", BinOp("*", Lit(norm), x), g), "g_regularized")
+    return Temp(Lit(norm) * x + g, "g_regularized")
 
 
 def _float(value):
     """A rank-0 count or rate as float32 (``T`` is int64)."""
-    return Call("ops.cast", [value, DType("float32")])
+    return ops.cast(value, DType("float32"))
 
 
 @mapper("Adagrad", domain=DOMAIN)
@@ -47,16 +48,14 @@ def adagrad(ctx: NodeContext):
     epsilon = float(ctx.attr("epsilon", 0.0))
     rate = Input(0)
     if decay:
-        rate = Temp(
-            BinOp("/", Input(0), BinOp("+", Lit(1.0), _times(decay, _float(Input(1))))), "rate"
-        )
+        rate = Temp(Input(0) / (Lit(1.0) + _times(decay, _float(Input(1)))), "rate")
     new_x, new_h = [], []
     for i in range(count):
         x, g, h = Input(2 + i), Input(2 + count + i), Input(2 + 2 * count + i)
         g = _regularized_gradient(ctx, x, g)
-        h_new = Temp(BinOp("+", h, BinOp("*", g, g)), "h_new")
-        scale = BinOp("+", Call("ops.sqrt", [h_new]), Lit(epsilon))
-        new_x.append(BinOp("-", x, BinOp("/", BinOp("*", rate, g), scale)))
+        h_new = Temp(h + BinOp("*", g, g), "h_new")
+        scale = ops.sqrt(h_new) + Lit(epsilon)
+        new_x.append(x - rate * g / scale)
         new_h.append(h_new)
     return Outputs(new_x + new_h)
 
@@ -70,16 +69,12 @@ def adam(ctx: NodeContext):
     epsilon = float(ctx.attr("epsilon", 0.0))
     post = float(ctx.attr("norm_coefficient_post", 0.0))
     steps = Temp(_float(Input(1)), "steps")
-    corrected = BinOp(
-        "/",
-        BinOp(
-            "*",
-            Input(0),
-            Call("ops.sqrt", [BinOp("-", Lit(1.0), Call("ops.pow", [Lit(beta), steps]))]),
-        ),
-        BinOp("-", Lit(1.0), Call("ops.pow", [Lit(alpha), steps])),
+    corrected = (
+        Input(0)
+        * ops.sqrt(Lit(1.0) - ops.pow(Lit(beta), steps))
+        / (Lit(1.0) - ops.pow(Lit(alpha), steps))
     )
-    rate = Temp(Call("ops.where", [Call("ops.gt", [Input(1), Lit(0)]), corrected, Input(0)]))
+    rate = Temp(ops.where(ops.gt(Input(1), Lit(0)), corrected, Input(0)))
     new_x, new_v, new_h = [], [], []
     for i in range(count):
         x, g = Input(2 + i), Input(2 + count + i)
@@ -87,8 +82,8 @@ def adam(ctx: NodeContext):
         g = _regularized_gradient(ctx, x, g)
         v_new = Temp(BinOp("+", _times(alpha, v), _times(1.0 - alpha, g)), "v_new")
         h_new = Temp(BinOp("+", _times(beta, h), _times(1.0 - beta, BinOp("*", g, g))), "h_new")
-        scale = BinOp("+", Call("ops.sqrt", [h_new]), Lit(epsilon))
-        x_new = BinOp("-", x, BinOp("*", rate, BinOp("/", v_new, scale)))
+        scale = ops.sqrt(h_new) + Lit(epsilon)
+        x_new = x - rate * (v_new / scale)
         new_x.append(_times(1.0 - post, x_new))
         new_v.append(v_new)
         new_h.append(h_new)
@@ -106,15 +101,13 @@ def momentum(ctx: NodeContext):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in ("standard", "nesterov"):
         raise Unsupported(f"Momentum mode '{mode}'")
-    gain = Temp(
-        Call("ops.where", [Call("ops.gt", [Input(1), Lit(0)]), Lit(beta), Lit(1.0)]), "gain"
-    )
+    gain = Temp(ops.where(ops.gt(Input(1), Lit(0)), Lit(beta), Lit(1.0)), "gain")
     new_x, new_v = [], []
     for i in range(count):
         x, g, v = Input(2 + i), Input(2 + count + i), Input(2 + 2 * count + i)
         g = _regularized_gradient(ctx, x, g)
-        v_new = Temp(BinOp("+", _times(alpha, v), BinOp("*", gain, g)), "v_new")
+        v_new = Temp(_times(alpha, v) + gain * g, "v_new")
         step = v_new if mode == "standard" else BinOp("+", g, _times(alpha, v_new))
-        new_x.append(BinOp("-", x, BinOp("*", Input(0), step)))
+        new_x.append(x - Input(0) * step)
         new_v.append(v_new)
     return Outputs(new_x + new_v)
