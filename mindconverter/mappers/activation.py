@@ -103,7 +103,7 @@ def clip_attributes(ctx: NodeContext):
         kwargs["min"] = Lit(float(low))
     if high is not None:
         kwargs["max"] = Lit(float(high))
-    return Call("ops.clamp", [Input(0)], kwargs)
+    return ops.clamp(Input(0), **kwargs)
 
 
 @mapper("Clip", since=11)
@@ -127,7 +127,7 @@ def clip_inputs(ctx: NodeContext):
         return ops.relu6(Input(0))
     if not kwargs:
         return Input(0)
-    return Call("ops.clamp", [Input(0)], kwargs)
+    return ops.clamp(Input(0), **kwargs)
 
 
 @mapper("HardSigmoid")
@@ -260,7 +260,7 @@ def celu(ctx: NodeContext):
     if alpha == 0.0:
         raise Unsupported("Celu with alpha 0 divides by zero")
     kwargs = {} if alpha == 1.0 else {"alpha": Lit(alpha)}
-    return Call("ops.celu", [Input(0)], kwargs)
+    return ops.celu(Input(0), **kwargs)
 
 
 @mapper("Gelu", since=20)
@@ -272,7 +272,7 @@ def gelu(ctx: NodeContext):
     if approximate not in ("none", "tanh"):
         raise Unsupported(f"Gelu approximate={approximate!r}")
     kwargs = {"approximate": Lit("tanh")} if approximate == "tanh" else {}
-    return Call("ops.gelu", [Input(0)], kwargs)
+    return ops.gelu(Input(0), **kwargs)
 
 
 @mapper("Mish", since=18)

@@ -72,7 +72,7 @@ def pad_call(value, begin: Sequence[int], end: Sequence[int], fill: float = 0.0)
     for b, e in zip(reversed(list(begin)), reversed(list(end))):
         widths += [int(b), int(e)]
     kwargs = {"value": Lit(fill)} if fill != 0.0 else {}
-    return Call("ops.pad", [value, Lit(tuple(widths))], kwargs)
+    return ops.pad(value, Lit(tuple(widths)), **kwargs)
 
 
 def scalar_or_const(value: np.ndarray, like_float: bool = True):

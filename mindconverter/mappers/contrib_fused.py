@@ -20,7 +20,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Cell,
     Input,
     Lit,
@@ -167,7 +166,7 @@ def fused_matmul(ctx: NodeContext):
                 raise Unsupported(f"FusedMatMul {flag} on a rank-{rank} operand")
             value = ops.swapaxes(value, Lit(-1), Lit(-2))
         operands.append(value)
-    product = Call("ops.matmul", operands)
+    product = ops.matmul(*operands)
     alpha = float(ctx.attr("alpha", 1.0))
     return product if alpha == 1.0 else product * Lit(alpha)
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..graph.weight_roles import learned_source
 from ..graph.weight_steps import Reshape
-from .base import Call, Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
+from .base import Cell, Input, Item, Lit, NodeContext, Param, Unsupported, Weight
 from .common import compact, is_static, pad_call, spatial_attrs, spatial_pads
 from .registry import mapper
 from .syntax import ops
@@ -42,7 +42,7 @@ def _functional_conv(ctx: NodeContext):
         "dilation": Lit(compact(dilations)),
         "groups": Lit(int(ctx.attr("group", 1))),
     }
-    return Call(f"ops.conv{rank}d", args, kwargs)
+    return ops[f"conv{rank}d"](*args, **kwargs)
 
 
 def _made_up_zero_bias(ctx: NodeContext, index: int) -> bool:
@@ -196,7 +196,7 @@ def _functional_conv_transpose(ctx: NodeContext):
         x = pad_call(x, [max(f, 0) for f in front], [max(b, 0) for b in back])
     bias = ctx.operand(2) if ctx.has_input(2) else Lit(None)
     kwargs = {"dilation": Lit(compact(dilations)), "groups": Lit(group)}
-    y = Call(f"ops.conv{rank}d", [x, taps, bias], kwargs)
+    y = ops[f"conv{rank}d"](x, taps, bias, **kwargs)
     if any(f < 0 for f in front) or any(b < 0 for b in back):
         window = [slice(-f if f < 0 else None, b if b < 0 else None) for f, b in zip(front, back)]
         y = Item(y, (slice(None), slice(None), *window))

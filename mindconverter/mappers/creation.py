@@ -56,7 +56,7 @@ def one_hot(ctx: NodeContext):
     else:
         off, on = Item(Input(2), 0), Item(Input(2), 1)
     kwargs = {"axis": Lit(axis if axis != rank else -1)}
-    return Call("ops.one_hot", [indices, Lit(depth), on, off], kwargs)
+    return ops.one_hot(indices, Lit(depth), on, off, **kwargs)
 
 
 @mapper("Range", since=11)
@@ -77,7 +77,7 @@ def range_(ctx: NodeContext):
             if ctx.input_rank(index) != 0:
                 value = ops.reshape(value, Lit(()))
             args.append(ops.cast(value, DType(wide.name)) if wide != dtype else value)
-    result = Call("ops.arange", args)
+    result = ops.arange(*args)
     if dtype != np.int64 and dtype.name != "float32" or wide != dtype:
         result = ops.cast(result, DType(dtype.name))
     return result

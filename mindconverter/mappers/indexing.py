@@ -225,7 +225,7 @@ def top_k(ctx: NodeContext):
         kwargs["largest"] = Lit(False)
     if not sorted_:
         kwargs["sorted"] = Lit(False)
-    call = Temp(Call("ops.topk", [Input(0), k], kwargs), "top")
+    call = Temp(ops.topk(Input(0), k, **kwargs), "top")
     values = Item(call, 0) if ctx.has_output(0) else None
     indices = None
     if ctx.has_output(1):

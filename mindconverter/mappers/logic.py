@@ -6,7 +6,7 @@ carried a legacy ``broadcast``/``axis`` attribute pair that is not supported.
 
 from __future__ import annotations
 
-from .base import BinOp, Call, Input, NodeContext
+from .base import BinOp, Input, NodeContext
 from .common import same_dtype_operand
 from .registry import mapper
 from .syntax import ops
@@ -19,19 +19,19 @@ def _operands(ctx: NodeContext):
 @mapper("And", since=7)
 def and_(ctx: NodeContext):
     """And -> ops.logical_and."""
-    return Call("ops.logical_and", _operands(ctx))
+    return ops.logical_and(*_operands(ctx))
 
 
 @mapper("Or", since=7)
 def or_(ctx: NodeContext):
     """Or -> ops.logical_or."""
-    return Call("ops.logical_or", _operands(ctx))
+    return ops.logical_or(*_operands(ctx))
 
 
 @mapper("Xor", since=7)
 def xor(ctx: NodeContext):
     """Xor -> ops.logical_xor."""
-    return Call("ops.logical_xor", _operands(ctx))
+    return ops.logical_xor(*_operands(ctx))
 
 
 @mapper("Not")

@@ -178,10 +178,10 @@ def mod(ctx: NodeContext):
     c_style = int(ctx.attr("fmod", 0)) == 1
     args = [same_dtype_operand(ctx, 0), same_dtype_operand(ctx, 1)]
     if c_style or _kind(ctx) == "u":
-        return Call("ops.fmod", args)
+        return ops.fmod(*args)
     if _kind(ctx) == "f":
         return _float_mod(*args)
-    return Call("ops.remainder", args)
+    return ops.remainder(*args)
 
 
 def _float_mod(x, y):
@@ -235,7 +235,7 @@ def where(ctx: NodeContext):
     operands = [ctx.operand(0) if ctx.is_const(0) else Input(0)]
     for index in (1, 2):
         operands.append(ctx.operand(index) if ctx.is_const(index) else Input(index))
-    return Call("ops.where", operands)
+    return ops.where(*operands)
 
 
 @mapper("IsNaN", since=9)

@@ -306,7 +306,7 @@ def _integer_conv(ctx: NodeContext, x: int, x_zp: int, w: int, w_zp: int):
     total = None
     for i, part in enumerate(datas):
         for j, kernel_part in enumerate(weights):
-            conv = Call(f"ops.conv{rank}d", [part, kernel_part], dict(kwargs))
+            conv = ops[f"conv{rank}d"](part, kernel_part, **kwargs)
             term = _cast(ops.round(conv), "int32")
             power = 16 ** ((len(datas) - 1 - i) + (len(weights) - 1 - j))
             term = term if power == 1 else term * Lit(power)

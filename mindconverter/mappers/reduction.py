@@ -47,7 +47,7 @@ def reduce_mean(ctx: NodeContext):
     if axes is not None:
         kwargs["axis"] = Lit(axes[0] if len(axes) == 1 else axes)
     kwargs["keep_dims"] = Lit(keep)
-    return Call("ops.mean", [Input(0)], kwargs)
+    return ops.mean(Input(0), **kwargs)
 
 
 def _axes(ctx: NodeContext, since: int):

@@ -144,7 +144,7 @@ def _reshape_computed(ctx: NodeContext):
     target = Input(1)
     if not int(ctx.attr("allowzero", 0)):
         copied = [BinOp("==", target, Lit(0)), _input_dims(ctx, length), target]
-        target = Temp(Call("ops.where", copied), "target")
+        target = Temp(ops.where(*copied), "target")
     return ops.reshape(Input(0), tuple(Item(target, i) for i in range(length)))
 
 

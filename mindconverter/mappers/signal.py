@@ -111,7 +111,7 @@ def col2im(ctx: NodeContext):
         "stride": Lit(tuple(ctx.attr("strides", [1, 1]))),
     }
     size = ms.Tensor(Lit(tuple(image)), DType("int32"))
-    return Call("ops.fold", [Input(0), size, Lit(tuple(block))], kwargs)
+    return ops.fold(Input(0), size, Lit(tuple(block)), **kwargs)
 
 
 MAX_PLACEMENT_ELEMENTS = 1 << 24  # the 0/1 matrix of _col2im_by_matmul (64 MB in float32)

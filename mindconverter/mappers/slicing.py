@@ -302,7 +302,7 @@ def pad(ctx: NodeContext):
         kwargs["mode"] = Lit(_PAD_MODES[mode])
     elif value != 0:
         kwargs["value"] = Lit(value)
-    return Call("ops.pad", [source, Lit(tuple(widths))], kwargs)
+    return ops.pad(source, Lit(tuple(widths)), **kwargs)
 
 
 def _pad_computed(ctx: NodeContext, mode: str, rank: int):

@@ -35,7 +35,7 @@ def tflite_gelu(ctx: NodeContext):
     """TFLite GELU (tf2onnx keeps it as ``TFL_GELU``) -> ops.gelu; ``approximate=1`` is the
     tanh form."""
     kwargs = {"approximate": Lit("tanh")} if ctx.attr("approximate", 0) else {}
-    return Call("ops.gelu", [Input(0)], kwargs)
+    return ops.gelu(Input(0), **kwargs)
 
 
 @mapper("Erfinv", since=1)
