@@ -14,6 +14,7 @@ from . import (
     bfloat16_compute,
     check_graph,
     dead_nodes,
+    einsum_products,
     fix_shapes,
     fold_constants,
     fuse_attention,
@@ -96,6 +97,7 @@ PIPELINE: tuple[Step, ...] = (
     # no-ops first: an empty concatenation the exporter left between a query's rotary and the
     # key's (Phi-3) would keep the two from being written as one apply_rotary_pos_emb call
     Pass("drop empty parts of concatenations", tidy.run_empty_parts),
+    Pass("write matrix-product Einsums as MatMul", einsum_products.run),
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("turn rotary embeddings heads-first", rotary_heads_first.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
