@@ -344,6 +344,12 @@ class BlockWriter:
                 return "present_" + var.removeprefix("past_")
         return ""
 
+    def _projected_name(self, result: str) -> str:
+        """``query``/``key``/``value`` for a child's result that a projection turns into the
+        attention's q, k or v (CvT's convolutional projections); empty otherwise."""
+        role = self.statements.attention_roles.get(result, "")
+        return role if role in ("query", "key", "value") else ""
+
     def _group_name(self, item: str) -> str:
         """``past_keys`` for the tuple of every layer's ``past_key``, or ``past_key_per_layer``
         when the network has an input or output of that name (a stacked cache)."""
@@ -433,7 +439,7 @@ class BlockWriter:
                 targets.append("_")
                 continue
             named = self.scope.is_root and source_output_name(name, self.state.graph.outputs)
-            named = named or self._cache_name(child, name)
+            named = named or self._cache_name(child, name) or self._projected_name(name)
             var = self.exprs.new_variable(named) if named else None
             var = (
                 var

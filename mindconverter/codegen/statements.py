@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import module_path
@@ -325,9 +326,12 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
     """``q``, ``k`` and ``v`` for the values a recognised attention reads, as people name them."""
     roles: dict[str, str] = {}
     producers = {out: item.node for item in mapped for out in item.node.outputs if out}
+    layers = {id(item.node) for item in mapped if isinstance(item.result, Cell)}
+    reads = Counter(name for item in mapped for name in item.node.inputs if name)
     for item in mapped:
         node = item.node
         if node.op_type == "ScaledDotProductAttention" and node.domain == DOMAIN:
+            projected: dict[str, str] = {}
             for name, role in zip(node.inputs, ("q", "k", "v")):
                 # the value before its rotary embedding holds the same heads, and so do the new
                 # keys and values a cache concatenation appends (``k = concat((past_key, k))``)
@@ -350,7 +354,27 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
                     elif source is not None and role in _SPLIT_ROLES:
                         _name_fused_projection(roles, producers, source, role)
+                        projected[_SPLIT_ROLES[role]] = _projected_input(producers, layers, source)
+            # each of q, k and v projected from a value of its own (CvT's convolutions)
+            if len(set(projected.values()) - {""}) == 3:
+                for role, value in projected.items():
+                    if reads[value] == 1 and value in producers:
+                        roles.setdefault(value, role)
     return roles
+
+
+def _projected_input(producers: dict, layers: set[int], head_split) -> str:
+    """What the layer before a head split (Reshape, Transpose) projects: CvT's convolutional
+    projections, one for each of the query, key and value, as the source names them; "" when
+    no layer of its own makes q, k or v."""
+    source = head_split
+    for _ in range(3):
+        if source is None or source.op_type not in ("Reshape", "Transpose") or not source.inputs:
+            break
+        source = producers.get(source.inputs[0])
+    if source is None or id(source) not in layers or not source.inputs:
+        return ""
+    return source.inputs[0]
 
 
 def turned_first(producers: dict, transpose) -> bool:
