@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..graph import Graph
 from . import (
     bfloat16_compute,
+    bounded_sizes,
     check_graph,
     dead_nodes,
     einsum_products,
@@ -102,6 +103,7 @@ PIPELINE: tuple[Step, ...] = (
     Pass("turn rotary embeddings heads-first", rotary_heads_first.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
     Pass("index padding masks as mask[:, None, None, :]", lift_masks.run),
+    Pass("drop min() of sizes with the table they index", bounded_sizes.run),
     Pass("collapse shape arithmetic on dynamic dimensions", lift_shape_arithmetic.run),
     Pass("remove no-ops and compute repeated nodes once", tidy.run),
     Pass("check the graph", check_graph.run),
