@@ -276,8 +276,10 @@ def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str]
     with ``parts``, also the whole dimensions it is a sum, product or min/max of."""
     import sympy
 
-    if isinstance(item, int) or item.is_Symbol or item.is_Integer:
+    if isinstance(item, int) or item.is_Integer:
         return item
+    if item.is_Symbol:
+        return _read_as_part(graph, item, candidates, whole, taken) if parts else item
     found, offset = _dimension_near(graph, item, candidates)
     if found is None:
         # flatten(2) of a (B, C, H, W) grid: H * W; SEW's min(pooled length, conv length);
@@ -286,6 +288,13 @@ def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str]
             args = [_read_whole(graph, a, candidates, whole, taken, parts) for a in item.args]
             return item.func(*args)
         return item
+    return _whole_symbol(found, whole, taken) + offset
+
+
+def _whole_symbol(found: tuple[str, int], whole: dict, taken: set[str]):
+    """The symbol standing for dimension ``found`` (tensor, axis), recorded in ``whole``."""
+    import sympy
+
     symbol = next((sympy.Symbol(n, integer=True) for n, at in whole.items() if at == found), None)
     if symbol is None:
         name = f"whole_dim_{len(whole)}"
@@ -294,7 +303,26 @@ def _read_whole(graph, item, candidates: list[str], whole: dict, taken: set[str]
         taken.add(name)
         symbol = sympy.Symbol(name, integer=True)
         whole[str(symbol)] = found
-    return symbol + offset
+    return symbol
+
+
+def _read_as_part(graph, symbol, candidates: list[str], whole: dict, taken: set[str]):
+    """``symbol`` itself when the first candidate holding it has it as a dimension; when that
+    candidate's dimension is a multiple ``k * symbol`` (Swin's windows of every image,
+    ``16*batch``), that dimension floor-divided by ``k``: the size is read from the tensors the
+    block computes with, before one it would read for the size alone."""
+    import sympy
+
+    name = str(symbol)
+    for tensor in candidates:
+        shape = graph.symbolic_shapes.get(tensor, ())
+        if name in shape:
+            return symbol
+        for axis, dim in enumerate(shape):
+            factor, times, rest = dim.partition("*") if isinstance(dim, str) else ("", "", "")
+            if times and rest == name and factor.isdigit() and int(factor) > 1:
+                return sympy.floor(_whole_symbol((tensor, axis), whole, taken) / int(factor))
+    return symbol
 
 
 # Largest constant by which a size may differ from a whole dimension and still be read from it

@@ -183,3 +183,30 @@ def test_sizes_built_from_whole_dimensions_read_them():
     assert {whole[str(s)] for s in items[1].free_symbols} == {("grid", 2), ("grid", 3)}
     assert {whole[str(s)] for s in items[2].free_symbols} == {("grid", 2), ("grid", 3)}
     assert isinstance(items[2], sympy.Min)
+
+
+def test_a_size_missing_from_the_tensors_at_hand_is_read_from_a_multiple_of_it():
+    """Swin's window attention reshapes its scores by the image batch while holding the windows
+    of every image (``16*batch``): the batch is read as that dimension floor-divided by 16,
+    from the first tensor holding the batch or a multiple of it."""
+    from types import SimpleNamespace
+
+    from mindconverter.graph.symbolic import whole_dimensions
+
+    batch = sympy.Symbol("batch", integer=True)
+    graph = SimpleNamespace(
+        symbolic_shapes={
+            "windows": ("16*batch", 16, 8),
+            "image": ("batch", 3, 32, 32),
+            "odd": ("batch*16", 4),
+        }
+    )
+    items, whole = whole_dimensions(graph, [batch, 2 * batch], ["windows", "image"])
+    assert whole == {"whole_dim_0": ("windows", 0)}
+    assert str(items[0]) == "floor(whole_dim_0/16)" and str(items[1]) == "2*floor(whole_dim_0/16)"
+    items, whole = whole_dimensions(graph, [batch], ["image", "windows"])
+    assert items == [batch] and whole == {}
+    items, whole = whole_dimensions(graph, [batch], ["odd"])
+    assert items == [batch] and whole == {}
+    items, whole = whole_dimensions(graph, [batch], ["windows"], parts=False)
+    assert items == [batch] and whole == {}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
+from onnx import helper
 
 from mindconverter.graph import Graph
 from mindconverter.graph.module_tree import Block
@@ -15,6 +17,7 @@ from mindconverter.passes import recover_hierarchy
 from mindconverter.passes.context import PassContext
 from mindconverter.passes.fix_shapes import parse_shape_request
 from mindconverter.passes.pipeline import PIPELINE, run_passes
+from tests.helpers import assert_runs_like_onnxruntime, convert_fully, make_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -412,3 +415,38 @@ def test_a_one_layer_list_computes_its_position_bias_before_the_layer(tmp_path):
             "decoder_input_ids": rng.integers(0, 40, (batch, target)),
         }
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+def _windows_block():
+    """Swin-like: the root cuts x [batch, 16, 4] into windows [4 * batch, 4, 4]; block ``blk``
+    works on the windows and folds them back to [batch, 16, 4] by the image batch."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "window_shape"], ["windows"], name="/Reshape"),
+        helper.make_node("MatMul", ["windows", "w"], ["r"], name="/blk/proj/MatMul"),
+        helper.make_node("Shape", ["x"], ["x_shape"], name="/blk/Shape"),
+        helper.make_node("Gather", ["x_shape", "zero"], ["b"], name="/blk/Gather", axis=0),
+        helper.make_node("Unsqueeze", ["b", "axis0"], ["b1"], name="/blk/Unsqueeze"),
+        helper.make_node("Concat", ["b1", "rest"], ["back"], name="/blk/Concat", axis=0),
+        helper.make_node("Reshape", ["r", "back"], ["y"], name="/blk/Reshape_1"),
+    ]
+    constants = {
+        "window_shape": np.array([-1, 4, 4], np.int64),
+        "zero": np.array(0, np.int64),
+        "axis0": np.array([0], np.int64),
+        "rest": np.array([16, 4], np.int64),
+        "w": np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32),
+    }
+    return make_model(
+        nodes, [("x", np.float32, ["batch", 16, 4])], [("y", np.float32, None)], constants
+    )
+
+
+def test_a_block_reads_the_image_batch_from_its_windows_not_from_the_input(tmp_path):
+    model = _windows_block()
+    result = convert_fully(model, tmp_path, shape=["x=2,16,4"])
+    code = result.script_path.read_text()
+    block = code[code.index("class Blk") : code.index("class MindSporeModel")]
+    assert "def construct(self, hidden_states):" in block and "// 4" in block, block
+    for batch in (2, 3):
+        feeds = {"x": np.random.default_rng(batch).standard_normal((batch, 16, 4), np.float32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
