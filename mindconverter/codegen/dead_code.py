@@ -13,6 +13,7 @@ import re
 from collections import Counter
 
 _TARGET = re.compile(r"([A-Za-z_]\w*) = ")
+_UNPACKING = re.compile(r"([A-Za-z_]\w*(?:, [A-Za-z_]\w*)+) = ")
 _NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute (ops.transpose)
 
 
@@ -44,6 +45,26 @@ def drop_unused_assignments(body: list[str], returns: list[str]) -> None:
         while index > 0 and body[index - 1].lstrip().startswith("#"):  # its note
             del body[index - 1]
             index -= 1
+    _blank_unread_targets(body, counts)
+
+
+def _blank_unread_targets(body: list[str], counts: Counter) -> None:
+    """``x, _ = self.embedding(...)`` where the second result is read nowhere (a result the
+    graph read only for its sizes, read from elsewhere since): ``ruff check`` reports unused
+    unpacked names (RUF059)."""
+    for index in range(len(body) - 1, -1, -1):
+        match = _UNPACKING.match(body[index])
+        if match is None:
+            continue
+        names = match.group(1).split(", ")
+        kept = [name if counts[name] > 1 or name == "_" else "_" for name in names]
+        if all(name == "_" for name in kept):  # nothing it computes is read
+            del body[index]
+            while index > 0 and body[index - 1].lstrip().startswith("#"):
+                del body[index - 1]
+                index -= 1
+        elif kept != names:
+            body[index] = f"{', '.join(kept)} = {body[index][match.end() :]}"
 
 
 def _code(line: str) -> str:

@@ -25,6 +25,20 @@ def test_reads_anywhere_keep_a_statement():
     body = ["x = self.fc(x)", "for layer in self.layers:", "    x = layer(x)", "y = x + 1"]
     drop_unused_assignments(body, ["y"])
     assert body == ["x = self.fc(x)", "for layer in self.layers:", "    x = layer(x)", "y = x + 1"]
-    body = ["a, b = ops.split(x, 2)", "c = ops.relu(a)"]
+    body = ["a, b = ops.split(x, 2)", "c = ops.relu(a) + b"]
     drop_unused_assignments(body, ["c"])
-    assert body == ["a, b = ops.split(x, 2)", "c = ops.relu(a)"]
+    assert body == ["a, b = ops.split(x, 2)", "c = ops.relu(a) + b"]
+
+
+def test_an_unpacked_result_nothing_reads_is_blanked():
+    """CvT's embedding also returns its output as an image, which the stage read only for its
+    sizes (read from the input since): ``x, _ = self.embedding(pixel_values)``, as ruff wants
+    (RUF059); a statement none of whose results are read goes."""
+    body = [
+        "x, embedding = self.embedding(pixel_values)",
+        "# a note",
+        "a, b = ops.split(x, 2)",
+        "x = self.layers(x)",
+    ]
+    drop_unused_assignments(body, ["x"])
+    assert body == ["x, _ = self.embedding(pixel_values)", "x = self.layers(x)"]
