@@ -145,6 +145,37 @@ def _hoist_shared_inputs(block: Block, graph: Graph, graph_nodes=None) -> None:
                 break
 
 
+def _sink_into_reader(block: Block, graph: Graph) -> None:
+    """Move into a child block what its parent computes only for that child from values the
+    child reads itself. A sliding-window cache is cropped by the caller's code (the exporter
+    files it at the root) while the model reads the whole cache's length: cropped inside the
+    model, the model takes the cache it crops, not a second copy read for its size alone."""
+    changed = True
+    while changed:
+        changed = False
+        for item in list(block.items):
+            if isinstance(item, Block) or not item.converted or _holds_weights(item):
+                continue
+            inputs = {n for n in item.node.inputs if n and n not in graph.constants}
+            outputs = {n for n in item.node.outputs if n}
+            readers = [
+                other for other in block.items if other is not item and _reads(other) & outputs
+            ]
+            if (
+                not inputs
+                or outputs & set(graph.outputs)
+                or len(readers) != 1
+                or not isinstance(readers[0], Block)
+                or not inputs <= _reads(readers[0])
+            ):
+                continue
+            block.items.remove(item)
+            readers[0].items.insert(0, item)
+            changed = True
+    for child in block.child_blocks():
+        _sink_into_reader(child, graph)
+
+
 def _holds_weights(item: MappedNode) -> bool:
     """Whether a mapped node is a layer with weights (``self.proj = nn.Conv2d(...)``)."""
     return any(isinstance(part, Cell) and part.weights for part in expression_parts(item.result))
@@ -945,6 +976,7 @@ def _blocks(
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _hoist_layer_computations(root, graph)
     _hoist_common_computations(root, graph)
+    _sink_into_reader(root, graph)
     _settle(root)
     _align_repeated_blocks(root)
     localize_sizes(graph, root)

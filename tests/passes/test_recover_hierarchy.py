@@ -450,3 +450,47 @@ def test_a_block_reads_the_image_batch_from_its_windows_not_from_the_input(tmp_p
     for batch in (2, 3):
         feeds = {"x": np.random.default_rng(batch).standard_normal((batch, 16, 4), np.float32)}
         assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def _cropped_cache():
+    """The caller crops the cache (root code, as a sliding-window cache does); block ``model``
+    appends the new step to the crop and also reads the whole cache's length."""
+    nodes = [
+        helper.make_node("Slice", ["past", "minus3", "big", "axis2"], ["crop"], name="/Slice"),
+        helper.make_node("Concat", ["crop", "step"], ["cat"], name="/model/Concat", axis=2),
+        helper.make_node("MatMul", ["cat", "w"], ["proj"], name="/model/proj/MatMul"),
+        helper.make_node("Shape", ["past"], ["past_shape"], name="/model/Shape"),
+        helper.make_node("Gather", ["past_shape", "two"], ["length"], name="/model/Gather"),
+        helper.make_node("Cast", ["length"], ["length_f"], name="/model/Cast", to=1),
+        helper.make_node("Add", ["proj", "length_f"], ["y"], name="/model/Add"),
+    ]
+    constants = {
+        "minus3": np.array([-3], np.int64),
+        "big": np.array([2**62], np.int64),
+        "axis2": np.array([2], np.int64),
+        "two": np.array(2, np.int64),
+        "w": np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32),
+    }
+    inputs = [
+        ("past", np.float32, ["batch", 2, "past", 4]),
+        ("step", np.float32, ["batch", 2, 1, 4]),
+    ]
+    return make_model(nodes, inputs, [("y", np.float32, None)], constants)
+
+
+def test_a_cache_cropped_by_the_caller_is_cropped_in_the_block_reading_its_length(tmp_path):
+    model = _cropped_cache()
+    result = convert_fully(model, tmp_path, shape=["past=1,2,5,4", "step=1,2,1,4"])
+    code = result.script_path.read_text()
+    block = code[code.index("class Model") : code.index("class MindSporeModel")]
+    assert (
+        "[:, :, -3:]" in block and "[:, :, -3:]" not in code[code.index("class MindSporeModel") :]
+    )
+    assert block.count("def construct(self, past, ") == 1, block
+    rng = np.random.default_rng(2)
+    for past in (5, 2):
+        feeds = {
+            "past": rng.standard_normal((1, 2, past, 4), np.float32),
+            "step": rng.standard_normal((1, 2, 1, 4), np.float32),
+        }
+        assert_runs_like_onnxruntime(model, result, feeds)
