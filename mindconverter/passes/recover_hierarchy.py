@@ -176,6 +176,42 @@ def _sink_into_reader(block: Block, graph: Graph) -> None:
         _sink_into_reader(child, graph)
 
 
+def _lift_output_crops(root: Block, graph: Graph) -> None:
+    """Move out of the layers of a list the last steps only some layers apply to what they give
+    as network outputs. Gemma-2 alternates sliding-window and global layers: the cache of a
+    sliding one is cropped to its window (``k[:, :, -4095:]``) inside the layer, the other's is
+    not, which made two classes of one layer. Cropped after the loop, one class serves both."""
+    outputs = set(graph.outputs)
+    read = {n for m in root.nodes() for n in m.node.inputs if n}
+    parent_of = {id(child): block for block in _all_blocks(root) for child in block.child_blocks()}
+    lists: dict[str, list[Block]] = defaultdict(list)
+    for block in _all_blocks(root):
+        if re.search(r"\.\d+$", block.path) and id(block) in parent_of:
+            lists[block.path.rsplit(".", 1)[0]].append(block)
+    for layers in lists.values():
+        crops = [
+            [
+                (owner, m)
+                for owner in _all_blocks(layer)
+                for m in owner.items
+                if isinstance(m, MappedNode)
+                and m.converted
+                and not _holds_weights(m)
+                and {n for n in m.node.outputs if n} <= outputs - read
+            ]
+            for layer in layers
+        ]
+        if len(layers) < 2 or len({len(found) for found in crops}) == 1:
+            continue  # every layer crops alike, or none does
+        holder, after = parent_of[id(layers[0])], layers[-1]
+        if not any(isinstance(item, MappedNode) for item in holder.items):
+            holder, after = parent_of.get(id(holder), holder), holder  # the list itself
+        position = holder.items.index(after) + 1
+        for owner, m in [pair for found in crops for pair in found][::-1]:
+            owner.items.remove(m)
+            holder.items.insert(position, m)  # after the whole list: the layers stay a run
+
+
 def _holds_weights(item: MappedNode) -> bool:
     """Whether a mapped node is a layer with weights (``self.proj = nn.Conv2d(...)``)."""
     return any(isinstance(part, Cell) and part.weights for part in expression_parts(item.result))
@@ -976,10 +1012,13 @@ def _blocks(
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _hoist_layer_computations(root, graph)
     _hoist_common_computations(root, graph)
-    _sink_into_reader(root, graph)
+    _lift_output_crops(root, graph)
     _settle(root)
     _align_repeated_blocks(root)
     localize_sizes(graph, root)
+    # after the sizes: a block reading a value for a size it can read elsewhere takes no copy
+    _sink_into_reader(root, graph)
+    _settle(root)
     mapped = root.nodes()
     # a value is "read outside" a block when a node outside it reads it, or the graph returns it
     readers: dict[str, set[int]] = {}

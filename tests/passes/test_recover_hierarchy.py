@@ -494,3 +494,63 @@ def test_a_cache_cropped_by_the_caller_is_cropped_in_the_block_reading_its_lengt
             "step": rng.standard_normal((1, 2, 1, 4), np.float32),
         }
         assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def _layers_cropping_one_cache():
+    """Two layers of one module list, each appending its step to its own cache; the first layer
+    (a sliding window's) crops what it returns to the last 3 steps, the second does not."""
+    nodes, constants = [], {}
+    rng = np.random.default_rng(3)
+    hidden = "x"
+    for i in range(2):
+        scope = f"/model/layers.{i}"
+        constants[f"w{i}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node("MatMul", [hidden, f"w{i}"], [f"h{i}"], name=f"{scope}/proj/MatMul"),
+            helper.make_node("Unsqueeze", [f"h{i}", "axis1"], [f"s{i}"], name=f"{scope}/Unsqueeze"),
+            helper.make_node(
+                "Concat", [f"past{i}", f"s{i}"], [f"cat{i}"], name=f"{scope}/Concat", axis=1
+            ),
+            helper.make_node(
+                "ReduceSum",
+                [f"cat{i}", "axis1"],
+                [f"sum{i}"],
+                name=f"{scope}/ReduceSum",
+                keepdims=0,
+            ),
+            helper.make_node("Add", [f"h{i}", f"sum{i}"], [f"t{i}"], name=f"{scope}/Add"),
+        ]
+        hidden = f"t{i}"
+    nodes.append(
+        helper.make_node(
+            "Slice", ["cat0", "minus3", "big", "axis1"], ["present0"], name="/model/layers.0/Slice"
+        )
+    )
+    nodes.append(helper.make_node("Relu", ["t1"], ["y"], name="/Relu"))
+    constants.update(
+        axis1=np.array([1], np.int64),
+        minus3=np.array([-3], np.int64),
+        big=np.array([2**62], np.int64),
+    )
+    inputs = [("x", np.float32, ["batch", 4])] + [
+        (f"past{i}", np.float32, ["batch", "past", 4]) for i in range(2)
+    ]
+    outputs = [
+        ("y", np.float32, None),
+        ("present0", np.float32, None),
+        ("cat1", np.float32, None),
+    ]
+    return make_model(nodes, inputs, outputs, constants)
+
+
+def test_a_crop_only_some_layers_apply_to_their_results_runs_after_the_loop(tmp_path):
+    model = _layers_cropping_one_cache()
+    result = convert_fully(model, tmp_path, shape=["x=1,4", "past0=1,5,4", "past1=1,5,4"])
+    code = result.script_path.read_text()
+    assert "class Layer2" not in code and "for layer, past in zip(self.layers, pasts):" in code
+    assert "out = present_pasts[0][:, -3:]" in code, code
+    rng = np.random.default_rng(4)
+    for past in (5, 2):
+        feeds = {"x": rng.standard_normal((1, 4), np.float32)}
+        feeds.update({f"past{i}": rng.standard_normal((1, past, 4), np.float32) for i in range(2)})
+        assert_runs_like_onnxruntime(model, result, feeds)
