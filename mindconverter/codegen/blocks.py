@@ -295,9 +295,10 @@ class BlockWriter:
         loop_vars, iterables = [layer_var], [f"self.{attr}"]
         item_of: dict[int, str] = {}
         for position, names in zip(run.own_inputs, own_inputs):
-            item = self.exprs.new_variable(params[position])
-            group = self.exprs.new_variable(self._group_name(item))
+            base = params[position]
+            group = self.exprs.new_variable(self._group_name(base))
             body.append(f"{group} = ({', '.join(self.scope.var_of[n] for n in names)})")
+            item = base if self._dead_variable(base) else self.exprs.new_variable(base)
             loop_vars.append(item)
             iterables.append(group)
             item_of[position] = item
@@ -311,8 +312,9 @@ class BlockWriter:
             ):
                 targets.append("_")
                 continue
-            item = self.exprs.new_variable(self._result_name(first, position, item_of, attr))
-            group = self.exprs.new_variable(self._group_name(item))
+            name = self._result_name(first, position, item_of, attr)
+            item = self.exprs.new_variable(name)
+            group = self.exprs.new_variable(self._group_name(name))
             body.append(f"{group} = ()")
             targets.append(item)
             gathered.append((item, group))
@@ -350,6 +352,20 @@ class BlockWriter:
         role = self.statements.attention_roles.get(result, "")
         return role if role in ("query", "key", "value") else ""
 
+    def _dead_variable(self, name: str) -> bool:
+        """Whether variable ``name`` exists, is no parameter (a loop variable must not redefine
+        one: ruff's PLR1704) and what it holds is read no more (so a loop may take the name for
+        each layer's item, ``past_value``, instead of ``past_value_2``)."""
+        scope = self.scope
+        holders = [value for value, var in scope.var_of.items() if var == name]
+        return bool(holders) and all(
+            scope.remaining_uses.get(value, 0) == 0
+            and value not in scope.protected
+            and value not in scope.no_reuse
+            and value not in scope.params
+            for value in holders
+        )
+
     def _group_name(self, item: str) -> str:
         """``past_keys`` for the tuple of every layer's ``past_key``, or ``past_key_per_layer``
         when the network has an input or output of that name (a stacked cache)."""
@@ -369,6 +385,7 @@ class BlockWriter:
         producer = self.state.graph.producers.get(layer.outputs[position])
         if producer is not None and producer.op_type == "Concat":
             for j, item in item_of.items():
+                item = per_layer_base(item)  # past_value, also for a loop's past_value_2
                 if layer.inputs[j] in producer.input:
                     return (
                         f"present_{item.removeprefix('past_')}"

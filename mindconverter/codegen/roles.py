@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..graph import Graph
@@ -28,7 +30,8 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     for name in inputs:
         hint = _role(graph, name, readers)
         if name in caches and name not in graph.inputs:
-            hint = ("past_key", "past_value")[caches.index(name) % 2]
+            cropped = _cropped_input(graph, name)  # a sliding window's cache: still its input's
+            hint = cropped or ("past_key", "past_value")[caches.index(name) % 2]
         elif hint == "x" and _only_concatenated(graph, name, readers.get(name, [])):
             hint = "shortcut"  # passed through beside what the block computes (ShuffleNet)
         elif hint == "x" and "x" in hints and _only_scales(name, readers):
@@ -169,6 +172,15 @@ def _only_concatenated(graph: Graph, name: str, readers: list) -> bool:
         and dtype.kind == "f"
         and all(node.op_type == "Concat" for node in readers)
     )
+
+
+def _cropped_input(graph: Graph, name: str) -> str:
+    """``past_value`` for a cache cropped from the network input ``past_value_0`` (a Slice of
+    it), named after that input without its layer's index; "" for anything else."""
+    producer = graph.producers.get(name)
+    if producer is None or producer.op_type != "Slice" or producer.input[0] not in graph.inputs:
+        return ""
+    return re.sub(r"_?\d+$", "", producer.input[0]) or ""
 
 
 def _is_cache(graph: Graph, name: str, readers: list) -> bool:
