@@ -63,3 +63,37 @@ def test_a_second_float_input_that_weighs_the_result_and_an_integer_input_are_na
     }
     code = assert_matches(model, tmp_path, feeds).script_path.read_text()
     assert "def construct(self, x, weights, indices):" in code, code
+
+
+def test_a_cache_cropped_from_a_network_input_is_named_after_that_input(tmp_path):
+    """A sliding window's value cache cropped by the caller (``past_value_1[:, :, -3:]``) and
+    extended in the block is the block's ``past_value``, whatever caches come before it."""
+    nodes = [
+        helper.make_node(
+            "Slice", ["past_value_1", "minus3", "big", "axis2"], ["crop"], name="/Slice"
+        ),
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="/blk/proj/MatMul"),
+    ]
+    for index, cache in enumerate(("past_key_0", "past_value_0", "crop")):
+        nodes.append(
+            helper.make_node(
+                "Concat", [cache, "h"], [f"cat{index}"], name=f"/blk/Concat_{index}", axis=2
+            )
+        )
+    nodes.append(helper.make_node("Sum", ["cat0", "cat1", "cat2"], ["y"], name="/blk/Sum"))
+    constants = {
+        "minus3": np.array([-3], np.int64),
+        "big": np.array([2**62], np.int64),
+        "axis2": np.array([2], np.int64),
+        "w": np.random.default_rng(1).standard_normal((4, 4)).astype(F32),
+    }
+    sizes = {"past_key_0": 3, "past_value_0": 3, "past_value_1": 5}  # the last one is cropped
+    caches = [(name, F32, [1, 2, size, 4]) for name, size in sizes.items()]
+    model = make_model(nodes, [("x", F32, [1, 2, 1, 4]), *caches], [("y", F32, None)], constants)
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.standard_normal((1, 2, 1, 4)).astype(F32)}
+    feeds.update({name: rng.standard_normal(shape).astype(F32) for name, _, shape in caches})
+    result = assert_matches(model, tmp_path, feeds)
+    code = result.script_path.read_text()
+    signature = code[code.index("class Blk") :].split("def construct(")[1].split(")")[0]
+    assert signature.split(", ")[-1].startswith("past_value"), signature
