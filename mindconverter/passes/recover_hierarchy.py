@@ -177,8 +177,8 @@ def _sink_into_reader(block: Block, graph: Graph) -> None:
 
 
 def _lift_output_crops(root: Block, graph: Graph) -> None:
-    """Move out of the layers of a list the last steps only some layers apply to what they give
-    as network outputs. Gemma-2 alternates sliding-window and global layers: the cache of a
+    """Move out of the layers of a list the crops (Slice) only some layers apply to what they
+    give as network outputs. Gemma-2 alternates sliding-window and global layers: the cache of a
     sliding one is cropped to its window (``k[:, :, -4095:]``) inside the layer, the other's is
     not, which made two classes of one layer. Cropped after the loop, one class serves both."""
     outputs = set(graph.outputs)
@@ -196,7 +196,7 @@ def _lift_output_crops(root: Block, graph: Graph) -> None:
                 for m in owner.items
                 if isinstance(m, MappedNode)
                 and m.converted
-                and not _holds_weights(m)
+                and m.node.op_type == "Slice"  # a crop, not a layer's own last step
                 and {n for n in m.node.outputs if n} <= outputs - read
             ]
             for layer in layers

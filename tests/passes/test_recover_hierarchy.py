@@ -554,3 +554,28 @@ def test_a_crop_only_some_layers_apply_to_their_results_runs_after_the_loop(tmp_
         feeds = {"x": rng.standard_normal((1, 4), np.float32)}
         feeds.update({f"past{i}": rng.standard_normal((1, past, 4), np.float32) for i in range(2)})
         assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_the_last_step_of_the_last_layer_stays_in_it_when_it_gives_the_output(tmp_path):
+    """BEiT's encoder returns its last layer's residual sum: that sum is the layer's own, not
+    a crop to run after the loop (both layers stay one class, run in a loop)."""
+    nodes, constants, hidden = [], {}, "x"
+    rng = np.random.default_rng(5)
+    for i in range(2):
+        scope = f"/model/layers.{i}"
+        constants[f"w{i}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node("MatMul", [hidden, f"w{i}"], [f"h{i}"], name=f"{scope}/proj/MatMul"),
+            helper.make_node("Tanh", [f"h{i}"], [f"t{i}"], name=f"{scope}/Tanh"),
+            helper.make_node("Add", [f"t{i}", hidden], [f"r{i}"], name=f"{scope}/Add"),
+        ]
+        hidden = f"r{i}"
+    model = make_model(
+        nodes, [("x", np.float32, ["batch", 4])], [("r1", np.float32, None)], constants
+    )
+    result = convert_fully(model, tmp_path, shape=["x=2,4"])
+    code = result.script_path.read_text()
+    assert "class Layers2" not in code and "class Layer2" not in code, code
+    assert "nn.SequentialCell([Layer(), Layer()])" in code, code
+    feeds = {"x": rng.standard_normal((3, 4), np.float32)}
+    assert_runs_like_onnxruntime(model, result, feeds)
