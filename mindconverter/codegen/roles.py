@@ -40,6 +40,8 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
             only_added = all(node.op_type == "Add" for node in readers.get(name, []))
             hint = "residual" if only_added else hint
         hints.append(hint)
+    if hints.count("x") > 1:  # several feature maps (SegFormer's decode head: every stage's)
+        hints = ["hidden_states" if hint == "x" else hint for hint in hints]
     return hints
 
 

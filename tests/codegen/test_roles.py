@@ -97,3 +97,22 @@ def test_a_cache_cropped_from_a_network_input_is_named_after_that_input(tmp_path
     code = result.script_path.read_text()
     signature = code[code.index("class Blk") :].split("def construct(")[1].split(")")[0]
     assert signature.split(", ")[-1].startswith("past_value"), signature
+
+
+def test_several_feature_maps_are_hidden_states_not_x_and_x_1(tmp_path):
+    """SegFormer's decode head takes every stage's feature map: ``hidden_states``,
+    ``hidden_states_1``, not ``x, x_1``."""
+    nodes = [
+        helper.make_node("Relu", ["a"], ["fa"], name="/Relu"),
+        helper.make_node("Relu", ["b"], ["fb"], name="/Relu_1"),
+        helper.make_node("Conv", ["fa", "w"], ["ca"], name="/head/proj/Conv"),
+        helper.make_node("Add", ["ca", "fb"], ["y"], name="/head/Add"),
+    ]
+    weight = np.random.default_rng(1).standard_normal((2, 2, 1, 1)).astype(F32)
+    inputs = [("a", F32, [1, 2, 4, 4]), ("b", F32, [1, 2, 4, 4])]
+    model = make_model(nodes, inputs, [("y", F32, None)], {"w": weight})
+    rng = np.random.default_rng(2)
+    feeds = {name: rng.standard_normal(shape).astype(F32) for name, _, shape in inputs}
+    result = assert_matches(model, tmp_path, feeds)
+    code = result.script_path.read_text()
+    assert "def construct(self, hidden_states, hidden_states_1):" in code, code
