@@ -385,7 +385,7 @@ def export(
                 {axis: auto for axis in (dynamic_axes or {}).get(n, {})} or None
                 for n in input_names
             ]
-            dynamic_shapes = {"args": tuple(shapes)} if _takes_varargs(module) else tuple(shapes)
+            dynamic_shapes = _by_parameter(module, shapes)
             try:
                 program = torch.onnx.export(
                     module,
@@ -416,13 +416,20 @@ def export(
     return path
 
 
-def _takes_varargs(module) -> bool:
+def _by_parameter(module, shapes: list):
+    """``dynamic_shapes`` for torch.export: a tuple for plain positional parameters; keyed by
+    parameter name when ``forward`` gathers the rest in ``*args`` (a decoder taking
+    ``input_ids, attention_mask, *past``), the extra ones as a tuple under that name."""
     import inspect
 
-    return any(
-        p.kind is inspect.Parameter.VAR_POSITIONAL
-        for p in inspect.signature(module.forward).parameters.values()
-    )
+    parameters = list(inspect.signature(module.forward).parameters.values())
+    rest = next((p for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+    if rest is None:
+        return tuple(shapes)
+    named = [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    keyed = dict(zip(named, shapes))
+    keyed[rest.name] = tuple(shapes[len(named) :])
+    return keyed
 
 
 def _entry(path: Path, name, source, exporter, args, input_names, notes=""):
