@@ -233,11 +233,25 @@ class StatementWriter:
         if earlier is None or out in self.scope.protected:
             self.scope.size_texts.setdefault(text, out)
             return False
+        if self.scope.var_of[earlier].startswith("("):
+            self._name_inlined_sizes(earlier)  # written where read once, now read again
         self.scope.var_of[out] = self.scope.var_of[earlier]
         self.scope.no_reuse.add(out)
         if earlier in self.scope.size_parts:
             self.scope.size_parts[out] = self.scope.size_parts[earlier]
         return True
+
+    def _name_inlined_sizes(self, value: str) -> None:
+        """Give the sizes tuple ``value``, written inside the statement that read it, a
+        ``shape`` line of its own before that statement, for a second reader to read too."""
+        text, body = self.scope.var_of[value], self.scope.cls.body
+        index = next((i for i in range(len(body) - 1, -1, -1) if text in body[i]), None)
+        if index is None or body[index].startswith(" "):
+            return  # not a statement of construct's own level (a loop body)
+        name = self.scope.cls.variables.claim("shape", "x")
+        body[index] = body[index].replace(text, name)
+        body.insert(index, f"{name} = {text}")
+        self.scope.var_of[value] = name
 
     def _inline_sizes(self, mapped: MappedNode, text: str) -> bool:
         """A short tuple of named sizes with one reader is written where it is read:

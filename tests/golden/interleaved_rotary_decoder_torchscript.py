@@ -121,10 +121,11 @@ class Model(nn.Cell):
         rotary_emb_1, rotary_emb_2 = ops.split(rotary_emb, 2, axis=2)
         rotary_emb_1 = rotary_emb_1[:, :, None, :, None]
         rotary_emb_1 = ops.tile(rotary_emb_1, (1, 1, 1, 1, 2))
-        sin = ops.reshape(rotary_emb_1, (1, seq_len, 1, -1)).swapaxes(1, 2)
+        shape = (1, seq_len, 1, -1)
+        sin = ops.reshape(rotary_emb_1, shape).swapaxes(1, 2)
         rotary_emb_2 = rotary_emb_2[:, :, None, :, None]
         rotary_emb_2 = ops.tile(rotary_emb_2, (1, 1, 1, 1, 2))
-        cos = ops.reshape(rotary_emb_2, (1, seq_len, 1, -1)).swapaxes(1, 2)
+        cos = ops.reshape(rotary_emb_2, shape).swapaxes(1, 2)
         for layer in self.h:
             x = layer(x, cos, sin, attention_mask_1)
         return self.ln_f(x)
