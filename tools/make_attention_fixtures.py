@@ -23,7 +23,10 @@ first features of each head, on sin and cos tables layer 0 repeats for every lay
 ``tiny_swin_dynamo.onnx``: Swin with two stages whose head sizes and window counts differ
 (numbers of ``construct`` that become class arguments; stack traces dropped);
 ``tiny_dinov2_dynamo.onnx``: DINOv2, whose token count the dynamo exporter fixes at 17 once it
-specialises the position-table interpolation away (stack traces dropped to keep it small).
+specialises the position-table interpolation away (stack traces dropped to keep it small);
+``tiny_gemma2_kv_torchscript.onnx``: Gemma-2 with a key/value cache, a sliding-window layer
+then a global one: the sliding layer's cache is cropped to its window (transformers' cache
+does it inside the layer's scope) and the global layer's is not.
 """
 
 from __future__ import annotations
@@ -351,6 +354,61 @@ def export_phi3() -> None:
     _export(phi3, "tiny_phi3_torchscript", tokens, dims, dynamo=False)
 
 
+class _CachedDecoder(nn.Module):
+    """A causal LM called with flat past keys and values; returns the logits and the new ones."""
+
+    def __init__(self, model: nn.Module, layers: int):
+        super().__init__()
+        self.model, self.layers = model, layers
+
+    def forward(self, input_ids, attention_mask, *past):
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for index in range(self.layers):
+            cache.update(past[2 * index], past[2 * index + 1], index)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        present = [
+            tensor for layer in out.past_key_values.layers for tensor in (layer.keys, layer.values)
+        ]
+        return (out.logits, *present)
+
+
+def export_gemma2_kv() -> None:
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.Gemma2Config(
+        vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+        pad_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(1)
+    model = hf.Gemma2ForCausalLM(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.2)
+    past = [f"past_{kind}_{i}" for i in range(2) for kind in ("key", "value")]
+    args = (
+        torch.randint(1, 40, (1, 2)),
+        torch.ones(1, 5, dtype=torch.int64),
+        *[torch.randn(1, 1, 3, 8) for _ in past],
+    )
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "total"}}
+    axes.update({name: {0: "batch", 2: "past"} for name in past})
+    outputs = ["logits"] + [name.replace("past", "present") for name in past]
+    torch.onnx.export(
+        _CachedDecoder(model, 2).eval(), args, FIXTURES / "tiny_gemma2_kv_torchscript.onnx",
+        input_names=["input_ids", "attention_mask", *past], output_names=outputs,
+        dynamic_axes=axes, opset_version=17, dynamo=False,
+    )  # fmt: skip
+
+
 def _drop_metadata(path: Path) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads)."""
     import onnx
@@ -371,5 +429,6 @@ if __name__ == "__main__":
     export_transformers()
     export_t5()
     export_phi3()
+    export_gemma2_kv()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -12,7 +12,7 @@ from .expressions import ExpressionWriter, with_exporter_note
 from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
 from .returns import inline_returned_slices
-from .roles import input_names, layer_reads
+from .roles import cropped_input, input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
 from .sizes import drop_size_only_values, drop_unused_sizes
 from .statements import StatementWriter, source_output_name
@@ -112,10 +112,13 @@ class BlockWriter:
         hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes())
         # a layer's own network input (past_key_1) is named without its layer's index, so that
         # every layer reads the same and shares one class (unless that would merge two names)
-        bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in inputs]
-        for name, hint, base in zip(inputs, hints, bases):
-            if not is_root and name in graph.inputs:
-                hint = base if bases.count(base) == 1 else name
+        # (a cache cropped from a network input counts as that input: past_key_0 and past_key_1
+        # keep their indices when one layer's cache is the crop of its input)
+        sources = [name if is_root else cropped_input(graph, name) or name for name in inputs]
+        bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in sources]
+        for name, source, hint, base in zip(inputs, sources, hints, bases):
+            if not is_root and source in graph.inputs:
+                hint = base if bases.count(base) == 1 else source
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])
         scope.params = list(inputs)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..graph import Graph
@@ -30,7 +28,7 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     for name in inputs:
         hint = _role(graph, name, readers)
         if name in caches and name not in graph.inputs:
-            cropped = _cropped_input(graph, name)  # a sliding window's cache: still its input's
+            cropped = cropped_input(graph, name)  # a sliding window's cache: still its input's
             hint = cropped or ("past_key", "past_value")[caches.index(name) % 2]
         elif hint == "x" and _only_concatenated(graph, name, readers.get(name, [])):
             hint = "shortcut"  # passed through beside what the block computes (ShuffleNet)
@@ -176,13 +174,13 @@ def _only_concatenated(graph: Graph, name: str, readers: list) -> bool:
     )
 
 
-def _cropped_input(graph: Graph, name: str) -> str:
-    """``past_value`` for a cache cropped from the network input ``past_value_0`` (a Slice of
-    it), named after that input without its layer's index; "" for anything else."""
+def cropped_input(graph: Graph, name: str) -> str:
+    """``past_value_0`` for a cache cropped from that network input (a Slice of it), whose
+    name it takes; "" for anything else."""
     producer = graph.producers.get(name)
     if producer is None or producer.op_type != "Slice" or producer.input[0] not in graph.inputs:
         return ""
-    return re.sub(r"_?\d+$", "", producer.input[0]) or ""
+    return producer.input[0]
 
 
 def _is_cache(graph: Graph, name: str, readers: list) -> bool:

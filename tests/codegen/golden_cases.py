@@ -183,6 +183,15 @@ CASES = [
     GoldenCase(
         "stages_vision_dynamo", _fixture("tiny_swin_dynamo.onnx"), ("pixel_values=1,3,32,32",)
     ),
+    GoldenCase(
+        "sliding_window_decoder_kv_torchscript",
+        _fixture("tiny_gemma2_kv_torchscript.onnx"),
+        (
+            "input_ids=1,2",
+            "attention_mask=1,5",
+            *(f"past_{k}_{i}=1,1,3,8" for i in (0, 1) for k in ("key", "value")),
+        ),
+    ),
     GoldenCase("lstm_classifier", _lstm_classifier),
     GoldenCase(
         "tensorflow_cnn",
