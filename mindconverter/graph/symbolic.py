@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from .contrib_shapes import add_contrib_shape_handlers
+from .symbolic_merges import make_merges_deterministic
 from .symbolic_slices import add_slice_length_check
 
 # Bound on inference rounds (each round re-runs the whole graph after merging symbols).
@@ -66,6 +67,7 @@ def infer_symbolic(
         deadline = time.monotonic() + TOTAL_SECONDS
         add_contrib_shape_handlers(inference)
         add_slice_length_check(inference, sizes or {})
+        make_merges_deterministic(inference)
         with _node_alarm() as armed:
             _fall_back_per_node(inference, deadline, armed)
             inference._preprocess(model)
