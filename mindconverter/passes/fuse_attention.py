@@ -471,23 +471,38 @@ def _masked_by_where(finder: _Finder, name: str, match: _Match):
     ``scores + fill`` is the fill). Adds that bias to the match and returns (the scores, the
     Where), or None."""
     where = finder.made_by(name, "Where")
-    if where is None or not _from_scores(finder, where.input[1]):
+    kept = _kept_side(finder, where) if where is not None else None
+    if where is None or kept is None:
         return None
-    fill = finder.scalar(where.input[2])
-    dtype = finder.graph.dtypes.get(where.input[1])
+    fill = finder.scalar(where.input[3 - kept])
+    dtype = finder.graph.dtypes.get(where.input[kept])
     mask_dims = finder.graph.symbolic_shapes.get(where.input[0])
     if fill is None or not fill <= -1e30 or dtype != np.float32 or mask_dims is None:
         return None
     graph = finder.graph.model.graph
     zero, bias = finder.new_name(f"{name}_kept"), finder.new_name(f"{name}_mask_bias")
     graph.initializer.append(numpy_helper.from_array(np.array(0.0, np.float32), zero))
-    match.before.append(helper.make_node("Where", [where.input[0], zero, where.input[2]], [bias]))
+    # 0 where the scores are kept, the fill where they are not: MPT's masked_fill(mask, fill)
+    # keeps them where the mask is false
+    branches = [zero, where.input[2]] if kept == 1 else [where.input[1], zero]
+    match.before.append(helper.make_node("Where", [where.input[0], *branches], [bias]))
     graph.value_info.append(
         helper.make_tensor_value_info(bias, onnx.TensorProto.FLOAT, list(mask_dims))
     )
     match.biases.append(bias)
     match.removed.append(where)
-    return where.input[1], where
+    return where.input[kept], where
+
+
+def _kept_side(finder: _Finder, where: onnx.NodeProto) -> int | None:
+    """Which branch of a masking Where holds the scores (1: kept where the mask is true, GPT-Neo;
+    2: kept where it is false, ``masked_fill``); the other is a fill value."""
+    for side in (1, 2):
+        if finder.scalar(where.input[3 - side]) is not None and _from_scores(
+            finder, where.input[side]
+        ):
+            return side
+    return None
 
 
 def _score_side(finder: _Finder, add: onnx.NodeProto) -> int | None:
@@ -508,8 +523,11 @@ def _from_scores(finder: _Finder, name: str) -> bool:
         if node.op_type == "Tanh":  # soft-capped scores (Gemma-2)
             name = node.input[0]
             continue
-        if node.op_type in ("Reshape", "Where"):  # a Where masks the scores it keeps
-            name = node.input[0] if node.op_type == "Reshape" else node.input[1]
+        if node.op_type == "Reshape":
+            name = node.input[0]
+            continue
+        if node.op_type == "Where":  # a Where masks the scores it keeps, beside a fill value
+            name = node.input[2] if finder.scalar(node.input[1]) is not None else node.input[1]
             continue
         if node.op_type == "Add":
             name = node.input[0] if _score_side(finder, node) == 0 else node.input[1]

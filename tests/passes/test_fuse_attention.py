@@ -461,13 +461,16 @@ def test_repeat_kv_whose_sizes_feed_the_key_transpose_runs_like_onnxruntime(tmp_
     assert "ops.repeat_interleave" in script and "ops.broadcast_to" not in script
 
 
-def where_masked_attention():
-    """GPT-Neo: unscaled scores, ``where(causal, scores, finfo.min)``, then a padding bias."""
+def where_masked_attention(masked_fill: bool = False):
+    """GPT-Neo: unscaled scores, ``where(causal, scores, finfo.min)``, then a padding bias;
+    with ``masked_fill``, MPT's ``scores.masked_fill(mask, finfo.min)``: the fill where the
+    mask is true (``causal`` then marks the positions not to attend)."""
+    branches = ["fill", "scores"] if masked_fill else ["scores", "fill"]
     nodes = [
         helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
         helper.make_node("MatMul", ["q", "kt"], ["scores"]),
         _const("fill", np.finfo(F32).min),
-        helper.make_node("Where", ["causal", "scores", "fill"], ["masked"]),
+        helper.make_node("Where", ["causal", *branches], ["masked"]),
         helper.make_node("Add", ["masked", "padding"], ["logits"]),
         helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
         helper.make_node("MatMul", ["probs", "v"], ["out"]),
@@ -486,18 +489,21 @@ def where_masked_attention():
     )
 
 
-def test_scores_masked_by_where_are_fused_with_the_mask_as_a_bias():
+@pytest.mark.parametrize("masked_fill", [False, True])
+def test_scores_masked_by_where_are_fused_with_the_mask_as_a_bias(masked_fill):
     shapes = [(1, HEADS, 3, HEAD_DIM)] * 3 + [(1, 1, 3, 3), (1, 1, 1, 3)]
-    count, (node,) = _fused(where_masked_attention(), shapes)
+    count, (node,) = _fused(where_masked_attention(masked_fill), shapes)
     assert count == 1 and len(node.input) == 5  # q, k, v and two biases
 
 
 @pytest.mark.slow
-def test_scores_masked_by_where_run_like_onnxruntime_at_two_shapes(tmp_path):
-    model = where_masked_attention()
+@pytest.mark.parametrize("masked_fill", [False, True])
+def test_scores_masked_by_where_run_like_onnxruntime_at_two_shapes(tmp_path, masked_fill):
+    model = where_masked_attention(masked_fill)
     shape = [f"1,{HEADS},3,{HEAD_DIM}"] * 3 + ["1,1,3,3", "1,1,1,3"]
     script = _matches_at(model, tmp_path, [{"b": 1, "s": 3}, {"b": 2, "s": 5}], shape=shape)
-    assert "probs = " in script and "ops.where(causal, 0.0" in script
+    bias = "ops.where(causal, -3.4028235e38, 0.0)" if masked_fill else "ops.where(causal, 0.0"
+    assert "probs = " in script and bias in script, script
 
 
 def clamped_attention(mask_fill: float = float(np.finfo(F32).min)):
