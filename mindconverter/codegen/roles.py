@@ -114,8 +114,13 @@ def unfolded_into_bias(graph: Graph, node) -> bool:
 
 
 def _mask_or_bias(graph: Graph, name: str) -> str:
-    """A mask is broadcast over heads or queries; a bias (T5's positions, ALiBi) is not."""
+    """A mask is broadcast over heads or queries; a bias (T5's positions) is not; ALiBi is one
+    row per head, broadcast over queries."""
     shape = graph.symbolic_shapes.get(name) or ()
+    floating = graph.dtypes.get(name) != np.bool_
+    per_head = len(shape) in (3, 4) and isinstance(shape[-3], int) and shape[-3] > 1 == shape[-2]
+    if floating and per_head and (len(shape) == 3 or shape[0] == 1):
+        return "alibi"  # one row per head, the same for every query and batch (MPT)
     broadcast = len(shape) < 4 or shape[1] == 1 or shape[2] == 1
     return "attention_mask" if broadcast or graph.dtypes.get(name) == np.bool_ else "attention_bias"
 

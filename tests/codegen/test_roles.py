@@ -116,3 +116,26 @@ def test_several_feature_maps_are_hidden_states_not_x_and_x_1(tmp_path):
     result = assert_matches(model, tmp_path, feeds)
     code = result.script_path.read_text()
     assert "def construct(self, hidden_states, hidden_states_1):" in code, code
+
+
+def test_a_bias_with_one_row_per_head_is_alibi(tmp_path):
+    """MPT adds its ALiBi bias (heads, 1, keys) to the scores beside the mask: ``alibi``, not a
+    second ``attention_mask``."""
+    nodes = [
+        helper.make_node("Relu", ["slopes"], ["alibi_bias"], name="/Relu"),
+        helper.make_node("Relu", ["h"], ["hidden"], name="/Relu_1"),
+        helper.make_node("MatMul", ["hidden", "wq"], ["q"], name="/attn/q_proj/MatMul"),
+        helper.make_node("Transpose", ["q"], ["kt"], name="/attn/Transpose", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="/attn/MatMul"),
+        helper.make_node("Add", ["scores", "alibi_bias"], ["biased"], name="/attn/Add"),
+        helper.make_node("Softmax", ["biased"], ["probs"], name="/attn/Softmax", axis=-1),
+        helper.make_node("MatMul", ["probs", "q"], ["y"], name="/attn/MatMul_1"),
+    ]
+    weight = np.random.default_rng(1).standard_normal((4, 4)).astype(F32)
+    inputs = [("slopes", F32, [2, 1, 3]), ("h", F32, [1, 2, 3, 4])]
+    model = make_model(nodes, inputs, [("y", F32, None)], {"wq": weight})
+    rng = np.random.default_rng(2)
+    feeds = {name: rng.standard_normal(shape).astype(F32) for name, _, shape in inputs}
+    result = assert_matches(model, tmp_path, feeds)
+    code = result.script_path.read_text()
+    assert "def construct(self, x, alibi):" in code, code
