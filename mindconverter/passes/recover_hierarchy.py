@@ -153,25 +153,27 @@ def _sink_into_reader(block: Block, graph: Graph) -> None:
     changed = True
     while changed:
         changed = False
+        reads = {id(item): _reads(item) for item in block.items}  # once per pass: linear work
         for item in list(block.items):
             if isinstance(item, Block) or not item.converted or _holds_weights(item):
                 continue
             inputs = {n for n in item.node.inputs if n and n not in graph.constants}
             outputs = {n for n in item.node.outputs if n}
             readers = [
-                other for other in block.items if other is not item and _reads(other) & outputs
+                other for other in block.items if other is not item and reads[id(other)] & outputs
             ]
             if (
                 not inputs
                 or outputs & set(graph.outputs)
                 or len(readers) != 1
                 or not isinstance(readers[0], Block)
-                or not inputs <= _reads(readers[0])
+                or not inputs <= reads[id(readers[0])]
             ):
                 continue
             block.items.remove(item)
             readers[0].items.insert(0, item)
             changed = True
+            break
     for child in block.child_blocks():
         _sink_into_reader(child, graph)
 
@@ -188,7 +190,7 @@ def _lift_output_crops(root: Block, graph: Graph) -> None:
     for block in _all_blocks(root):
         if re.search(r"\.\d+$", block.path) and id(block) in parent_of:
             lists[block.path.rsplit(".", 1)[0]].append(block)
-    for layers in lists.values():
+    for path, layers in lists.items():
         crops = [
             [
                 (owner, m)
@@ -204,8 +206,8 @@ def _lift_output_crops(root: Block, graph: Graph) -> None:
         if len(layers) < 2 or len({len(found) for found in crops}) == 1:
             continue  # every layer crops alike, or none does
         holder, after = parent_of[id(layers[0])], layers[-1]
-        if not any(isinstance(item, MappedNode) for item in holder.items):
-            holder, after = parent_of.get(id(holder), holder), holder  # the list itself
+        if holder.path == path and id(holder) in parent_of:  # the list itself: its parent
+            holder, after = parent_of[id(holder)], holder
         position = holder.items.index(after) + 1
         for owner, m in [pair for found in crops for pair in found][::-1]:
             owner.items.remove(m)
