@@ -354,34 +354,12 @@ def export_phi3() -> None:
     _export(phi3, "tiny_phi3_torchscript", tokens, dims, dynamo=False)
 
 
-class _CachedDecoder(nn.Module):
-    """A causal LM called with flat past keys and values; returns the logits and the new ones."""
-
-    def __init__(self, model: nn.Module, layers: int):
-        super().__init__()
-        self.model, self.layers = model, layers
-
-    def forward(self, input_ids, attention_mask, *past):
-        from transformers import DynamicCache
-
-        cache = DynamicCache(config=self.model.config)
-        for index in range(self.layers):
-            cache.update(past[2 * index], past[2 * index + 1], index)
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            past_key_values=cache,
-            use_cache=True,
-        )
-        present = [
-            tensor for layer in out.past_key_values.layers for tensor in (layer.keys, layer.values)
-        ]
-        return (out.logits, *present)
-
-
 def export_gemma2_kv() -> None:
     _stub_torchvision_ops()
     import transformers as hf
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+    from build_transformers import DecoderWithCache  # the corpus's cache wrapper
 
     config = hf.Gemma2Config(
         vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
@@ -403,7 +381,7 @@ def export_gemma2_kv() -> None:
     axes.update({name: {0: "batch", 2: "past"} for name in past})
     outputs = ["logits"] + [name.replace("past", "present") for name in past]
     torch.onnx.export(
-        _CachedDecoder(model, 2).eval(), args, FIXTURES / "tiny_gemma2_kv_torchscript.onnx",
+        DecoderWithCache(model, 2).eval(), args, FIXTURES / "tiny_gemma2_kv_torchscript.onnx",
         input_names=["input_ids", "attention_mask", *past], output_names=outputs,
         dynamic_axes=axes, opset_version=17, dynamo=False,
     )  # fmt: skip
