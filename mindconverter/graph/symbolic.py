@@ -27,6 +27,7 @@ import onnx
 
 from .contrib_shapes import add_contrib_shape_handlers
 from .symbolic_merges import make_merges_deterministic
+from .symbolic_slice_values import add_slice_values_by_shape
 from .symbolic_slices import add_slice_length_check
 
 # Bound on inference rounds (each round re-runs the whole graph after merging symbols).
@@ -67,6 +68,7 @@ def infer_symbolic(
         deadline = time.monotonic() + TOTAL_SECONDS
         add_contrib_shape_handlers(inference)
         add_slice_length_check(inference, sizes or {})
+        add_slice_values_by_shape(inference)
         make_merges_deterministic(inference)
         with _node_alarm() as armed:
             _fall_back_per_node(inference, deadline, armed)
