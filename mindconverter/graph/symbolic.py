@@ -311,18 +311,16 @@ def _whole_symbol(found: tuple[str, int], whole: dict, taken: set[str]):
 
 
 def _read_as_part(graph, symbol, candidates: list[str], whole: dict, taken: set[str]):
-    """``symbol`` itself when the first candidate holding it has it as a dimension; when that
-    candidate's dimension is a multiple ``k * symbol`` (Swin's windows of every image,
-    ``16*batch``), that dimension floor-divided by ``k``: the size is read from the tensors the
-    block computes with, before one it would read for the size alone."""
+    """``symbol`` itself when a candidate has it as a dimension; else, when a candidate's
+    dimension is a multiple ``k * symbol`` (Swin's windows of every image, ``16*batch``), that
+    dimension floor-divided by ``k``."""
     import sympy
 
     name = str(symbol)
+    if any(name in graph.symbolic_shapes.get(tensor, ()) for tensor in candidates):
+        return symbol
     for tensor in candidates:
-        shape = graph.symbolic_shapes.get(tensor, ())
-        if name in shape:
-            return symbol
-        for axis, dim in enumerate(shape):
+        for axis, dim in enumerate(graph.symbolic_shapes.get(tensor, ())):
             factor, times, rest = dim.partition("*") if isinstance(dim, str) else ("", "", "")
             if times and rest == name and factor.isdigit() and int(factor) > 1:
                 return sympy.floor(_whole_symbol((tensor, axis), whole, taken) / int(factor))

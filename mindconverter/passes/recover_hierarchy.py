@@ -711,9 +711,12 @@ def _source_for(graph: Graph, symbol: str, candidates: list[str]) -> tuple[str, 
     return None
 
 
-def _candidates(graph: Graph, block: Block, first_reader: MappedNode, sizes: set[str]) -> list[str]:
+def _candidates(
+    graph: Graph, block: Block, first_reader: MappedNode, sizes: set[str], data_only: bool = False
+) -> list[str]:
     """Tensors the block holds where the size is first read: the reader's own inputs, then what
-    the block reads from outside, then what it computed before that point."""
+    the block reads from outside, then what it computed before that point (with
+    ``data_only``, no tensor the block reads for sizes alone)."""
     made, earlier = set(), []
     for m in block.nodes():
         if m is first_reader:
@@ -728,7 +731,7 @@ def _candidates(graph: Graph, block: Block, first_reader: MappedNode, sizes: set
     # (dynamo sizes BERT's embeddings by the attention mask, which they never read)
     data = {n for m in block.nodes() if not _is_dims(m) for n in m.node.inputs if n}
     names = [n for n in first_reader.node.inputs if n and n not in sizes]
-    names += [n for n in outside if n in data] + earlier + outside
+    names += [n for n in outside if n in data] + earlier + ([] if data_only else outside)
     return [n for n in dict.fromkeys(names) if n not in graph.constants]
 
 
@@ -748,19 +751,26 @@ def _local_copy(
 ) -> MappedNode | None:
     """The size computed from the tensors ``block`` holds, or None when it cannot be."""
     node = dims_node.node
-    candidates = _candidates(graph, block, readers[0], sizes)
     value = graph.symbolic_values.get(node.outputs[0])
     if value is None:
         return None
-    # a size that is a whole dimension of a tensor the block holds is read from it
-    items, whole = whole_dimensions(
-        graph, list(value if isinstance(value, tuple) else (value,)), candidates
-    )
-    items = _static_where_reshaped(graph, node.outputs[0], items, readers)
-    symbols = sorted(
-        {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
-    )
-    found = _read_from(graph, symbols, candidates, whole)
+    # a size that is a whole dimension of a tensor the block holds is read from it: first from
+    # the tensors it computes with (a multiple of it there, Swin's windows, before a tensor
+    # read for its size alone), then from any
+    for candidates in (
+        _candidates(graph, block, readers[0], sizes, data_only=True),
+        _candidates(graph, block, readers[0], sizes),
+    ):
+        items, whole = whole_dimensions(
+            graph, list(value if isinstance(value, tuple) else (value,)), candidates
+        )
+        items = _static_where_reshaped(graph, node.outputs[0], items, readers)
+        symbols = sorted(
+            {str(s) for item in items if not isinstance(item, int) for s in item.free_symbols}
+        )
+        found = _read_from(graph, symbols, candidates, whole)
+        if found is not None:
+            break
     if found is None:
         return None
     output = f"{node.outputs[0]}__{block.path}"

@@ -187,8 +187,8 @@ def test_sizes_built_from_whole_dimensions_read_them():
 
 def test_a_size_missing_from_the_tensors_at_hand_is_read_from_a_multiple_of_it():
     """Swin's window attention reshapes its scores by the image batch while holding the windows
-    of every image (``16*batch``): the batch is read as that dimension floor-divided by 16,
-    from the first tensor holding the batch or a multiple of it."""
+    of every image (``16*batch``): the batch is read as that dimension floor-divided by 16
+    when no candidate has the batch itself."""
     from types import SimpleNamespace
 
     from mindconverter.graph.symbolic import whole_dimensions
@@ -201,11 +201,12 @@ def test_a_size_missing_from_the_tensors_at_hand_is_read_from_a_multiple_of_it()
             "odd": ("batch*16", 4),
         }
     )
-    items, whole = whole_dimensions(graph, [batch, 2 * batch], ["windows", "image"])
+    items, whole = whole_dimensions(graph, [batch, 2 * batch], ["windows", "odd"])
     assert whole == {"whole_dim_0": ("windows", 0)}
     assert str(items[0]) == "floor(whole_dim_0/16)" and str(items[1]) == "2*floor(whole_dim_0/16)"
-    items, whole = whole_dimensions(graph, [batch], ["image", "windows"])
-    assert items == [batch] and whole == {}
+    for candidates in (["image", "windows"], ["windows", "image"]):  # the batch itself wins
+        items, whole = whole_dimensions(graph, [batch], candidates)
+        assert items == [batch] and whole == {}
     items, whole = whole_dimensions(graph, [batch], ["odd"])
     assert items == [batch] and whole == {}
     items, whole = whole_dimensions(graph, [batch], ["windows"], parts=False)
