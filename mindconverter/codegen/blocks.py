@@ -11,6 +11,7 @@ from .dead_code import drop_unused_assignments
 from .expressions import ExpressionWriter, with_exporter_note
 from .layer_runs import LayerRun, chained_run, per_layer_base
 from .naming import identifier
+from .repeated_tuples import name_repeated_tuples
 from .returns import inline_returned_slices
 from .roles import cropped_input, input_names, layer_reads
 from .scope import BlockInstance, BlockScope, ClassRef, RenderState
@@ -149,6 +150,7 @@ class BlockWriter:
             drop_size_only_values(scope, returns)
             drop_unused_sizes(scope)
         drop_unused_assignments(scope.cls.body, returns)
+        name_repeated_tuples(scope.cls.body, lambda: scope.cls.variables.claim("shape", "x"))
         self.state.scope = outer
         return BlockInstance(block, scope.cls, args, returns)
 
