@@ -167,6 +167,8 @@ def _sink_into_reader(block: Block, graph: Graph) -> None:
                 or outputs & set(graph.outputs)
                 or len(readers) != 1
                 or not isinstance(readers[0], Block)
+                or readers[0].name.isdigit()  # a layer of a list: the layers stay alike
+                or readers[0].repeats > 1
                 or not inputs <= reads[id(readers[0])]
             ):
                 continue

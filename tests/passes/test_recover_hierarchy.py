@@ -579,3 +579,32 @@ def test_the_last_step_of_the_last_layer_stays_in_it_when_it_gives_the_output(tm
     assert "nn.SequentialCell([Layer(), Layer()])" in code, code
     feeds = {"x": rng.standard_normal((3, 4), np.float32)}
     assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_a_value_one_layer_of_a_list_reads_beside_its_source_stays_before_the_list(tmp_path):
+    """Layer 0 adds -x to its projection of x, layer 1 adds -y to its projection of layer 0's
+    result: moving -x into layer 0 (it reads x itself) would make two layer classes."""
+    rng = np.random.default_rng(6)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["first"], name="/model/Relu"),
+        helper.make_node("Neg", ["first"], ["s0"], name="/model/Neg"),
+        helper.make_node("Neg", ["y"], ["s1"], name="/model/Neg_1"),
+    ]
+    hidden, constants = "first", {}
+    for i in range(2):
+        constants[f"w{i}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node(
+                "MatMul", [hidden, f"w{i}"], [f"p{i}"], name=f"/model/layers.{i}/proj/MatMul"
+            ),
+            helper.make_node("Add", [f"p{i}", f"s{i}"], [f"h{i}"], name=f"/model/layers.{i}/Add"),
+        ]
+        hidden = f"h{i}"
+    nodes.append(helper.make_node("Relu", ["h1"], ["out"], name="/Relu"))
+    inputs = [("x", np.float32, ["batch", 4]), ("y", np.float32, ["batch", 4])]
+    model = make_model(nodes, inputs, [("out", np.float32, None)], constants)
+    result = convert_fully(model, tmp_path, shape=["x=2,4", "y=2,4"])
+    code = result.script_path.read_text()
+    assert "class Layers2" not in code and "class Layer2" not in code, code
+    feeds = {name: rng.standard_normal((3, 4), np.float32) for name in ("x", "y")}
+    assert_runs_like_onnxruntime(model, result, feeds)
