@@ -314,9 +314,9 @@ def shrink(ctx: NodeContext):
     has_kernel = dtype is None or np.dtype(dtype) in (np.float16, np.float32)
     if has_kernel and lambd >= 0:
         if bias == 0.0:
-            return Call("ops.hardshrink", [Input(0)], {"lambd": Lit(lambd)} if lambd != 0.5 else {})
+            return ops.hardshrink(Input(0), **({"lambd": Lit(lambd)} if lambd != 0.5 else {}))
         if bias == lambd:
-            return Call("ops.softshrink", [Input(0)], {"lambd": Lit(lambd)} if lambd != 0.5 else {})
+            return ops.softshrink(Input(0), **({"lambd": Lit(lambd)} if lambd != 0.5 else {}))
     x = Input(0)
     integral_bias = bias.is_integer()
     if not is_float and not integral_bias:

@@ -172,7 +172,7 @@ def _aggregate(ctx: NodeContext, forest: _Forest, reached, dtype: np.dtype):
     table = np.full((len(forest.leaves), targets), fill, dtype)
     table[np.arange(len(forest.leaves)), target_ids] = weights
     picked = ops.where(ops.unsqueeze(reached, dim=Lit(2)), Const(table), Lit(float(fill)))
-    return Call("ops.amin" if function == 2 else "ops.amax", [picked, Lit(1)])
+    return (ops.amin if function == 2 else ops.amax)(picked, Lit(1))
 
 
 @mapper("TreeEnsemble", since=5, domain=DOMAIN)

@@ -17,7 +17,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Cell,
     Const,
     DType,
@@ -533,7 +532,7 @@ def _affine_grid_at_run_time(ctx: NodeContext, align_corners: bool):
     dtype = DType(np.dtype(ctx.input_dtype(0) or np.float32).name)
     spatial = [Item(Input(1), i) for i in range(2, length)]
     coordinates = [_grid_coordinates(size, align_corners, dtype) for size in spatial]
-    mesh = Temp(Call("ops.meshgrid", coordinates, {"indexing": Lit("ij")}), "mesh")
+    mesh = Temp(ops.meshgrid(*coordinates, indexing=Lit("ij")), "mesh")
     xyz = [Item(mesh, i) for i in reversed(range(len(spatial)))]  # x runs along the last axis
     base = ops.stack((*xyz, ops.ones_like(xyz[0])), Lit(-1))
     base = ops.reshape(base, Lit((-1, len(spatial) + 1)))

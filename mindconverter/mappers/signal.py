@@ -10,7 +10,6 @@ from onnx import helper
 
 from .base import (
     BinOp,
-    Call,
     Const,
     DType,
     Input,
@@ -215,7 +214,7 @@ def _window(ctx: NodeContext, coefficients: tuple[float, ...]):
     for k, a in enumerate(coefficients):
         if k == 0:
             continue
-        term = Lit(a) * Call("ops.cos", [phase * Lit(float(k))] if k > 1 else [phase])
+        term = Lit(a) * ops.cos(phase * Lit(float(k)) if k > 1 else phase)
         result = BinOp(
             "-" if k % 2 else "+", Lit(coefficients[0]) if result is None else result, term
         )

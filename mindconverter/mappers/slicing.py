@@ -6,7 +6,6 @@ import numpy as np
 
 from .base import (
     BinOp,
-    Call,
     Const,
     Input,
     Item,
@@ -191,7 +190,7 @@ def _kept_positions(start, end, size, step: int):
     if step > 0:
         start = Temp(_clamped(start, size), "start")
         end = ops.maximum(_clamped(end, size), start)
-        return Call("ops.arange", [start, end] + ([Lit(step)] if step != 1 else []))
+        return ops.arange(start, end, *([Lit(step)] if step != 1 else []))
     last = Lit(size.value - 1) if isinstance(size, Lit) else size - Lit(1)
     start = Temp(_clamped(start, size, high=last), "start")
     end = ops.minimum(_clamped(end, size, -1, last), start)
