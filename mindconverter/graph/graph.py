@@ -258,6 +258,27 @@ def claim_name(taken: set[str], wanted: str) -> str:
     return name
 
 
+def declare_permuted(graph: onnx.GraphProto, source: str, target: str, perm: list[int]) -> None:
+    """Declare ``target``'s type as ``source``'s (a value or input of ``graph``) with its
+    dimensions permuted by ``perm``: the result of a Transpose a pass inserts. A shape of
+    another rank than ``perm``'s declares nothing; an unknown shape stays unknown."""
+    for info in [*graph.value_info, *graph.input]:
+        if info.name != source or not info.type.HasField("tensor_type"):
+            continue
+        dims = list(info.type.tensor_type.shape.dim)
+        if dims and len(dims) != len(perm):
+            return
+        declared = onnx.ValueInfoProto()
+        declared.CopyFrom(info)
+        declared.name = target
+        if dims:
+            del declared.type.tensor_type.shape.dim[:]
+            for axis in perm:
+                declared.type.tensor_type.shape.dim.add().CopyFrom(dims[axis])
+        graph.value_info.append(declared)
+        return
+
+
 def _dtype_of(elem_type: int) -> np.dtype | None:
     if not elem_type:
         return None

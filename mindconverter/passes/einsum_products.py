@@ -15,7 +15,7 @@ import onnx
 from onnx import helper
 
 from ..graph import Graph
-from ..graph.graph import claim_name
+from ..graph.graph import claim_name, declare_permuted
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -102,29 +102,10 @@ def _as_matmul(
         perm = [*range(turned_rank - 2), turned_rank - 1, turned_rank - 2]
         name = claim_name(taken, f"{einsum.name}_transpose")
         new.append(helper.make_node("Transpose", [b], [turned], name=name, perm=perm))
-        _declare_permuted(graph, b, turned, perm)
+        declare_permuted(graph.model.graph, b, turned, perm)
         b = turned
     new.append(helper.make_node("MatMul", [a, b], list(einsum.output), name=einsum.name))
     for node in new:
         for entry in einsum.metadata_props:
             node.metadata_props.add().CopyFrom(entry)
     return new
-
-
-def _declare_permuted(graph: Graph, source: str, target: str, perm: list[int]) -> None:
-    """Declare ``target``'s type as ``source``'s with its dimensions permuted by ``perm``."""
-    model_graph = graph.model.graph
-    for info in [*model_graph.value_info, *model_graph.input]:
-        if info.name != source or not info.type.HasField("tensor_type"):
-            continue
-        declared = onnx.ValueInfoProto()
-        declared.CopyFrom(info)
-        declared.name = target
-        dims = list(info.type.tensor_type.shape.dim)
-        if len(dims) != len(perm):
-            return
-        del declared.type.tensor_type.shape.dim[:]
-        for axis in perm:
-            declared.type.tensor_type.shape.dim.add().CopyFrom(dims[axis])
-        model_graph.value_info.append(declared)
-        return

@@ -31,6 +31,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph import Graph
+from ..graph.graph import declare_permuted
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
 from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
 from ..graph.size_readers import size_readers
@@ -212,7 +213,7 @@ def _untransposed_key(finder: _Finder, name: str, reader: onnx.NodeProto, match:
     )
     for entry in node.metadata_props:
         heads.metadata_props.add().CopyFrom(entry)
-    _copy_value_info(finder, node.input[0], match.k, [0, 2, 1, 3])
+    declare_permuted(finder.graph.model.graph, node.input[0], match.k, [0, 2, 1, 3])
     match.moved[id(node)] = heads
     return heads
 
@@ -238,23 +239,6 @@ def _reshaped_transpose(finder: _Finder, outer: onnx.NodeProto):
         return None
     finder.dead.update((id(middle), id(inner)))
     return key, inner
-
-
-def _copy_value_info(finder: _Finder, source: str, target: str, perm: list[int]) -> None:
-    """Declare ``target``'s type as ``source``'s with its dimensions permuted."""
-    graph = finder.graph.model.graph
-    for info in list(graph.value_info) + list(graph.input):
-        if info.name == source and info.type.HasField("tensor_type"):
-            copy = onnx.ValueInfoProto()
-            copy.CopyFrom(info)
-            copy.name = target
-            dims = list(info.type.tensor_type.shape.dim)
-            if len(dims) == len(perm):
-                del copy.type.tensor_type.shape.dim[:]
-                for axis in perm:
-                    copy.type.tensor_type.shape.dim.add().CopyFrom(dims[axis])
-            graph.value_info.append(copy)
-            return
 
 
 def _repeated_heads(finder: _Finder, name: str, reader: onnx.NodeProto, dying: set[int]):

@@ -91,3 +91,25 @@ def test_names_are_claimed_without_clashes():
     assert claim_name(taken, "new") == "new"
     assert "s_2" not in graph.value_names()  # a fresh set every time
     assert graph.node_names() == {"add", "relu"}
+
+
+def test_a_permuted_declaration_follows_the_permutation_or_declares_nothing():
+    from onnx import TensorProto
+
+    from mindconverter.graph.graph import declare_permuted
+
+    graph = helper.make_graph(
+        [],
+        "g",
+        [helper.make_tensor_value_info("k", TensorProto.FLOAT, ["b", 2, "s", 4])],
+        [],
+        value_info=[helper.make_tensor_value_info("unknown", TensorProto.FLOAT, None)],
+    )
+    declare_permuted(graph, "k", "kt", [0, 1, 3, 2])
+    declare_permuted(graph, "k", "wrong_rank", [1, 0])
+    declare_permuted(graph, "unknown", "unknown_t", [1, 0])
+    declared = {info.name: info for info in graph.value_info}
+    dims = [d.dim_param or d.dim_value for d in declared["kt"].type.tensor_type.shape.dim]
+    assert dims == ["b", 2, 4, "s"]
+    assert "wrong_rank" not in declared
+    assert not declared["unknown_t"].type.tensor_type.HasField("shape")
