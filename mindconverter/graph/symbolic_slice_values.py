@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .symbolic_slices import is_int, slice_bounds
+
 
 def add_slice_values_by_shape(inference: Any) -> None:
     """Wrap the tool's Slice handler so the values it keeps follow the sliced tensor's shape."""
@@ -55,19 +57,12 @@ def _sliced(inference: Any, node, shape) -> list | None:
         return None
     data = inference.sympy_data_[node.input[0]]
     flat = list(data) if isinstance(data, (list, tuple)) else None
-    if flat is None or len(flat) != int(np.prod(shape)) or len(node.input) < 3:
+    bounds = slice_bounds(inference, node)
+    if flat is None or len(flat) != int(np.prod(shape)) or bounds is None:
         return None
-    bounds = [
-        inference._try_get_value(node, i) if len(node.input) > i and node.input[i] else None
-        for i in (1, 2, 3, 4)
-    ]
-    starts, ends, axes, steps = (_ints(b) for b in bounds)
-    if starts is None or ends is None:
+    if not all(is_int(v) for part in bounds for v in part):
         return None
-    axes = axes if axes is not None else list(range(len(starts)))
-    steps = steps if steps is not None else [1] * len(starts)
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        return None
+    starts, ends, axes, steps = ([int(v) for v in part] for part in bounds)
     picks: list[Any] = [slice(None)] * len(shape)
     for start, end, axis, step in zip(starts, ends, axes, steps):
         if not -len(shape) <= axis < len(shape) or step == 0:
@@ -76,16 +71,6 @@ def _sliced(inference: Any, node, shape) -> list | None:
     array = np.empty(len(flat), dtype=object)
     array[:] = flat
     return array.reshape([int(d) for d in shape])[tuple(picks)].reshape(-1).tolist()
-
-
-def _ints(value) -> list[int] | None:
-    """A bound as a list of Python ints, or None when it is not known as numbers."""
-    if value is None:
-        return None
-    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
-    if not all(isinstance(v, (int, np.integer)) for v in items):
-        return None
-    return [int(v) for v in items]
 
 
 def _clamped(start: int, end: int, step: int, size: int) -> tuple[int | None, int | None, int]:

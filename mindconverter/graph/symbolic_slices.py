@@ -72,8 +72,10 @@ def _length_at(start, end, step, size, sizes: dict[str, int]) -> int | None:
     return len(range(size_at)[start_at:end_at:step_at])
 
 
-def _symbolic_bounds(inference: Any, node) -> list | None:
-    """(axis, start, end, step) per sliced axis when some bound is symbolic (opset 10+)."""
+def slice_bounds(inference: Any, node) -> tuple[list, list, list, list] | None:
+    """A Slice's (starts, ends, axes, steps) as the tool knows them (numbers or sympy values),
+    with ONNX's defaults for axes and steps; None when starts or ends are unknown (or the
+    Slice takes them as attributes, before opset 10)."""
     if len(node.input) < 3:
         return None
     starts = inference._try_get_value(node, 1)
@@ -87,9 +89,27 @@ def _symbolic_bounds(inference: Any, node) -> list | None:
     steps = list(_flat(steps)) if steps is not None else [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
         return None
-    if all(_is_int(v) for v in starts + ends):
+    return starts, ends, axes, steps
+
+
+def is_int(value) -> bool:
+    """A number the tool keeps: a Python int, a sympy Integer, a numpy scalar."""
+    return (
+        isinstance(value, int)
+        or getattr(value, "is_Integer", False)
+        or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0)
+    )
+
+
+def _symbolic_bounds(inference: Any, node) -> list | None:
+    """(axis, start, end, step) per sliced axis when some bound is symbolic (opset 10+)."""
+    bounds = slice_bounds(inference, node)
+    if bounds is None:
         return None
-    if not all(_is_int(a) for a in axes):
+    starts, ends, axes, steps = bounds
+    if all(is_int(v) for v in starts + ends):
+        return None
+    if not all(is_int(a) for a in axes):
         return None
     return [(int(a), s, e, t) for a, s, e, t in zip(axes, starts, ends, steps, strict=True)]
 
@@ -132,14 +152,6 @@ def _flat(values):
     if isinstance(values, (list, tuple)):
         return list(values)
     return [values]
-
-
-def _is_int(value) -> bool:
-    return (
-        isinstance(value, int)
-        or getattr(value, "is_Integer", False)
-        or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0)
-    )
 
 
 def _at(value, sizes: dict[str, int]) -> int | None:
