@@ -16,6 +16,7 @@ from onnx import helper
 
 from ..graph import Graph
 from ..graph.graph import claim_name, declare_permuted
+from ..graph.node import attribute_value
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -49,8 +50,7 @@ def run(graph: Graph, context: PassContext) -> bool:
 def _equation(node: onnx.NodeProto) -> str:
     for attribute in node.attribute:
         if attribute.name == "equation":
-            value = helper.get_attribute_value(attribute)
-            return value.decode() if isinstance(value, bytes) else str(value)
+            return str(attribute_value(attribute))
     return ""
 
 

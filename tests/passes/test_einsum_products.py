@@ -78,3 +78,18 @@ def test_an_einsum_attention_is_written_as_attention(tmp_path):
             "v": rng.standard_normal((batch, 2, t, 8), np.float32),
         }
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+def test_an_equation_that_is_not_utf8_is_left_alone():
+    """A hostile model's equation bytes are read with replacements, never raised on."""
+    from mindconverter.graph import Graph
+    from mindconverter.mappers import default_registry
+    from mindconverter.passes.context import PassContext
+    from mindconverter.passes.einsum_products import run
+
+    node = helper.make_node("Einsum", ["a", "b"], ["c"])
+    node.attribute.append(helper.make_attribute("equation", b"ik,\xff\xfe->ij"))
+    model = make_model(
+        [node], [("a", np.float32, [2, 3]), ("b", np.float32, [3, 4])], [("c", np.float32, None)]
+    )
+    assert run(Graph(model), PassContext(registry=default_registry())) is False
