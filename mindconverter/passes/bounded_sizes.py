@@ -59,8 +59,9 @@ def _indexed_lengths(graph: Graph) -> dict[Any, int]:
 def _scalar(graph: Graph, name: str):
     """The value of a one-element size: an int, a symbolic expression, or None."""
     constant = graph.constant(name)
-    if constant is not None:
-        return int(constant.reshape(-1)[0]) if constant.size == 1 else None
+    if constant is not None:  # an integer size; a float Range (NaN included) bounds nothing
+        integral = constant.size == 1 and constant.dtype.kind in "iu"
+        return int(constant.reshape(-1)[0]) if integral else None
     value = graph.symbolic_values.get(name)
     if isinstance(value, tuple):
         value = value[0] if len(value) == 1 else None

@@ -52,3 +52,25 @@ def test_min_with_the_buffer_length_goes_when_positions_bound_the_length(tmp_pat
     for seq in (5, 3):
         feeds = {"ids": np.zeros((1, seq), I64)}
         assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_a_float_range_bounds_nothing_and_raises_nothing(tmp_path):
+    """Range over floats (a NaN start in a hostile file) is no position lookup."""
+    nodes = [
+        helper.make_node("Range", ["start", "limit", "delta"], ["values"]),
+        helper.make_node("Add", ["x", "values"], ["y"]),
+    ]
+    constants = {
+        "start": np.array(np.nan, F32),
+        "limit": np.array(4.0, F32),
+        "delta": np.array(1.0, F32),
+    }
+    model = make_model(nodes, [("x", F32, [4])], [("y", F32, None)], constants)
+    from mindconverter.graph import Graph
+    from mindconverter.mappers import default_registry
+    from mindconverter.passes.bounded_sizes import run
+    from mindconverter.passes.context import PassContext
+
+    graph = Graph(model)
+    graph.symbolic_values = {"values": ("n",)}
+    assert run(graph, PassContext(registry=default_registry())) is False
