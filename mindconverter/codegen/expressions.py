@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.container_types import is_floating
-from ..graph.module_tree import module_path
+from ..graph.module_tree import module_path, packed_projection, parameter_owner
 from ..graph.weight_roles import is_generated_name, learned_source
 from ..graph.weight_steps import BatchNormFold, folded_batchnorm, parse_steps
 from ..mappers.base import (
@@ -112,7 +112,18 @@ def _weight_hint(weights: dict[str, Weight]) -> str:
     for weight in list(weights.values())[:1]:
         source = weight.source
         if "." in source and not _exporter_value_name(source):
-            return source.rsplit(".", 1)[0]
+            return parameter_owner(source)
+    return ""
+
+
+def _packed_hint(weights: dict[str, Weight], mapped: MappedNode) -> str:
+    """A packed attention projection whose weight the exporter renamed (TorchScript's
+    ``onnx::MatMul_371``), named from its bias (``in_proj_bias``) inside the node's scope."""
+    scope = _module_path_hint(mapped)
+    for weight in weights.values():
+        projection = packed_projection(weight.source)
+        if projection and scope:
+            return f"{scope}.{projection}"
     return ""
 
 
@@ -441,7 +452,8 @@ class ExpressionWriter:
     def leaf_name(self, mapped: MappedNode, cell: Cell) -> str:
         """Attribute hint for a layer: its source module name relative to the current block."""
         # a body cell's weights are named inside the body: only the node's scope names it
-        path = ("" if cell.definition else _weight_hint(cell.weights)) or _module_path_hint(mapped)
+        hint = "" if cell.definition else _weight_hint(cell.weights)
+        path = hint or _packed_hint(cell.weights, mapped) or _module_path_hint(mapped)
         scope = _module_path_hint(mapped)
         if scope and not path.startswith(scope + ".") and _runs_elsewhere(self.state, path, scope):
             # the weight's module runs nodes of its own, so this layer only reads its weight

@@ -44,6 +44,26 @@ class Block:
         return [item for item in self.items if isinstance(item, Block)]
 
 
+# nn.MultiheadAttention keeps its input projections as parameters of its own, not as layers
+# (``self_attn.in_proj_weight``; ``q_proj_weight`` and the rest when query, key and value differ)
+_PACKED_PROJECTION = re.compile(r"^(?P<projection>(?:in|q|k|v)_proj)_(?:weight|bias)$")
+
+
+def packed_projection(source: str) -> str:
+    """The projection a packed attention parameter belongs to (``in_proj`` for
+    ``self_attn.in_proj_weight``), or ``""``."""
+    match = _PACKED_PROJECTION.match(source.rpartition(".")[2])
+    return match.group("projection") if match else ""
+
+
+def parameter_owner(source: str) -> str:
+    """The module path of the layer a source parameter belongs to: ``layer1.0.conv1`` for
+    ``layer1.0.conv1.weight``, ``self_attn.in_proj`` for ``self_attn.in_proj_weight``."""
+    path = source.rpartition(".")[0]
+    projection = packed_projection(source)
+    return f"{path}.{projection}" if projection and path else path
+
+
 # Module nesting kept from names: deeper paths are cut here (real models nest a few dozen levels
 # at most; a hostile name with thousands of scopes would make as many nested blocks and classes).
 MAX_MODULE_DEPTH = 64

@@ -1001,7 +1001,7 @@ def _blocks(
             modules.add(path)
             path = _parent(path)
         classes.update(module_classes(m.node))
-    has_children = {_parent(p) for p in modules}
+    has_children = {_parent(p) for p in modules} | _functional_modules(mapped, paths)
     root = Block("", "")
     blocks = {"": root}
 
@@ -1060,6 +1060,17 @@ def _blocks(
         block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")
     _mark_sequential(root, graph)
     return root
+
+
+def _functional_modules(mapped: list[MappedNode], paths: dict[int, str]) -> set[str]:
+    """Modules without child modules that run two layers or more of their own: a forward in
+    functional calls (``nn.MultiheadAttention``'s ``F.linear`` with its projection weights)
+    is a block of its own, not a layer of its parent."""
+    layers: dict[str, int] = defaultdict(int)
+    for m in mapped:
+        if isinstance(m.result, Cell) and m.result.weights and paths[id(m)]:
+            layers[paths[id(m)]] += 1
+    return {path for path, count in layers.items() if count > 1}
 
 
 def _align_repeated_blocks(root: Block) -> None:

@@ -19,6 +19,7 @@ from ..check.network import build_network
 from ..codegen.naming import module_name
 from ..errors import make_error
 from ..frontends.loading import check_model_path
+from ..graph.module_tree import packed_projection
 from ..graph.weight_roles import is_generated_name
 from ..graph.weight_steps import BatchNormFold, WeightStep, parse_steps, steps_from_json
 from ..native_stderr import captured_native_stderr
@@ -154,6 +155,8 @@ def own_names(converted: str, source: str) -> list[str]:
     path, _, leaf = converted.rpartition(".")
     if path.endswith("attn") and leaf in ("weight", "bias"):
         names.append(f"{path}.in_proj_{leaf}")
+    if leaf in ("weight", "bias") and packed_projection(f"{path}_{leaf}"):
+        names.append(f"{path}_{leaf}")  # self_attn.in_proj.weight -> self_attn.in_proj_weight
     return [name for name in names if name]
 
 

@@ -608,3 +608,18 @@ def test_a_value_one_layer_of_a_list_reads_beside_its_source_stays_before_the_li
     assert "class Layers2" not in code and "class Layer2" not in code, code
     feeds = {name: rng.standard_normal((3, 4), np.float32) for name in ("x", "y")}
     assert_runs_like_onnxruntime(model, result, feeds)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_module_running_its_layers_functionally_is_a_block_of_its_own(tmp_path, exporter):
+    """``nn.MultiheadAttention`` has no child modules: it runs ``F.linear`` with its packed
+    ``in_proj_weight`` and its ``out_proj``'s weight. Both projections are layers of a
+    ``MultiheadAttention`` class (``in_proj``, ``out_proj``), not of the encoder layer
+    (``self.self_attn = nn.Dense(...)``, ``self.self_attn_out_proj``)."""
+    model = onnx.load(FIXTURES / "reweight" / f"encoder_{exporter}.onnx")
+    result = convert_fully(model, tmp_path, shape=["1,5,8"])
+    code = result.script_path.read_text()
+    name = "MultiheadAttention" if exporter == "dynamo" else "SelfAttention"  # class or path
+    attention = code.split(f"class {name}(")[1].split("\nclass ")[0]
+    assert "self.in_proj = nn.Dense(" in attention and "self.out_proj = nn.Dense(" in attention
+    assert f"self.self_attn = {name}()" in code, code

@@ -174,3 +174,15 @@ def test_a_weight_without_a_source_name_says_which_names_were_tried():
     message = str(error.value)
     assert "'lstm.weight_ih_l1'" in message and "'onnx::LSTM_247'" in message
     assert "exporter made that name up" in message
+
+
+def test_a_packed_attention_projection_is_looked_up_under_its_pytorch_name():
+    """The converted ``self_attn.in_proj`` layer holds ``nn.MultiheadAttention``'s
+    ``in_proj_weight``/``in_proj_bias``; an ``in_proj`` that is a real ``nn.Linear`` (Mamba's)
+    is looked up first under its own name."""
+    weight = own_names("encoder.layers.0.self_attn.in_proj.weight", "onnx::MatMul_170")
+    bias = own_names("encoder.layers.0.self_attn.in_proj.bias", "onnx::Add_3")
+    assert weight[0] == "encoder.layers.0.self_attn.in_proj.weight"
+    assert "encoder.layers.0.self_attn.in_proj_weight" in weight
+    assert "encoder.layers.0.self_attn.in_proj_bias" in bias
+    assert not any(name.endswith("proj_weight") for name in own_names("fc.weight", "fc.weight"))
