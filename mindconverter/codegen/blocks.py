@@ -49,6 +49,8 @@ def _live_reads(block: Block, readers: dict[str, int], outputs: list[str]) -> di
 
 # roles a child block gives an argument that name the value where the parent computes it
 _PASSED_ROLES = {"attention_mask", "attention_bias", "position_ids", "alibi", "cos", "sin"}
+# the roles of what a layer transforms (its hidden states, a feature map)
+_ACTIVATIONS = {"hidden_states", "x"}
 
 
 def _passed_roles(graph, block: Block, inputs: set[str]) -> dict[str, str]:
@@ -110,7 +112,10 @@ class BlockWriter:
         scope = BlockScope(prefix=prefix, prefix_path=block.path, is_root=is_root)
         self.state.scope = scope
         args = []
-        hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes())
+        # a layer of a list (or a part of one) reads the network input as its siblings read
+        # the previous layer's result, by role (so that all of them share one class)
+        in_list = not is_root and re.search(r"(^|\.)\d+(\.|$)", block.path) is not None
+        hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes(), not in_list)
         # a layer's own network input (past_key_1) is named without its layer's index, so that
         # every layer reads the same and shares one class (unless that would merge two names)
         # (a cache cropped from a network input counts as that input: past_key_0 and past_key_1
@@ -118,7 +123,8 @@ class BlockWriter:
         sources = [name if is_root else cropped_input(graph, name) or name for name in inputs]
         bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in sources]
         for name, source, hint, base in zip(inputs, sources, hints, bases):
-            if not is_root and source in graph.inputs:
+            shared = in_list and hint in _ACTIVATIONS and base == source  # not past_key_1
+            if not is_root and source in graph.inputs and not shared:
                 hint = base if bases.count(base) == 1 else source
             scope.var_of[name] = scope.cls.variables.claim(hint, "x")
             args.append(scope.var_of[name])

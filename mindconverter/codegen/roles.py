@@ -12,8 +12,11 @@ from ..mappers.base import Cell
 _NORMALIZING = {"Softmax", "LogSoftmax"}
 
 
-def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]:
-    """A name hint per block input, in order (the caller makes them unique)."""
+def input_names(
+    graph: Graph, inputs: list[str], block_nodes: list, input_names_kept: bool = True
+) -> list[str]:
+    """A name hint per block input, in order (the caller makes them unique); a network input
+    keeps its own name unless ``input_names_kept`` is false."""
     readers: dict[str, list] = {}
     for mapped in block_nodes:
         for name in mapped.node.inputs:
@@ -26,7 +29,7 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     )
     hints: list[str] = []
     for name in inputs:
-        hint = _role(graph, name, readers)
+        hint = _role(graph, name, readers, input_names_kept)
         if name in caches and name not in graph.inputs:
             cropped = cropped_input(graph, name)  # a sliding window's cache: still its input's
             hint = cropped or ("past_key", "past_value")[caches.index(name) % 2]
@@ -43,9 +46,9 @@ def input_names(graph: Graph, inputs: list[str], block_nodes: list) -> list[str]
     return hints
 
 
-def _role(graph: Graph, name: str, readers_of: dict[str, list]) -> str:
+def _role(graph: Graph, name: str, readers_of: dict[str, list], input_names_kept=True) -> str:
     readers = readers_of.get(name, [])
-    if name in graph.inputs:
+    if name in graph.inputs and input_names_kept:
         return name
     producer = graph.producers.get(name)
     if producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims":

@@ -139,3 +139,41 @@ def test_a_bias_with_one_row_per_head_is_alibi(tmp_path):
     result = assert_matches(model, tmp_path, feeds)
     code = result.script_path.read_text()
     assert "def construct(self, x, alibi):" in code, code
+
+
+def test_layers_of_a_list_read_the_network_input_by_role_and_share_one_class(tmp_path):
+    """``forward(self, x): return self.layers(x)`` with ``nn.TransformerEncoderLayer`` s: the
+    first layer reads the network input ``x``, the second the first's result; both take
+    ``hidden_states`` (down to their attention), so one class serves both."""
+    rng = np.random.default_rng(5)
+    nodes, weights, hidden = [], {}, "x"
+    for i in range(2):
+        scope = f"/layers/layers.{i}"
+        weights[f"layers.{i}.attn.in_proj_weight"] = rng.standard_normal((4, 4)).astype(F32)
+        weights[f"layers.{i}.attn.out_proj.weight"] = rng.standard_normal((4, 4)).astype(F32)
+        nodes += [
+            helper.make_node(
+                "MatMul",
+                [hidden, f"layers.{i}.attn.in_proj_weight"],
+                [f"p{i}"],
+                name=f"{scope}/attn/MatMul",
+            ),
+            helper.make_node("Relu", [f"p{i}"], [f"r{i}"], name=f"{scope}/attn/Relu"),
+            helper.make_node(
+                "MatMul",
+                [f"r{i}", f"layers.{i}.attn.out_proj.weight"],
+                [f"o{i}"],
+                name=f"{scope}/attn/MatMul_1",
+            ),
+            helper.make_node("Add", [hidden, f"o{i}"], [f"h{i}"], name=f"{scope}/Add"),
+        ]
+        hidden = f"h{i}"
+    nodes.append(helper.make_node("Identity", [hidden], ["y"], name="/Identity"))
+    model = make_model(
+        nodes, [("x", F32, ["batch", "seq", 4])], [("y", F32, None)], weights, opset=18
+    )
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(F32)}
+    result = assert_matches(model, tmp_path, feeds, shape=["x=2,3,4"])
+    code = result.script_path.read_text()
+    assert "class Attention2" not in code and "class AttentionLayer2" not in code, code
+    assert "def construct(self, hidden_states):" in code.split("class Attention(")[1], code
