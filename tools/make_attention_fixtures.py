@@ -26,7 +26,9 @@ first features of each head, on sin and cos tables layer 0 repeats for every lay
 specialises the position-table interpolation away (stack traces dropped to keep it small);
 ``tiny_gemma2_kv_torchscript.onnx``: Gemma-2 with a key/value cache, a sliding-window layer
 then a global one: the sliding layer's cache is cropped to its window (transformers' cache
-does it inside the layer's scope) and the global layer's is not.
+does it inside the layer's scope) and the global layer's is not;
+``tiny_torch_encoder_dynamo.onnx``: PyTorch's own ``nn.TransformerEncoder``, batch first, whose
+``nn.MultiheadAttention`` works sequence-first and runs its projections functionally.
 """
 
 from __future__ import annotations
@@ -387,6 +389,33 @@ def export_gemma2_kv() -> None:
     )  # fmt: skip
 
 
+def export_torch_encoder() -> None:
+    """PyTorch's own nn.TransformerEncoder (nn.MultiheadAttention inside), batch first."""
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.head(self.encoder(x))
+
+    torch.manual_seed(2)
+    model = Encoder().eval()
+    with torch.no_grad():  # distinct layers: the encoder deep-copies one
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.2)
+    path = FIXTURES / "tiny_torch_encoder_dynamo.onnx"
+    batch, seq = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("seq", min=2, max=64)
+    torch.onnx.export(
+        model, (torch.randn(2, 6, 16),), path, input_names=["x"], output_names=["y"],
+        dynamic_shapes=({0: batch, 1: seq},), opset_version=18, dynamo=True, external_data=False,
+    )  # fmt: skip
+    _drop_metadata(path)
+
+
 def _drop_metadata(path: Path) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads)."""
     import onnx
@@ -408,5 +437,6 @@ if __name__ == "__main__":
     export_t5()
     export_phi3()
     export_gemma2_kv()
+    export_torch_encoder()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .base import Call, Const, DType, Input, Item, Lit, NodeContext, Unsupported
+from .base import Call, Const, DType, Input, Item, Lit, NodeContext, Unsupported, Weight
 from .syntax import ops
 
 
@@ -178,3 +178,14 @@ def exact_as_scalar(value: np.generic) -> bool:
     if value.dtype.kind == "f":
         return bool(np.isnan(value)) or float(np.float32(value)) == float(value)
     return True
+
+
+def bias_removed(ctx: NodeContext) -> bool:
+    """Whether a dynamo export's optimizer removed this layer's bias because it was zero."""
+    return "RemoveOptionalBias" in ctx.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
+
+
+def zero_bias(ctx: NodeContext, size: int, dtype) -> Weight:
+    """The removed bias as a Parameter of zeros, named after the layer's weight's module."""
+    module = ctx.weight(1).source.rpartition(".")[0]
+    return Weight(np.zeros(size, dtype), f"{module}.bias" if module else "")

@@ -19,6 +19,7 @@ from .base import (
     Weight,
     normalize_axis,
 )
+from .common import bias_removed, zero_bias
 from .registry import mapper
 from .syntax import ops
 
@@ -86,12 +87,17 @@ def silu(ctx: NodeContext):
 
 @mapper("Linear", domain=DOMAIN)
 def linear(ctx: NodeContext):
-    """Linear (a lifted MatMul + Add with constant weight [in, out] and bias) -> nn.Dense."""
+    """Linear (a lifted MatMul + Add with constant weight [in, out] and bias; ``transB=1``: a
+    Gemm's weight [out, in]) -> nn.Dense."""
     weight = ctx.require_const(1, "the Linear weight")
     if weight.ndim != 2:
         raise Unsupported("the Linear weight must be 2-D")
-    in_features, out_features = (int(d) for d in weight.shape)
-    weights = {"weight": ctx.weight(1, weight.T, (Transpose((1, 0)),))}
+    if int(ctx.attr("transB", 0)):
+        out_features, in_features = (int(d) for d in weight.shape)
+        weights = {"weight": ctx.weight(1, weight)}
+    else:
+        in_features, out_features = (int(d) for d in weight.shape)
+        weights = {"weight": ctx.weight(1, weight.T, (Transpose((1, 0)),))}
     kwargs = {"in_channels": in_features, "out_channels": out_features}
     if ctx.has_input(2):
         bias = ctx.require_const(2, "the Linear bias")
@@ -101,6 +107,8 @@ def linear(ctx: NodeContext):
             flat,
             "" if bias.shape == flat.shape else f"reshape {list(bias.shape)} to [{out_features}]",
         )
+    elif bias_removed(ctx):  # zero at export, not after new weights
+        weights["bias"] = zero_bias(ctx, out_features, weight.dtype)
     else:
         kwargs["has_bias"] = False
     return Cell("nn.Dense", kwargs=kwargs, args=[Input(0)], weights=weights, role="fc")

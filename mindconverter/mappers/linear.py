@@ -12,9 +12,8 @@ from .base import (
     Lit,
     NodeContext,
     Unsupported,
-    Weight,
 )
-from .common import dim_expr
+from .common import bias_removed, dim_expr, zero_bias
 from .registry import mapper
 from .syntax import ops
 
@@ -34,17 +33,6 @@ def _dense(ctx: NodeContext, x, weight_index: int, weight_out_in: np.ndarray, tr
     else:
         weights["bias"] = bias
     return Cell("nn.Dense", kwargs=kwargs, args=[x], weights=weights, role="fc")
-
-
-def _bias_removed(ctx: NodeContext) -> bool:
-    """Whether a dynamo export's optimizer removed this layer's bias because it was zero."""
-    return "RemoveOptionalBias" in ctx.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
-
-
-def _zero_bias(ctx: NodeContext, size: int, dtype) -> Weight:
-    """The removed bias as a Parameter of zeros, named after the layer's weight's module."""
-    module = ctx.weight(1).source.rpartition(".")[0]
-    return Weight(np.zeros(size, dtype), f"{module}.bias" if module else "")
 
 
 @mapper("Gemm")
@@ -73,8 +61,8 @@ def gemm(ctx: NodeContext):
                 c_value.reshape(out_features),
                 "" if c_value.ndim == 1 else f"reshape {list(c_value.shape)} to [{out_features}]",
             )
-        elif c_value is None and _bias_removed(ctx):  # zero at export, not after new weights
-            bias = _zero_bias(ctx, out_features, weight.dtype)
+        elif c_value is None and bias_removed(ctx):  # zero at export, not after new weights
+            bias = zero_bias(ctx, out_features, weight.dtype)
         product = _dense(ctx, a, 1, weight, () if trans_b else (Transpose((1, 0)),), bias)
     else:
         b = ops.transpose(Input(1), Lit((1, 0))) if trans_b else Input(1)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..graph import Graph
 from . import (
+    batch_first_heads,
     bfloat16_compute,
     bounded_sizes,
     check_graph,
@@ -101,6 +102,7 @@ PIPELINE: tuple[Step, ...] = (
     Pass("write matrix-product Einsums as MatMul", einsum_products.run),
     Pass("lift decomposed layers", lift_patterns.run),
     Pass("turn rotary embeddings heads-first", rotary_heads_first.run),
+    Pass("write sequence-first attention batch-first", batch_first_heads.run),
     Pass("fuse scaled dot-product attention", fuse_attention.run),
     Pass("index padding masks as mask[:, None, None, :]", lift_masks.run),
     Pass("drop min() of sizes with the table they index", bounded_sizes.run),

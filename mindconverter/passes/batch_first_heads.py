@@ -1,0 +1,501 @@
+"""Pass: ``nn.MultiheadAttention``'s heads split and merged batch-first, as people write them.
+
+PyTorch's ``F.multi_head_attention_forward`` works sequence-first: a batch-first module swaps
+its input to ``(seq, batch, embed)``, projects it, unpacks the packed projection with
+``unflatten(-1, (3, embed)).unsqueeze(0).transpose(0, -2).squeeze(-2)``, folds the heads into
+the batch (``q.view(seq, batch * heads, head_dim).transpose(0, 1)``), and after the attention
+flattens ``(seq * batch, embed)`` for the output projection and swaps the result back. Both
+exporters keep every step, so a converted script read that way (22 lines of attention).
+
+Four rewrites, each an identity on the values, make it read as mindnlp writes attention:
+
+- the unpacking is one ``Split`` of the projection's last axis (``q, k, v = ops.split(...)``);
+- ``view(seq, batch * heads, d).transpose(0, 1).view(batch, heads, seq, d)`` is
+  ``view(seq, batch, heads, d)`` and one transpose;
+- ``gemm(view(ctx, (seq * batch, embed))).view(seq, batch, out)`` is a Linear on
+  ``view(ctx, (seq, batch, embed))`` (nn.Dense takes any leading axes);
+- a transpose of leading axes moves along the ops that only touch the last axis (a Linear, a
+  Split or Slice of the last axis, a Reshape splitting or merging the last axes) until it
+  meets another transpose, and the two become one (or none): the swap to sequence-first and
+  the heads' transpose become ``swapaxes(1, 2)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..graph import Graph
+from ..graph.graph import claim_name
+from ..graph.internal_domain import DOMAIN
+from ..graph.subgraphs import subgraph_references
+from .context import PassContext
+
+
+def run(graph: Graph, context: PassContext) -> bool:
+    """Apply the four rewrites until none applies."""
+    total = 0
+    made: dict[tuple[int, ...], str] = {}  # one constant for equal targets: one shape line
+    for rewrite in (_unpack_projections, _split_heads_at_once, _merge_heads_at_once):
+        count = rewrite(_Edit(graph, made))
+        if count:
+            graph.edited()
+        total += count
+    while True:
+        count = _meet_transposes(_Edit(graph, made))
+        if not count:
+            break
+        graph.edited()
+        total += count
+    if total:
+        context.say(f"sequence-first attention steps written batch-first: {total}")
+    return bool(total)
+
+
+class _Edit:
+    """Indexes of the graph for one rewrite, and the means to replace nodes."""
+
+    def __init__(self, graph: Graph, made: dict[tuple[int, ...], str]):
+        self.graph = graph
+        self.made = made
+        self.nodes = graph.model.graph.node
+        self.producer = graph.producers
+        self.readers = graph.consumer_nodes
+        self.pinned = set(graph.outputs) | subgraph_references(graph.model.graph)
+        self.taken = graph.node_names() | graph.value_names()
+        self.removed: set[int] = set()
+
+    def shape(self, name: str) -> tuple | None:
+        return self.graph.symbolic_shapes.get(name)
+
+    def const(self, name: str) -> np.ndarray | None:
+        return self.graph.constant(name) if name else None
+
+    def made_by(self, name: str, op_type: str) -> onnx.NodeProto | None:
+        node = self.producer.get(name)
+        ok = node is not None and node.op_type == op_type and node.domain in ("", "ai.onnx")
+        return node if ok and id(node) not in self.removed else None
+
+    def sole_reader(self, name: str, op_type: str) -> onnx.NodeProto | None:
+        """The one node reading ``name`` (once), when it is an ``op_type``; ``name`` is no
+        output of the network or of a subgraph's."""
+        readers = self.readers.get(name, [])
+        if len(readers) != 1 or name in self.pinned or id(readers[0]) in self.removed:
+            return None
+        node = readers[0]
+        return node if node.op_type == op_type and node.domain in ("", "ai.onnx") else None
+
+    def only_read_by(self, name: str, nodes: list[onnx.NodeProto]) -> bool:
+        readers = self.readers.get(name, [])
+        return name not in self.pinned and sorted(map(id, readers)) == sorted(map(id, nodes))
+
+    def constant(self, wanted: str, values: list[int]) -> str:
+        """An int64 constant holding ``values`` (the one made before for the same values)."""
+        key = tuple(values)
+        if key not in self.made:
+            name = claim_name(self.taken, wanted)
+            array = np.asarray(values, np.int64)
+            self.graph.model.graph.initializer.append(numpy_helper.from_array(array, name))
+            self.made[key] = name
+        return self.made[key]
+
+    def value(self, wanted: str, dims: tuple, like: str) -> str:
+        """A new value named after ``wanted``, declared with ``dims`` and ``like``'s type."""
+        name = claim_name(self.taken, wanted)
+        self.declare(name, dims, like)
+        return name
+
+    def declare(self, name: str, dims: tuple, like: str) -> None:
+        dtype = self.graph.dtypes.get(like)
+        elem = helper.np_dtype_to_tensor_dtype(dtype) if dtype is not None else 1
+        info = self.graph.model.graph.value_info
+        kept = [entry for entry in info if entry.name != name]
+        del info[:]
+        info.extend(kept)
+        info.append(helper.make_tensor_value_info(name, elem, list(dims)))
+
+    def node(self, op_type: str, inputs, outputs, scope: onnx.NodeProto, domain="", **attrs):
+        """A node filed under ``scope``'s module (its name's path, its metadata)."""
+        name = claim_name(self.taken, f"{scope.name}_{op_type.lower()}")
+        node = helper.make_node(op_type, inputs, outputs, name=name, domain=domain, **attrs)
+        for entry in scope.metadata_props:
+            node.metadata_props.add().CopyFrom(entry)
+        return node
+
+    def replace(self, old: list[onnx.NodeProto], new: list[onnx.NodeProto]) -> None:
+        """Put ``new`` where the last of ``old`` stood (every input of ``new`` is made by then)
+        and remove ``old``."""
+        position = max(_index(self.nodes, node) for node in old)
+        for offset, node in enumerate(new):
+            self.nodes.insert(position + 1 + offset, node)
+        for node in old:
+            self.removed.add(id(node))
+            self.nodes.remove(node)
+
+
+def _index(nodes, wanted: onnx.NodeProto) -> int:
+    return next(index for index, node in enumerate(nodes) if node is wanted)
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return helper.get_attribute_value(attribute)
+    return default
+
+
+def _axes(edit: _Edit, node: onnx.NodeProto) -> list[int] | None:
+    """The axes of a Squeeze/Unsqueeze (an attribute before opset 13, an input after)."""
+    if len(node.input) > 1:
+        axes = edit.const(node.input[1])
+        return None if axes is None else [int(a) for a in axes.reshape(-1)]
+    axes = _attr(node, "axes")
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _positive(axes: list[int], rank: int) -> list[int]:
+    return [axis % rank for axis in axes]
+
+
+# --- the packed projection ---------------------------------------------------------------------
+
+
+def _unpack_projections(edit: _Edit) -> int:
+    """``y.unflatten(-1, (n, e)).unsqueeze(0).transpose(0, -2).squeeze(-2)[i]`` for each
+    ``i < n`` -> ``Split(y, [e] * n, axis=-1)``."""
+    count = 0
+    for squeeze in [node for node in edit.nodes if node.op_type == "Squeeze"]:
+        unpacked = _unpacking(edit, squeeze)
+        if unpacked is None:
+            continue
+        chain, picks, y, parts = unpacked
+        rank = len(edit.shape(y) or ())
+        size = int(edit.shape(picks[0].output[0])[-1])
+        split = edit.node(
+            "Split",
+            [y, edit.constant(f"{squeeze.name}_sizes", [size] * parts)],
+            [pick.output[0] for pick in picks],
+            chain[0],
+            axis=rank - 1,
+        )
+        edit.replace([*chain, *picks], [split])
+        count += 1
+    return count
+
+
+def _unpacking(edit: _Edit, squeeze: onnx.NodeProto):
+    """(the chain Reshape..Squeeze, the Gathers by index, the packed value, the parts) when
+    ``squeeze`` ends the unpacking idiom and every part is picked once."""
+    if edit.graph.opset < 13 or id(squeeze) in edit.removed:
+        return None
+    transpose = edit.made_by(squeeze.input[0], "Transpose")
+    unsqueeze = transpose and edit.made_by(transpose.input[0], "Unsqueeze")
+    reshape = unsqueeze and edit.made_by(unsqueeze.input[0], "Reshape")
+    if not reshape:
+        return None
+    y = reshape.input[0]
+    y_shape, split_shape = edit.shape(y), edit.shape(reshape.output[0])
+    if not y_shape or not split_shape or len(split_shape) != len(y_shape) + 1:
+        return None
+    rank = len(y_shape)  # the parts' axis in the unsqueezed value
+    parts, size = split_shape[-2], split_shape[-1]
+    if not (isinstance(parts, int) and isinstance(size, int) and y_shape[-1] == parts * size):
+        return None
+    if tuple(split_shape[:-2]) != tuple(y_shape[:-1]):
+        return None
+    swap = list(range(rank + 2))  # the unsqueezed value: (1, ..., parts, size)
+    swap[0], swap[rank] = rank, 0
+    if _axes(edit, unsqueeze) != [0] or _attr(transpose, "perm") != swap:
+        return None
+    if _positive(_axes(edit, squeeze) or [], rank + 2) != [rank]:
+        return None
+    picks = _picks(edit, squeeze.output[0], parts)
+    chain = [reshape, unsqueeze, transpose, squeeze]
+    inner = [reshape.output[0], unsqueeze.output[0], transpose.output[0]]
+    if picks is None or not all(edit.only_read_by(v, [n]) for v, n in zip(inner, chain[1:])):
+        return None
+    return chain, picks, y, parts
+
+
+def _picks(edit: _Edit, name: str, parts: int) -> list[onnx.NodeProto] | None:
+    """The Gathers of axis 0 reading ``name``, one per index ``0..parts-1``, in index order."""
+    readers = edit.readers.get(name, [])
+    if name in edit.pinned or len(readers) != parts:
+        return None
+    by_index: dict[int, onnx.NodeProto] = {}
+    for node in readers:
+        index = edit.const(node.input[1]) if node.op_type == "Gather" else None
+        if index is None or index.ndim != 0 or _attr(node, "axis", 0) != 0:
+            return None
+        by_index[int(index) % parts] = node
+    return [by_index[i] for i in range(parts)] if len(by_index) == parts else None
+
+
+# --- heads split and merged at once --------------------------------------------------------------
+
+
+def _split_heads_at_once(edit: _Edit) -> int:
+    """``z.view(s, b * h, d).transpose(0, 1).view(b, h, s, d)`` (z of shape (s, b, h * d)) ->
+    ``z.view(s, b, h, d).permute(1, 2, 0, 3)``."""
+    count = 0
+    for last in [node for node in edit.nodes if node.op_type == "Reshape"]:
+        swap = edit.made_by(last.input[0], "Transpose")
+        first = swap and edit.made_by(swap.input[0], "Reshape")
+        if not first or _attr(swap, "perm") != [1, 0, 2]:
+            continue
+        z = first.input[0]
+        z_shape, folded, heads = (edit.shape(v) for v in (z, first.output[0], last.output[0]))
+        if not z_shape or not folded or not heads or len(z_shape) != 3 or len(folded) != 3:
+            continue
+        embed, head_dim = z_shape[2], folded[2]
+        if not (isinstance(embed, int) and isinstance(head_dim, int) and head_dim > 0):
+            continue
+        count_heads = embed // head_dim
+        expected = (z_shape[1], count_heads, z_shape[0], head_dim)
+        if embed % head_dim or folded[0] != z_shape[0] or tuple(heads) != expected:
+            continue
+        if not (
+            edit.only_read_by(first.output[0], [swap]) and edit.only_read_by(swap.output[0], [last])
+        ):
+            continue
+        split = edit.value(
+            f"{first.output[0]}_heads", (z_shape[0], z_shape[1], count_heads, head_dim), z
+        )
+        target = edit.constant(f"{first.name}_target", [0, 0, count_heads, head_dim])
+        new = [
+            edit.node("Reshape", [z, target], [split], first),
+            edit.node("Transpose", [split], list(last.output), last, perm=[1, 2, 0, 3]),
+        ]
+        edit.replace([first, swap, last], new)
+        count += 1
+    return count
+
+
+def _merge_heads_at_once(edit: _Edit) -> int:
+    """``gemm(x.view(s * b, e), w, bias).view(s, b, o)`` (x of shape (s, b, h, d), e = h * d)
+    -> ``Linear(x.view(s, b, e), w, bias)``."""
+    count = 0
+    for gemm in [node for node in edit.nodes if node.op_type == "Gemm"]:
+        flatten = edit.made_by(gemm.input[0], "Reshape")
+        unflatten = edit.sole_reader(gemm.output[0], "Reshape")
+        weight = edit.const(gemm.input[1])
+        if not flatten or not unflatten or weight is None or weight.ndim != 2:
+            continue
+        if _attr(gemm, "transA", 0) or _attr(gemm, "alpha", 1.0) != 1.0:
+            continue
+        if len(gemm.input) > 2 and gemm.input[2] and _attr(gemm, "beta", 1.0) != 1.0:
+            continue
+        x = flatten.input[0]
+        x_shape, out = edit.shape(x), edit.shape(unflatten.output[0])
+        embed = int(weight.shape[1 if _attr(gemm, "transB", 0) else 0])
+        if not x_shape or not out or len(x_shape) != 4 or len(out) != 3:
+            continue
+        if not all(isinstance(d, int) for d in x_shape[2:]) or x_shape[2] * x_shape[3] != embed:
+            continue
+        if tuple(out[:2]) != tuple(x_shape[:2]) or not edit.only_read_by(flatten.output[0], [gemm]):
+            continue
+        merged = edit.value(f"{flatten.output[0]}_merged", (*x_shape[:2], embed), x)
+        target = edit.constant(f"{flatten.name}_target", [0, 0, embed])
+        inputs = [merged, *gemm.input[1:]]
+        transposed = int(_attr(gemm, "transB", 0))
+        new = [
+            edit.node("Reshape", [x, target], [merged], flatten),
+            edit.node(
+                "Linear", inputs, list(unflatten.output), gemm, domain=DOMAIN, transB=transposed
+            ),
+        ]
+        edit.replace([flatten, gemm, unflatten], new)
+        count += 1
+    return count
+
+
+# --- transposes meeting transposes --------------------------------------------------------------
+
+
+def _meet_transposes(edit: _Edit) -> int:
+    """Move one transpose of leading axes to the transposes it meets (down the ops that read
+    it, or up the ops that make its input); returns 1 when one moved."""
+    for node in list(edit.nodes):
+        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx"):
+            continue
+        perm = _attr(node, "perm")
+        if not perm or perm[-1] != len(perm) - 1:
+            continue
+        if _sink(edit, node, list(perm)) or _hoist(edit, node, list(perm)):
+            return 1
+    return 0
+
+
+def _through(edit: _Edit, node: onnx.NodeProto, perm: list[int], value: str, down: bool):
+    """What the permutation ``perm`` of ``node``'s input ``value`` (going down) or of its
+    output (going up) becomes on the other side of ``node``, and ``node``'s new Reshape target
+    if it has one; None unless ``node`` only touches the last axes."""
+    rank = len(perm)
+    if node.input[0] != value:
+        return None
+    if node.op_type == "Linear" and node.domain == DOMAIN:
+        return perm, None
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Split" and down:
+        return (perm, None) if _attr(node, "axis", 0) % rank == rank - 1 else None
+    if node.op_type == "Slice" and len(node.input) > 3:
+        axes = edit.const(node.input[3])
+        last = axes is not None and all(int(a) % rank == rank - 1 for a in axes.reshape(-1))
+        return (perm, None) if last else None
+    if node.op_type == "Reshape":
+        return _through_reshape(edit, node, perm, down)
+    return None
+
+
+def _through_reshape(edit: _Edit, node: onnx.NodeProto, perm: list[int], down: bool):
+    """A Reshape that splits the last axis in two or merges the last two (the leading axes
+    kept): the permutation on its other side, and its target with the leading axes copied."""
+    rank = len(perm)
+    before, after = edit.shape(node.input[0]), edit.shape(node.output[0])
+    if not before or not after or len(before) < 2 or len(after) < 2:
+        return None
+    keeps_last_two = perm[-2:] == [rank - 2, rank - 1]
+    if len(after) == len(before) + 1 and tuple(after[:-2]) == tuple(before[:-1]):
+        if not _ints(before[-1], *after[-2:]) or after[-2] * after[-1] != before[-1]:
+            return None
+        target = [0] * (len(before) - 1) + [after[-2], after[-1]]
+        if down:  # the new axis follows the last
+            return [*perm, rank], target
+        return (perm[:-1], target) if keeps_last_two else None
+    if len(after) == len(before) - 1 and tuple(after[:-1]) == tuple(before[:-2]):
+        if not _ints(after[-1], *before[-2:]) or before[-2] * before[-1] != after[-1]:
+            return None
+        target = [0] * (len(before) - 2) + [after[-1]]
+        if down:
+            return (perm[:-1], target) if keeps_last_two else None
+        return [*perm[:-1], rank - 1, rank], target
+    return None
+
+
+def _ints(*sizes) -> bool:
+    return all(isinstance(size, int) for size in sizes)
+
+
+def _sink(edit: _Edit, first: onnx.NodeProto, perm: list[int]) -> bool:
+    """Move ``first`` down through the ops reading its result to the transposes they reach."""
+    frontier = [(first.output[0], perm)]
+    chain: list[tuple[onnx.NodeProto, list[int], list | None]] = []  # node, its perm, target
+    meets: list[tuple[onnx.NodeProto, list[int]]] = []
+    sizes: list[tuple[onnx.NodeProto, list[int]]] = []  # Shape nodes reading a moved value
+    while frontier:
+        value, current = frontier.pop()
+        readers = edit.readers.get(value, [])
+        if value in edit.pinned or not readers:
+            return False
+        for reader in readers:
+            if reader.op_type == "Transpose" and reader.domain in ("", "ai.onnx"):
+                meets.append((reader, current))
+                continue
+            if _whole_shape(reader):
+                sizes.append((reader, current))
+                continue
+            passed = _through(edit, reader, current, value, down=True)
+            if passed is None or any(reader is seen for seen, _, _ in chain):
+                return False
+            chain.append((reader, passed[0], passed[1]))
+            frontier.extend((out, passed[0]) for out in reader.output if out)
+    if not meets or any(edit.shape(out) is None for node, _, _ in chain for out in node.output):
+        return False
+    for reader, current in sizes:
+        _reread_shape(
+            edit, reader, first.input[0] if reader.input[0] == first.output[0] else "", current
+        )
+    _apply_sink(edit, first, chain, meets)
+    return True
+
+
+def _whole_shape(node: onnx.NodeProto) -> bool:
+    """A Shape node giving its input's whole shape."""
+    plain = node.op_type == "Shape" and node.domain in ("", "ai.onnx")
+    return plain and _attr(node, "start", 0) == 0 and _attr(node, "end") is None
+
+
+def _reread_shape(edit: _Edit, shape: onnx.NodeProto, source: str, perm: list[int]) -> None:
+    """``shape`` reads a value that now holds its old contents with the axes ``perm`` undid
+    (``source`` instead, when given): its sizes are gathered back in the old order."""
+    if source:
+        shape.input[0] = source
+    sizes = edit.value(f"{shape.output[0]}_unmoved", (len(perm),), shape.output[0])
+    order = edit.constant(f"{shape.name}_order", perm)
+    gather = edit.node("Gather", [sizes, order], [shape.output[0]], shape, axis=0)
+    shape.output[0] = sizes
+    edit.nodes.insert(_index(edit.nodes, shape) + 1, gather)
+
+
+def _apply_sink(edit: _Edit, first, chain, meets) -> None:
+    source = first.input[0]
+    for node, _, target in chain:
+        for index, name in enumerate(node.input):
+            if name == first.output[0]:
+                node.input[index] = source
+        if target is not None:
+            node.input[1] = edit.constant(f"{node.name}_target", target)
+    for node, perm, _ in chain:
+        for out in node.output:  # the values hold what they held before the transpose now
+            shape = edit.shape(out)
+            edit.declare(out, tuple(shape[perm.index(axis)] for axis in range(len(shape))), out)
+    for meet, current in meets:
+        if meet.input[0] == first.output[0]:
+            meet.input[0] = source
+        outer = _attr(meet, "perm")
+        composed = [current[axis] for axis in outer]
+        _set_perm(meet, composed)
+    edit.replace([first], [])
+
+
+def _set_perm(node: onnx.NodeProto, perm: list[int]) -> None:
+    kept = [a for a in node.attribute if a.name != "perm"]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    node.attribute.append(helper.make_attribute("perm", perm))
+
+
+def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
+    """Move ``last`` up through the ops making its input to the transpose that starts them."""
+    chain = []
+    value, current = last.input[0], perm
+    while True:
+        node = edit.producer.get(value)
+        readers = edit.readers.get(value, [])
+        if node is None or value in edit.pinned:
+            return False
+        if node.op_type == "Transpose" and node.domain in ("", "ai.onnx"):
+            top = node
+            sizes = [reader for reader in readers if _whole_shape(reader)]
+            if len(readers) - len(sizes) != 1:
+                return False
+            break
+        if len(readers) != 1:
+            return False
+        if len(node.output) != 1:
+            return False
+        passed = _through(edit, node, current, node.input[0], down=False)
+        if passed is None:
+            return False
+        chain.append((node, current, passed[1]))
+        value, current = node.input[0], passed[0]
+    if not chain:
+        return False
+    outer = _attr(top, "perm")
+    composed = [outer[axis] for axis in current]
+    for reader in sizes:  # they read the top transpose's old result: its input, reordered
+        _reread_shape(edit, reader, top.input[0], outer)
+    for node, node_perm, target in chain:
+        shape = edit.shape(node.output[0])
+        edit.declare(node.output[0], tuple(shape[axis] for axis in node_perm), node.output[0])
+        if target is not None:
+            node.input[1] = edit.constant(f"{node.name}_target", target)
+    _set_perm(top, composed)
+    source_shape = edit.shape(top.input[0])
+    edit.declare(top.output[0], tuple(source_shape[axis] for axis in composed), top.output[0])
+    chain[0][0].output[0] = last.output[0]
+    edit.declare(last.output[0], edit.shape(last.output[0]), last.output[0])
+    edit.replace([last], [])
+    return True

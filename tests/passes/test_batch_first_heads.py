@@ -1,0 +1,177 @@
+"""nn.MultiheadAttention's sequence-first steps written batch-first (passes/batch_first_heads.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from mindconverter.graph import Graph
+from mindconverter.passes import batch_first_heads
+from mindconverter.passes.context import PassContext
+from mindconverter.passes.pipeline import PIPELINE, run_passes
+from tests.helpers import assert_matches, assert_runs_like_onnxruntime, convert_fully, make_model
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+F32 = np.float32
+RNG = np.random.default_rng(7)
+
+
+def _before_the_pass(model: onnx.ModelProto, shapes: list) -> Graph:
+    from mindconverter.graph.specs import detect_inputs
+    from mindconverter.mappers.registry import default_registry
+    from mindconverter.passes.fix_shapes import parse_shape_request
+
+    graph = Graph(model)
+    context = PassContext(default_registry(), shapes=[parse_shape_request(s) for s in shapes])
+    context.input_specs = detect_inputs(graph.model)
+    upto = [step.name for step in PIPELINE].index("write sequence-first attention batch-first")
+    run_passes(graph, context, PIPELINE[:upto])
+    return graph
+
+
+def _ops(graph: Graph) -> list[str]:
+    return [node.op_type for node in graph.model.graph.node]
+
+
+def _perms(graph: Graph) -> list[list[int]]:
+    return [
+        list(helper.get_attribute_value(node.attribute[0]))
+        for node in graph.model.graph.node
+        if node.op_type == "Transpose"
+    ]
+
+
+def test_the_torch_encoder_reads_batch_first_and_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = onnx.load(FIXTURES / "tiny_torch_encoder_dynamo.onnx")
+    result = convert_fully(model, tmp_path, shape=["2,6,16"])
+    code = result.script_path.read_text()
+    assert "swapaxes(0, 1)" not in code and "ops.split(hidden_states, 16, axis=2)" in code, code
+    for batch, seq in ((2, 6), (3, 9)):
+        feeds = {"x": RNG.standard_normal((batch, seq, 16)).astype(F32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def _sequence_first_projection(parts: int = 3):
+    """x (batch, seq, 8) swapped to (seq, batch, 8), projected to ``parts`` * 8 features,
+    unpacked as F.multi_head_attention_forward does, each part's heads folded into the batch
+    and unfolded heads-first: (batch, 2, seq, 4)."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["xt", "w"], ["p"]),
+        helper.make_node("Add", ["p", "b"], ["proj"]),
+        helper.make_node("Shape", ["xt"], ["dims"]),
+        helper.make_node("Slice", ["dims", "zero", "two"], ["lead"]),
+        helper.make_node("Concat", ["lead", "unpacked"], ["split_shape"], axis=0),
+        helper.make_node("Reshape", ["proj", "split_shape"], ["view"]),
+        helper.make_node("Unsqueeze", ["view", "zero"], ["u"]),
+        helper.make_node("Transpose", ["u"], ["t"], perm=[3, 1, 2, 0, 4]),
+        helper.make_node("Squeeze", ["t", "three"], ["s"]),
+        helper.make_node("Gather", ["dims", "zero_scalar"], ["seq"], axis=0),
+        helper.make_node("Gather", ["dims", "one_scalar"], ["batch"], axis=0),
+        helper.make_node("Mul", ["batch", "two_scalar"], ["folded_batch"]),
+        helper.make_node("Unsqueeze", ["seq", "zero"], ["seq_1"]),
+        helper.make_node("Unsqueeze", ["folded_batch", "zero"], ["folded_1"]),
+        helper.make_node("Unsqueeze", ["batch", "zero"], ["batch_1"]),
+        helper.make_node("Concat", ["seq_1", "folded_1", "four"], ["fold"], axis=0),
+        helper.make_node("Concat", ["batch_1", "two", "seq_1", "four"], ["unfold"], axis=0),
+    ]
+    outputs = []
+    for part in range(parts):
+        nodes += [
+            helper.make_node("Gather", ["s", f"part_{part}"], [f"g{part}"], axis=0),
+            helper.make_node("Reshape", [f"g{part}", "fold"], [f"f{part}"]),
+            helper.make_node("Transpose", [f"f{part}"], [f"ft{part}"], perm=[1, 0, 2]),
+            helper.make_node("Reshape", [f"ft{part}", "unfold"], [f"heads_{part}"]),
+        ]
+        outputs.append((f"heads_{part}", F32, None))
+    constants = {
+        "w": RNG.standard_normal((8, 8 * parts)).astype(F32),
+        "b": RNG.standard_normal(8 * parts).astype(F32),
+        "zero": np.array([0], np.int64),
+        "two": np.array([2], np.int64),
+        "three": np.array([3], np.int64),
+        "four": np.array([4], np.int64),
+        "unpacked": np.array([parts, 8], np.int64),
+        "zero_scalar": np.array(0, np.int64),
+        "one_scalar": np.array(1, np.int64),
+        "two_scalar": np.array(2, np.int64),
+        **{f"part_{part}": np.array(part, np.int64) for part in range(parts)},
+    }
+    inputs = [("x", F32, ["batch", "seq", 8])]
+    return make_model(nodes, inputs, outputs, constants, opset=18)
+
+
+@pytest.mark.parametrize("parts", [3, 2])
+def test_a_packed_projection_unpacked_and_folded_is_one_split_and_one_transpose_each(
+    tmp_path, parts
+):
+    model = _sequence_first_projection(parts)
+    graph = _before_the_pass(model, ["2,5,8"])
+    assert batch_first_heads.run(graph, PassContext(None))
+    ops = _ops(graph)
+    assert ops.count("Split") == 1 and "Squeeze" not in ops, ops
+    assert _perms(graph) == [[0, 2, 1, 3]] * parts, _perms(graph)
+    for shape in ((2, 5, 8), (3, 4, 8)):
+        feeds = {"x": RNG.standard_normal(shape).astype(F32)}
+        assert_matches(model, tmp_path / f"{shape[0]}", feeds, shape=[",".join(map(str, shape))])
+
+
+def _flattened_output_projection():
+    """ctx (batch, 2, seq, 4) -> (seq, batch, 2, 4) -> (seq * batch, 8) -> Gemm -> (seq, batch,
+    6) -> (batch, seq, 6): F.multi_head_attention_forward's output projection."""
+    nodes = [
+        helper.make_node("Transpose", ["ctx"], ["ct"], perm=[2, 0, 1, 3]),
+        helper.make_node("Shape", ["ct"], ["dims"]),
+        helper.make_node("Slice", ["dims", "zero", "two"], ["lead"]),
+        helper.make_node("ReduceProd", ["lead"], ["rows"], keepdims=1),
+        helper.make_node("Concat", ["rows", "eight"], ["flat"], axis=0),
+        helper.make_node("Reshape", ["ct", "flat"], ["flattened"]),
+        helper.make_node("Gemm", ["flattened", "w", "b"], ["projected"], transB=1),
+        helper.make_node("Concat", ["lead", "six"], ["unflat"], axis=0),
+        helper.make_node("Reshape", ["projected", "unflat"], ["sequence_first"]),
+        helper.make_node("Transpose", ["sequence_first"], ["y"], perm=[1, 0, 2]),
+    ]
+    constants = {
+        "w": RNG.standard_normal((6, 8)).astype(F32),
+        "b": RNG.standard_normal(6).astype(F32),
+        "zero": np.array([0], np.int64),
+        "two": np.array([2], np.int64),
+        "six": np.array([6], np.int64),
+        "eight": np.array([8], np.int64),
+    }
+    inputs = [("ctx", F32, ["batch", 2, "seq", 4])]
+    return make_model(nodes, inputs, [("y", F32, None)], constants, opset=18)
+
+
+def test_a_flattened_output_projection_is_a_dense_on_the_merged_heads(tmp_path):
+    model = _flattened_output_projection()
+    graph = _before_the_pass(model, ["2,2,5,4"])
+    assert batch_first_heads.run(graph, PassContext(None))
+    assert "Gemm" not in _ops(graph) and _perms(graph) == [[0, 2, 1, 3]], _ops(graph)
+    turned = next(node for node in graph.model.graph.node if node.op_type == "Transpose")
+    assert graph.symbolic_shapes[turned.output[0]] == ("batch", "seq", 2, 4)
+    for shape in ((2, 2, 5, 4), (3, 2, 7, 4)):
+        feeds = {"ctx": RNG.standard_normal(shape).astype(F32)}
+        result = assert_matches(
+            model, tmp_path / f"{shape[0]}", feeds, shape=[",".join(map(str, shape))]
+        )
+    code = result.script_path.read_text()
+    assert "nn.Dense(in_channels=8, out_channels=6)" in code, code
+
+
+def test_a_transpose_that_meets_no_other_stays(tmp_path):
+    """Swapped to sequence-first and projected, then returned: nothing to meet."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["xt", "w"], ["p"]),
+        helper.make_node("Add", ["p", "b"], ["y"]),
+    ]
+    constants = {"w": RNG.standard_normal((8, 4)).astype(F32), "b": np.ones(4, F32)}
+    model = make_model(nodes, [("x", F32, ["batch", "seq", 8])], [("y", F32, None)], constants)
+    graph = _before_the_pass(model, ["2,5,8"])
+    assert not batch_first_heads.run(graph, PassContext(None))
+    assert _perms(graph) == [[1, 0, 2]]
