@@ -136,6 +136,10 @@ def _constant_gather(graph: Graph, item: MappedNode, call: Call, args: list) -> 
     """``ops.gather(x, <one index>, axis)`` as ``x[:, index]``; a run of consecutive indices
     (Falcon's key head out of its fused projection, ``[2]``) as the slice ``x[:, 2:3]``."""
     index, axis = _constant(graph, item, args[1]), args[2]
+    if isinstance(args[1], BinOp) and args[1].op == "%":
+        # a constant index wrapped by a dynamic axis' size (``-1 % seq_len``): a subscript
+        # wraps a negative index itself
+        index = _constant(graph, item, args[1].left)
     axis = axis.value if isinstance(axis, Lit) else axis
     if (
         index is None

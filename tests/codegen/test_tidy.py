@@ -66,6 +66,22 @@ def test_gather_of_one_constant_index_is_indexing(tmp_path):
     assert "ops.gather" not in body and "x[:, " in body, body
 
 
+def test_gather_of_a_negative_index_into_a_dynamic_axis_is_indexing(tmp_path):
+    """The last token (``x[:, -1]``): not ``ops.gather(x, ms.Tensor(-1) % seq_len, 1)``."""
+    model = make_model(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+        [("x", F32, ["batch", "seq", 3])],
+        [("y", F32, ["batch", 3])],
+        {"i": np.array(-1, np.int64)},
+    )
+    rng = np.random.default_rng(0)
+    for batch, seq in ((2, 5), (3, 2)):
+        feeds = {"x": rng.standard_normal((batch, seq, 3)).astype(F32)}
+        result = assert_matches(model, tmp_path / str(seq), feeds, shape=[f"{batch},{seq},3"])
+    body = _construct(result)
+    assert "ops.gather" not in body and "x[:, -1]" in body, body
+
+
 @pytest.mark.parametrize(
     "indices, written",
     [([2], "x[:, 2:3]"), ([1, 2, 3], "x[:, 1:4]"), ([-2, -1], "x[:, 3:5]"), ([0], "x[:, :1]")],
