@@ -27,6 +27,8 @@ specialises the position-table interpolation away (stack traces dropped to keep 
 ``tiny_gemma2_kv_torchscript.onnx``: Gemma-2 with a key/value cache, a sliding-window layer
 then a global one: the sliding layer's cache is cropped to its window (transformers' cache
 does it inside the layer's scope) and the global layer's is not;
+``tiny_olmo2_torchscript.onnx``: OLMo-2, whose q_norm and k_norm normalise the whole
+projection before the head split;
 ``tiny_torch_encoder_dynamo.onnx``: PyTorch's own ``nn.TransformerEncoder``, batch first, whose
 ``nn.MultiheadAttention`` works sequence-first and runs its projections functionally.
 """
@@ -389,6 +391,25 @@ def export_gemma2_kv() -> None:
     )  # fmt: skip
 
 
+def export_olmo2() -> None:
+    """OLMo-2: its q_norm and k_norm normalise the whole projection, before the head split."""
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.Olmo2Config(
+        vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32,
+        pad_token_id=0, use_cache=False,
+    )  # fmt: skip
+    model = hf.Olmo2Model(config).eval()
+    tokens = {
+        "input_ids": torch.randint(1, 40, (2, 5)),
+        "attention_mask": torch.ones(2, 5, dtype=torch.int64),
+    }
+    dims = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+    _export(model, "tiny_olmo2_torchscript", tokens, dims, dynamo=False)
+
+
 def export_torch_encoder() -> None:
     """PyTorch's own nn.TransformerEncoder (nn.MultiheadAttention inside), batch first."""
 
@@ -437,6 +458,7 @@ if __name__ == "__main__":
     export_t5()
     export_phi3()
     export_gemma2_kv()
+    export_olmo2()
     export_torch_encoder()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -126,14 +126,18 @@ def _inlined_layers(
             for name in item.node.inputs:
                 if name:
                     readers.setdefault(name, []).append(item)
-    inlined = set()
-    for item in mapped:
+    inlined: set[str] = set()
+    # twice: a projection normed before its split (OLMo-2's q_proj, then q_norm) goes inside
+    # the norm once the norm is known to go inside the split
+    for item in [*mapped, *mapped]:
         outputs = [name for name in item.node.outputs if name]
         pick = _picks_from_input(item.result, len(item.node.inputs))  # Phi-3's qkv[:, :, :32]
         if not item.converted or not (isinstance(item.result, Cell) or pick) or len(outputs) != 1:
             continue
         out = outputs[0]
         parent = parents.get(id(item))
+        if out in inlined:
+            continue
         found = [
             other
             for other in readers.get(out, [])
@@ -144,8 +148,14 @@ def _inlined_layers(
         reader = found[0]
         # a head split, or the reshape splitting a fused projection into heads (BLOOM's qkv)
         head_split = (
-            isinstance(reader.result, Method) and _is_call(reader.result.value, "ops.reshape")
-        ) or (_is_call(reader.result, "ops.reshape") and reader.result.args[0] == Input(0))
+            (isinstance(reader.result, Method) and _is_call(reader.result.value, "ops.reshape"))
+            or (_is_call(reader.result, "ops.reshape") and reader.result.args[0] == Input(0))
+            or (
+                isinstance(reader.result, Cell)
+                and reader.result.role == "norm"
+                and reader.node.outputs[0] in inlined
+            )
+        )
         if not head_split or parent is None or parents.get(id(reader)) is not parent:
             continue
         positions = [i for i, name in enumerate(reader.node.inputs) if name == out]

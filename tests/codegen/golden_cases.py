@@ -154,6 +154,12 @@ CASES = [
     ),
     GoldenCase("vit_torchscript", _fixture("tiny_vit_torchscript.onnx"), ("1,3,16,16",)),
     GoldenCase("audio_encoder_dynamo", _fixture("tiny_whisper_encoder_dynamo.onnx"), ("1,8,16",)),
+    # OLMo-2: q_norm and k_norm over the whole projection, written inside the head split
+    GoldenCase(
+        "normed_projection_decoder_torchscript",
+        _fixture("tiny_olmo2_torchscript.onnx"),
+        ("2,5", "2,5"),
+    ),
     # PyTorch's nn.TransformerEncoder: nn.MultiheadAttention written batch-first
     GoldenCase("torch_encoder_dynamo", _fixture("tiny_torch_encoder_dynamo.onnx"), ("2,6,16",)),
     GoldenCase(

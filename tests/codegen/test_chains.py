@@ -239,3 +239,36 @@ def test_heads_picked_then_normed_in_turn_are_one_statement_each(tmp_path):
     lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
     assert lines[0].startswith("q = self.norm(x[:, :, :, 0]).swapaxes(1, 2)"), construct
     assert len(lines) == 3, construct  # q, k and the return
+
+
+def test_a_projection_normed_before_its_head_split_is_written_inside_the_norm(tmp_path):
+    """OLMo-2's q_norm over the whole projection, then the split:
+    ``q = ops.reshape(self.norm(self.proj(x)), shape).swapaxes(1, 2)``, no ``proj =`` line."""
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["lead"], end=2),
+        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
+        helper.make_node("MatMul", ["x", "weight"], ["projected"]),
+        helper.make_node("Add", ["projected", "bias"], ["dense"]),
+        helper.make_node("LayerNormalization", ["dense", "gamma", "beta"], ["normed"], axis=-1),
+        helper.make_node("Reshape", ["normed", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["y"], perm=[0, 2, 1, 3]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 8])],
+        [("y", np.float32, ["batch", 2, "sequence", 4])],
+        {
+            "weight": rng.standard_normal((8, 8)).astype(np.float32),
+            "bias": rng.standard_normal(8).astype(np.float32),
+            "gamma": rng.standard_normal(8).astype(np.float32),
+            "beta": rng.standard_normal(8).astype(np.float32),
+            "per_head": np.array([2, 4], np.int64),
+        },
+    )
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    construct = result.script_path.read_text().split("def construct")[-1]
+    lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
+    assert any(line.startswith("y = ops.reshape(self.") and "(self." in line[20:] for line in lines)
+    assert not any(" = self." in line and "reshape" not in line for line in lines), construct
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
