@@ -237,6 +237,19 @@ def _normed_heads(
             continue
         if next_step(norm, item) and next_step(split, norm):
             inlined.update((norm.node.outputs[0], split.node.outputs[0]))
+    # normalised per head after the transpose (Gemma-3): the split inside the norm,
+    # ``q = self.q_norm(ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2))``
+    for norm in mapped:
+        if not (isinstance(norm.result, Cell) and norm.result.role == "norm" and norm.node.inputs):
+            continue
+        split = producer.get(norm.node.inputs[0])
+        if split is None or not isinstance(split.result, Method):
+            continue
+        result = split.result
+        if result.name != "swapaxes":
+            continue
+        if _is_call(result.value, "ops.reshape") and next_step(split, norm):
+            inlined.add(split.node.outputs[0])
     return inlined
 
 

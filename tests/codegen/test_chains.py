@@ -272,3 +272,36 @@ def test_a_projection_normed_before_its_head_split_is_written_inside_the_norm(tm
     assert any(line.startswith("y = ops.reshape(self.") and "(self." in line[20:] for line in lines)
     assert not any(" = self." in line and "reshape" not in line for line in lines), construct
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+
+
+def test_a_head_split_normalised_after_its_transpose_is_written_inside_the_norm(tmp_path):
+    """Gemma-3's q_norm after the transpose:
+    ``y = self.norm(ops.reshape(self.proj(x), shape).swapaxes(1, 2))``, one statement."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["lead"], end=2),
+        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
+        helper.make_node("MatMul", ["x", "weight"], ["projected"]),
+        helper.make_node("Add", ["projected", "bias"], ["dense"]),
+        helper.make_node("Reshape", ["dense", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["turned"], perm=[0, 2, 1, 3]),
+        helper.make_node("LayerNormalization", ["turned", "gamma", "beta"], ["y"], axis=-1),
+    ]
+    model = make_model(
+        nodes,
+        [("x", np.float32, ["batch", "sequence", 8])],
+        [("y", np.float32, ["batch", 2, "sequence", 4])],
+        {
+            "weight": rng.standard_normal((8, 8)).astype(np.float32),
+            "bias": rng.standard_normal(8).astype(np.float32),
+            "gamma": rng.standard_normal(4).astype(np.float32),
+            "beta": rng.standard_normal(4).astype(np.float32),
+            "per_head": np.array([2, 4], np.int64),
+        },
+    )
+    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
+    construct = result.script_path.read_text().split("def construct")[-1]
+    lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
+    split = next(line for line in lines if "ops.reshape(" in line)
+    assert split.startswith("y = self.") and split.endswith(".swapaxes(1, 2))"), construct
+    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
