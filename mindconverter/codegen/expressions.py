@@ -424,6 +424,8 @@ class ExpressionWriter:
     def call(self, call: Call, mapped: MappedNode) -> str:
         self.state.uses.add(call.func.split(".", 1)[0])
         self.state.uses.update(HELPER_FUNCTIONS.get(call.func, ()))
+        if call.func == "apply_rotary_pos_emb" and "unsqueeze_dim" in call.kwargs:
+            self.state.uses.add("apply_rotary_pos_emb_unsqueezed")  # the helper's other form
         args = [self.expr(a, mapped) for a in call.args]
         args += [f"{key}={self.expr(v, mapped)}" for key, v in call.kwargs.items()]
         return f"{call.func}({', '.join(args)})"

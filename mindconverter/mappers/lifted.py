@@ -161,6 +161,9 @@ def apply_rotary_pair(ctx: NodeContext):
         args = [Input(0), Input(1), Input(2), Input(3), int(rotary_dim)]
         return Unpack(Call(f"apply_partial_{kind}rotary_pos_emb", args), 2)
     args = [Input(0), Input(1), Input(2), Input(3)]
+    unsqueeze_dim = ctx.attr("unsqueeze_dim", None)
+    if unsqueeze_dim is not None:  # the tables unsqueezed for the heads inside the call
+        return Unpack(Call("apply_rotary_pos_emb", args, {"unsqueeze_dim": int(unsqueeze_dim)}), 2)
     return Unpack(Call(f"apply_{kind}rotary_pos_emb", args), 2)
 
 

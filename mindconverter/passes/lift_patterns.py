@@ -703,6 +703,51 @@ def _pair_rotary_applications(index: _Index) -> int:
     return count
 
 
+def _absorb_table_unsqueezes(index: _Index) -> int:
+    """``apply_rotary_pos_emb(q, k, cos.unsqueeze(1), sin.unsqueeze(1))`` with the tables
+    unsqueezed only for it (Gemma-3's attention, each layer kind its own tables) ->
+    ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)``, as transformers writes it."""
+    count = 0
+    for pair in list(index.placed.values()):
+        if pair.op_type != "ApplyRotaryPair" or pair.domain != DOMAIN or id(pair) in index.dead:
+            continue
+        if any(a.name in ("rotary_dim", "interleaved") and a.i for a in pair.attribute):
+            continue
+        unsqueezes = [index.producer.get(name) for name in pair.input[2:4]]
+        axes = {_unsqueeze_axis(index, node) for node in unsqueezes}
+        if len(axes) != 1 or None in axes or len({id(node) for node in unsqueezes}) != 2:
+            continue
+        if any(
+            node.output[0] in index.pinned or index.live_readers(node.output[0]) != [pair]
+            for node in unsqueezes
+        ):
+            continue
+        inputs = [*pair.input[:2], unsqueezes[0].input[0], unsqueezes[1].input[0]]
+        fused = helper.make_node("ApplyRotaryPair", inputs, list(pair.output), domain=DOMAIN)
+        fused.attribute.extend(a for a in pair.attribute if a.name != "unsqueeze_dim")
+        fused.attribute.append(helper.make_attribute("unsqueeze_dim", axes.pop()))
+        index.fuse([*unsqueezes, pair], fused)  # runs where the pair ran
+        count += 1
+    return count
+
+
+def _unsqueeze_axis(index: _Index, node: onnx.NodeProto | None) -> int | None:
+    """The one axis a live Unsqueeze adds, counted in its result's rank; None otherwise."""
+    if node is None or node.op_type != "Unsqueeze" or node.domain not in ("", "ai.onnx"):
+        return None
+    if id(node) in index.dead:
+        return None
+    if len(node.input) > 1:
+        value = index.const(node.input[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    else:
+        axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+    rank = len(index.graph.symbolic_shapes.get(node.output[0]) or ())
+    if not axes or len(axes) != 1 or not rank:
+        return None
+    return axes[0] % rank
+
+
 def _feeds_scores_as(index: _Index, name: str) -> int | None:
     """Which input of the score product a turned value becomes, through a few reshapes,
     transposes, scales and a cache concatenation: 0 for the query, 1 for the key; None when
@@ -1001,6 +1046,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("ApplyRotary", _lift_rotary_applications),
     ("ApplyRotaryPair", _pair_rotary_applications),
     ("PartialRotary", _fold_partial_rotaries),
+    ("RotaryTableUnsqueeze", _absorb_table_unsqueezes),
     ("FullLike", _lift_full_likes),
     ("Silu", _lift_silus),
     ("Linear", _lift_linears),

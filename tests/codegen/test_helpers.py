@@ -78,3 +78,23 @@ def test_rotary_helpers_turn_halves_and_interleaved_pairs():
     turned = q[..., :2] * cos2 + pairs(q[..., :2]) * sin2
     expected = np.concatenate((turned, q[..., 2:]), axis=-1)
     np.testing.assert_allclose(got_q.asnumpy(), expected, rtol=1e-5)
+
+
+def test_rotary_tables_without_the_heads_axis_get_it_from_unsqueeze_dim():
+    from mindconverter.codegen.helpers.apply_rotary_pos_emb_unsqueezed import (
+        apply_rotary_pos_emb,
+    )
+
+    rng = np.random.default_rng(3)
+    q, k = (rng.standard_normal((2, 2, 3, 4)).astype(np.float32) for _ in range(2))
+    cos, sin = (rng.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(2))
+
+    def half(x):
+        return np.concatenate((-x[..., 2:], x[..., :2]), axis=-1)
+
+    got_q, got_k = apply_rotary_pos_emb(*(ms.Tensor(a) for a in (q, k, cos, sin)), 1)
+    c, s = cos[:, None], sin[:, None]
+    np.testing.assert_allclose(got_q.asnumpy(), q * c + half(q) * s, rtol=1e-5)
+    np.testing.assert_allclose(got_k.asnumpy(), k * c + half(k) * s, rtol=1e-5)
+    plain_q, _ = apply_rotary_pos_emb(*(ms.Tensor(a) for a in (q, k, c, s)))
+    np.testing.assert_allclose(plain_q.asnumpy(), q * c + half(q) * s, rtol=1e-5)

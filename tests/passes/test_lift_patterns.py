@@ -545,6 +545,34 @@ def test_query_and_key_turned_by_the_same_tables_are_one_call(tmp_path):
     assert_matches(model, tmp_path / "other", other, shape=["2,2,5,8"] * 4)
 
 
+def test_tables_unsqueezed_only_for_the_pair_are_unsqueezed_inside_the_call(tmp_path):
+    """Gemma-3's attention unsqueezes its layer's tables for the heads itself:
+    ``q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)``, no unsqueeze lines."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["cos_table", "one"], ["cos"]),
+        helper.make_node("Unsqueeze", ["sin_table", "one"], ["sin"]),
+    ]
+    nodes += _renamed(rotary_nodes(4), "_q", ("cos", "sin"))
+    nodes += _renamed(rotary_nodes(4), "_k", ("cos", "sin"))
+    nodes += [helper.make_node("Sub", ["y_q", "y_k"], ["y"])]
+    heads, tables = ["batch", 2, "sequence", 8], ["batch", "sequence", 8]
+    inputs = [("q_q", F32, heads), ("q_k", F32, heads)]
+    inputs += [("cos_table", F32, tables), ("sin_table", F32, tables)]
+    model = make_model(nodes, inputs, [("y", F32, None)], {"one": np.array([1], np.int64)})
+    for batch, seq in ((1, 3), (2, 5)):
+        feeds = {n: RNG.standard_normal((batch, 2, seq, 8)).astype(F32) for n in ("q_q", "q_k")}
+        feeds |= {
+            n: RNG.standard_normal((batch, seq, 8)).astype(F32) for n in ("cos_table", "sin_table")
+        }
+        shapes = [f"{batch},2,{seq},8"] * 2 + [f"{batch},{seq},8"] * 2
+        code = _script(assert_matches(model, tmp_path / str(seq), feeds, shape=shapes))
+    assert "apply_rotary_pos_emb(q_q, q_k, cos_table, sin_table, unsqueeze_dim=1)" in code, code
+    assert (
+        "ops.unsqueeze" not in code
+        and "def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=None):" in code
+    )
+
+
 def test_rotations_by_different_tables_stay_apart():
     nodes = _renamed(rotary_nodes(4), "_q", ("cos", "sin")) + _renamed(
         rotary_nodes(4), "_k", ("cos",)
@@ -688,7 +716,8 @@ def test_rotaries_an_empty_concatenation_keeps_apart_are_one_call(tmp_path):
     """Phi-3 through TorchScript: the query's rotary ends in a concatenation with an empty
     pass-through part before the key's runs. The no-op goes before the lifts: the pair is one
     ``apply_rotary_pos_emb`` call on tables named ``cos`` and ``sin`` (unsqueezed to the head
-    axis in the attention), and the numbers stay onnxruntime's at two shapes."""
+    axis in the call, as transformers writes it), and the numbers stay onnxruntime's at two
+    shapes."""
     from pathlib import Path
 
     from tests.helpers import assert_runs_like_onnxruntime, convert_fully
@@ -697,7 +726,7 @@ def test_rotaries_an_empty_concatenation_keeps_apart_are_one_call(tmp_path):
     model = onnx.load(fixture)
     result = convert_fully(model, tmp_path, shape=["input_ids=2,5", "attention_mask=2,5"])
     code = result.script_path.read_text()
-    assert "q, k = apply_rotary_pos_emb(q, k, cos, sin)" in code, code
+    assert "q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)" in code, code
     assert "def construct(self, hidden_states, cos, sin, attention_mask):" in code
     rng = np.random.default_rng(8)
     for batch, seq in (2, 5), (3, 7):
