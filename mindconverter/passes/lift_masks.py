@@ -28,6 +28,7 @@ from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
 _MAX_CONE_NODES = 64  # index arithmetic of a mask builder is a few dozen nodes at most
+_MAX_CONE_VISITS = 4 * _MAX_CONE_NODES  # values one search may visit, its inner cones included
 _VIEW_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 _PROBE_SIZES = (3, 5)
 
@@ -107,10 +108,14 @@ def _viewed_result(graph: Graph, value: str, pinned: set[str]) -> str:
 
 
 def _index_cone(
-    graph: Graph, result: str, mask: str, views: set[str]
+    graph: Graph, result: str, mask: str, views: set[str], budget: list[int] | None = None
 ) -> tuple[list[onnx.NodeProto], dict[str, tuple]] | None:
     """The nodes computing ``result`` from ``mask``, constants and sizes of other values, with
-    the symbolic shape of each value whose size they read; None if anything else feeds them."""
+    the symbolic shape of each value whose size they read; None if anything else feeds them.
+    ``budget`` counts the values the whole search (inner cones included) may still visit: a
+    deep network whose sizes feed each other (EnCodec's padding) must not be searched for
+    ever."""
+    budget = [_MAX_CONE_VISITS] if budget is None else budget
     order = {id(node): index for index, node in enumerate(graph.model.graph.node)}
     nodes: dict[int, onnx.NodeProto] = {}
     shaped: dict[str, tuple] = {}
@@ -121,6 +126,9 @@ def _index_cone(
         if name in seen or name == mask or name in graph.initializers or not name:
             continue
         seen.add(name)
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
         producer = graph.producers.get(name)
         if (
             producer is None
@@ -137,7 +145,9 @@ def _index_cone(
             return None
         if producer.op_type == "Shape":
             source = producer.input[0]
-            inner = None if source in views else _index_cone(graph, source, mask, views)
+            inner = None if source in views else _index_cone(graph, source, mask, views, budget)
+            if budget[0] < 0:
+                return None
             if source in views:  # the size of the mask or of a view the cone computes
                 pending.append(source)
             elif inner is not None:  # the size of a value computed from sizes (an index grid)

@@ -107,3 +107,65 @@ def test_grid_that_reads_the_mask_differently_is_kept(tmp_path):
     model = _model(reverse + _dynamo_grid("reversed_keys"))
     code = assert_matches(model, tmp_path, _feeds(2, 5), shape=["2,2,5,5", "2,5"])
     assert "gather_nd" in code.script_path.read_text()
+
+
+def test_a_gather_whose_index_hangs_on_a_deep_chain_of_sizes_is_left_quickly():
+    """EnCodec through TorchScript: each layer pads by an amount computed from the previous
+    layer's size, so every size reads all the sizes before it. Searching each size's cone
+    anew took exponential time (a conversion ran for hours); the search has one budget."""
+    import signal
+
+    from mindconverter.graph import Graph
+    from mindconverter.graph.specs import detect_inputs
+    from mindconverter.mappers.registry import default_registry
+    from mindconverter.passes import lift_masks
+    from mindconverter.passes.context import PassContext
+    from mindconverter.passes.fix_shapes import parse_shape_request
+    from mindconverter.passes.pipeline import PIPELINE, run_passes
+
+    nodes, value = [], "x"
+    for i in range(40):  # x grows by an amount read off its size, level after level
+        nodes += [
+            helper.make_node("Shape", [value], [f"size{i}"]),
+            helper.make_node("Gather", [f"size{i}", "last"], [f"length{i}"], axis=0),
+            helper.make_node("Mod", [f"length{i}", "two"], [f"pad{i}"]),
+            helper.make_node("Concat", ["no_pad", f"pad{i}"], [f"pads{i}"], axis=0),
+            helper.make_node("Pad", [value, f"pads{i}"], [f"grown{i}"]),
+        ]
+        value = f"grown{i}"
+    nodes += [
+        helper.make_node("Shape", [value], ["final_size"]),
+        helper.make_node("Gather", ["final_size", "last"], ["final_length"], axis=0),
+        helper.make_node("Mod", ["final_length", "two"], ["index"]),
+        helper.make_node("Reshape", ["index", "index_shape"], ["indices"]),
+        helper.make_node("Gather", ["mask", "indices"], ["picked"], axis=0),
+        helper.make_node("Unsqueeze", ["picked", "middle"], ["y"]),
+    ]
+    constants = {
+        "last": np.array([1], np.int64),
+        "two": np.array([2], np.int64),
+        "no_pad": np.array([0, 0, 0], np.int64),
+        "index_shape": np.array([1, 1], np.int64),
+        "middle": np.array([1], np.int64),
+    }
+    inputs = [("x", np.float32, [1, "n"]), ("mask", np.int64, [2, 5])]
+    model = make_model(nodes, inputs, [("y", np.int64, None), (value, np.float32, None)], constants)
+    graph = Graph(model)
+    context = PassContext(
+        default_registry(), shapes=[parse_shape_request(s) for s in ("1,4", "2,5")]
+    )
+    context.input_specs = detect_inputs(graph.model)
+    upto = [step.name for step in PIPELINE].index("index padding masks as mask[:, None, None, :]")
+    run_passes(graph, context, PIPELINE[:upto])
+    assert graph.symbolic_shapes.get("y"), "the gather must reach the mask search"
+
+    def too_long(*_):
+        raise TimeoutError("the mask search does not end")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(60)  # the search takes milliseconds; without a budget, hours
+    try:
+        lift_masks.run(graph, context)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
