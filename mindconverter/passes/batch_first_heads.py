@@ -37,7 +37,8 @@ def run(graph: Graph, context: PassContext) -> bool:
     """Apply the four rewrites until none applies."""
     total = 0
     made: dict[tuple[int, ...], str] = {}  # one constant for equal targets: one shape line
-    for rewrite in (_unpack_projections, _split_heads_at_once, _merge_heads_at_once):
+    rewrites = (_unpack_projections, _split_heads_at_once, _unfold_heads, _merge_heads_at_once)
+    for rewrite in rewrites:
         count = rewrite(_Edit(graph, made))
         if count:
             graph.edited()
@@ -338,6 +339,12 @@ def _through(edit: _Edit, node: onnx.NodeProto, perm: list[int], value: str, dow
         return perm, None
     if node.domain not in ("", "ai.onnx"):
         return None
+    if node.op_type == "MatMul":  # a projection by a constant weight
+        weight = edit.const(node.input[1])
+        return (perm, None) if weight is not None and weight.ndim == 2 else None
+    if node.op_type == "Add" and down and len(node.input) == 2:
+        other = edit.shape(node.input[1])  # a projection's bias
+        return (perm, None) if other is not None and len(other) == 1 else None
     if node.op_type == "Split" and down:
         return (perm, None) if _attr(node, "axis", 0) % rank == rank - 1 else None
     if node.op_type == "Slice" and len(node.input) > 3:
@@ -499,3 +506,189 @@ def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
     edit.declare(last.output[0], edit.shape(last.output[0]), last.output[0])
     edit.replace([last], [])
     return True
+
+
+# --- heads folded into the batch -----------------------------------------------------------------
+
+# the operators a value with the heads folded into its first axis passes through unchanged in
+# meaning when the heads are unfolded again: the scale, the masking sum, the softmax, the products
+_FOLD_KEEPING = ("Mul", "Div", "Add", "Softmax", "MatMul", "Transpose")
+
+
+def _unfold_heads(edit: _Edit) -> int:
+    """Attention computed with the heads folded into the batch (``bmm`` on ``(b * h, s, d)``,
+    F.multi_head_attention_forward when it returns the weights) -> the same on ``(b, h, s, d)``:
+    the fold ``z.view(s, b * h, d).transpose(0, 1)`` becomes ``z.view(s, b, h, d)`` and a
+    transpose, every step after it runs on the four axes, and the unfold at the end
+    (``weights.view(b, h, s, t)``, or the transpose and flatten before the output projection)
+    goes. All or nothing: a step that cannot run unfolded leaves the attention as it is."""
+    seeds = {}
+    for node in edit.nodes:
+        seed = _fold_seed(edit, node)
+        if seed is not None:
+            seeds[node.output[0]] = seed
+    if not seeds:
+        return 0
+    plan = _fold_plan(edit, seeds)
+    if plan is None:
+        return 0
+    _apply_fold_plan(edit, seeds, plan)
+    return len(seeds)
+
+
+def _fold_seed(edit: _Edit, node: onnx.NodeProto):
+    """(source, heads, head_dim, 4-axis permutation) for ``Transpose(Reshape(z, (s, b * h, d)))``
+    whose permutation brings the folded axis first (z of shape (s, b, h * d))."""
+    if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx"):
+        return None
+    perm = _attr(node, "perm")
+    fold = edit.made_by(node.input[0], "Reshape")
+    if not fold or not perm or len(perm) != 3 or perm[0] != 1:
+        return None
+    z = fold.input[0]
+    z_shape, folded = edit.shape(z), edit.shape(fold.output[0])
+    if not z_shape or not folded or len(z_shape) != 3 or len(folded) != 3:
+        return None
+    embed, head_dim = z_shape[2], folded[2]
+    if not _ints(embed, head_dim) or head_dim <= 0 or embed % head_dim or folded[0] != z_shape[0]:
+        return None
+    if not edit.only_read_by(fold.output[0], [node]):
+        return None
+    expanded = {0: [0], 1: [1, 2], 2: [3]}  # (s, b*h, d) -> (s, b, h, d)
+    return z, embed // head_dim, head_dim, [axis for p in perm for axis in expanded[p]], fold
+
+
+def _fold_plan(edit: _Edit, seeds: dict):
+    """What each step reading a folded value becomes unfolded: a list of (node, kind), or None
+    when one cannot. Kinds: ``keep`` (the same operator on four axes), ``unfold`` (a Reshape
+    back to (b, h, ...): its readers read the unfolded value), ``flatten`` (the transpose to
+    (s, b * h, d) and the flatten after it)."""
+    folded = set(seeds)
+    plan: list[tuple[onnx.NodeProto, str]] = []
+    pending = list(seeds)
+    seen: set[int] = set()
+    waiting: list[tuple[onnx.NodeProto, str]] = []  # products whose other operand comes later
+    while pending or waiting:
+        if not pending:
+            ready = [(node, value) for node, value in waiting if set(node.input) <= folded]
+            if not ready:
+                return None
+            waiting = [entry for entry in waiting if entry not in ready]
+            steps = ready
+        else:
+            value = pending.pop()
+            if value in edit.pinned:
+                return None
+            steps = [(reader, value) for reader in edit.readers.get(value, [])]
+        for reader, value in steps:
+            if id(reader) in seen:
+                continue
+            if reader.op_type == "MatMul" and not set(reader.input) <= folded:
+                waiting.append((reader, value))
+                continue
+            kind = _fold_step(edit, reader, value, folded)
+            if kind is None:
+                return None
+            seen.add(id(reader))
+            plan.append((reader, kind))
+            if kind == "keep":
+                folded.add(reader.output[0])
+                pending.append(reader.output[0])
+    return plan
+
+
+def _fold_step(edit: _Edit, node: onnx.NodeProto, value: str, folded: set[str]) -> str | None:
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    rank = len(edit.shape(value) or ())
+    if node.op_type == "Reshape":
+        before, after = edit.shape(value), edit.shape(node.output[0])
+        return (
+            "unfold"
+            if after and before and len(after) == rank + 1 and tuple(after[2:]) == tuple(before[1:])
+            else None
+        )
+    if node.op_type not in _FOLD_KEEPING:
+        return None
+    if node.op_type == "Transpose":
+        perm = _attr(node, "perm")
+        if perm and perm[0] == 0:
+            return "keep"
+        return "flatten" if perm == [1, 0, 2] and _flattened(edit, node) else None
+    if node.op_type == "Softmax":
+        return "keep" if _attr(node, "axis", -1) % rank != 0 else None
+    others = [name for name in node.input if name != value]
+    if node.op_type == "MatMul":
+        return "keep" if all(name in folded or name == value for name in node.input) else None
+    # a scale or a mask: a scalar, or a value broadcast over the folded axis
+    for other in others:
+        shape = edit.shape(other)
+        if other in folded or shape is None or (len(shape) == rank and shape[0] != 1):
+            return None
+    return "keep"
+
+
+def _flattened(edit: _Edit, transpose: onnx.NodeProto) -> bool:
+    """Whether the (s, b * h, d) ``transpose`` makes is only flattened to (s * b, h * d)."""
+    flatten = edit.sole_reader(transpose.output[0], "Reshape")
+    shape = flatten and edit.shape(flatten.output[0])
+    return bool(shape) and len(shape) == 2
+
+
+def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list) -> None:
+    """Rewrite the seeds and the planned steps in place: every folded value keeps its name and
+    holds the unfolded value."""
+    batch_and_heads = {}
+    for name, (z, heads, head_dim, perm, fold) in seeds.items():
+        seed = edit.producer[name]
+        batch = edit.shape(z)[1]
+        batch_and_heads[name] = (batch, heads)
+        split = edit.value(f"{fold.output[0]}_heads", (*edit.shape(z)[:2], heads, head_dim), z)
+        target = edit.constant(f"{fold.name}_target", [0, 0, heads, head_dim])
+        reshape = edit.node("Reshape", [z, target], [split], fold)
+        edit.replace([fold], [reshape])
+        seed.input[0] = split
+        _set_perm(seed, perm)
+        _declare_unfolded(edit, name, batch, heads)
+    batch, heads = next(iter(batch_and_heads.values()))
+    for node, kind in plan:
+        if kind == "keep":
+            if node.op_type == "Transpose":
+                _set_perm(node, [0, 1, *(axis + 1 for axis in _attr(node, "perm")[1:])])
+            elif node.op_type == "Softmax" and _attr(node, "axis", -1) >= 0:
+                _set_attr(node, "axis", _attr(node, "axis") + 1)
+            _declare_unfolded(edit, node.output[0], batch, heads)
+        elif kind == "unfold":  # its readers read the unfolded value
+            for reader in list(edit.readers.get(node.output[0], [])):
+                reader.input[:] = [
+                    node.input[0] if n == node.output[0] else n for n in reader.input
+                ]
+            if node.output[0] in edit.pinned:
+                edit.replace(
+                    [node], [edit.node("Identity", [node.input[0]], list(node.output), node)]
+                )
+            else:
+                edit.replace([node], [])
+        else:  # flatten: (b, h, s, d) -> (s, b, h, d), flattened as before
+            _set_perm(node, [2, 0, 1, 3])
+            shape = edit.shape(node.input[0])
+            before = _unfolded_shape(shape, batch, heads) if len(shape) == 3 else shape
+            edit.declare(
+                node.output[0], (before[2], before[0], before[1], before[3]), node.output[0]
+            )
+
+
+def _unfolded_shape(shape: tuple, batch, heads: int) -> tuple:
+    return (batch, heads, *shape[1:])
+
+
+def _declare_unfolded(edit: _Edit, name: str, batch, heads: int) -> None:
+    shape = edit.shape(name)
+    edit.declare(name, _unfolded_shape(shape, batch, heads), name)
+
+
+def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
+    kept = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    node.attribute.append(helper.make_attribute(name, value))

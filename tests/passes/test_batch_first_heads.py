@@ -175,3 +175,93 @@ def test_a_transpose_that_meets_no_other_stays(tmp_path):
     graph = _before_the_pass(model, ["2,5,8"])
     assert not batch_first_heads.run(graph, PassContext(None))
     assert _perms(graph) == [[1, 0, 2]]
+
+
+def _folded_attention():
+    """F.multi_head_attention_forward returning its weights: q, k, v (seq, batch, 8) fold their
+    2 heads into the batch ((batch * 2, seq, 4)), ``bmm``, softmax, ``bmm``; the result is
+    flattened to (seq * batch, 8) and the weights unfolded to (batch, 2, seq, mem)."""
+    nodes = []
+    for name in ("q", "k"):
+        nodes += [
+            helper.make_node("Shape", [name], [f"{name}_dims"]),
+            helper.make_node("Gather", [f"{name}_dims", "zero"], [f"{name}_len"], axis=0),
+            helper.make_node("Gather", [f"{name}_dims", "one"], [f"{name}_batch"], axis=0),
+            helper.make_node("Mul", [f"{name}_batch", "two"], [f"{name}_folded"]),
+            helper.make_node(
+                "Concat", [f"{name}_len", f"{name}_folded", "four"], [f"{name}_fold"], axis=0
+            ),
+        ]
+    nodes += [
+        helper.make_node("Reshape", ["q", "q_fold"], ["q_rows"]),
+        helper.make_node("Transpose", ["q_rows"], ["q_heads"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["k", "k_fold"], ["k_rows"]),
+        helper.make_node("Transpose", ["k_rows"], ["k_turned"], perm=[1, 2, 0]),
+        helper.make_node("Reshape", ["v", "k_fold"], ["v_rows"]),
+        helper.make_node("Transpose", ["v_rows"], ["v_heads"], perm=[1, 0, 2]),
+        helper.make_node("Mul", ["q_heads", "scale"], ["q_scaled"]),
+        helper.make_node("MatMul", ["q_scaled", "k_turned"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_heads"], ["context"]),
+        helper.make_node("Transpose", ["context"], ["rows_first"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["rows_first", "flat"], ["y"]),
+        helper.make_node("Concat", ["q_batch", "two", "q_len", "k_len"], ["unfold"], axis=0),
+        helper.make_node("Reshape", ["probs", "unfold"], ["weights"]),
+    ]
+    constants = {
+        "zero": np.array([0], np.int64),
+        "one": np.array([1], np.int64),
+        "two": np.array([2], np.int64),
+        "four": np.array([4], np.int64),
+        "flat": np.array([-1, 8], np.int64),
+        "scale": np.array(0.5, F32),
+    }
+    inputs = [("q", F32, ["seq", "batch", 8]), ("k", F32, ["mem", "batch", 8])]
+    inputs.append(("v", F32, ["mem", "batch", 8]))
+    outputs = [("y", F32, None), ("weights", F32, None)]
+    return make_model(nodes, inputs, outputs, constants, opset=18)
+
+
+def test_attention_with_the_heads_folded_into_the_batch_runs_on_four_axes(tmp_path):
+    model = _folded_attention()
+    graph = _before_the_pass(model, ["q=5,2,8", "k=7,2,8", "v=7,2,8"])
+    assert batch_first_heads.run(graph, PassContext(None))
+    shapes = [graph.symbolic_shapes.get(n) for n in ("scores", "probs", "context")]
+    assert all(shape is not None and len(shape) == 4 for shape in shapes), shapes
+    for seq, batch, mem in ((5, 2, 7), (3, 1, 4)):
+        feeds = {
+            "q": RNG.standard_normal((seq, batch, 8)).astype(F32),
+            "k": RNG.standard_normal((mem, batch, 8)).astype(F32),
+            "v": RNG.standard_normal((mem, batch, 8)).astype(F32),
+        }
+        shape = [f"q={seq},{batch},8", f"k={mem},{batch},8", f"v={mem},{batch},8"]
+        result = assert_matches(model, tmp_path / f"{seq}", feeds, shape=shape)
+    assert "2 * batch" not in result.script_path.read_text()
+
+
+def test_a_projection_with_a_computed_bias_lets_the_transpose_through(tmp_path):
+    """nn.MultiheadAttention with kdim: each projection is a MatMul and an Add of a part of
+    ``in_proj_bias`` (a Split the network computes), not a lifted Linear."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["xt", "w"], ["p"]),
+        helper.make_node("Split", ["packed_bias", "halves"], ["b", "unused"], axis=0),
+        helper.make_node("Add", ["p", "b"], ["projected"]),
+        helper.make_node("Reshape", ["projected", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["y"], perm=[1, 2, 0, 3]),
+    ]
+    constants = {
+        "w": RNG.standard_normal((8, 8)).astype(F32),
+        "halves": np.array([8, 8], np.int64),
+        "heads": np.array([0, 0, 2, 4], np.int64),
+    }
+    inputs = [("x", F32, ["batch", "seq", 8]), ("packed_bias", F32, [16])]
+    model = make_model(nodes, inputs, [("y", F32, None)], constants, opset=18)
+    graph = _before_the_pass(model, ["x=2,5,8", "packed_bias=16"])
+    assert batch_first_heads.run(graph, PassContext(None))
+    assert _perms(graph) == [[0, 2, 1, 3]], _perms(graph)
+    for shape in ((2, 5, 8), (3, 4, 8)):
+        feeds = {"x": RNG.standard_normal(shape).astype(F32)}
+        feeds["packed_bias"] = RNG.standard_normal(16).astype(F32)
+        spec = [f"x={','.join(map(str, shape))}", "packed_bias=16"]
+        assert_matches(model, tmp_path / f"{shape[0]}", feeds, shape=spec)
