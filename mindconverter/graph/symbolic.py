@@ -79,7 +79,7 @@ def infer_symbolic(
                 inference._infer_impl()
         inference._update_output_from_vi()
         values = {name: plain_value(v) for name, v in inference.sympy_data_.items()}
-        return SymbolicInference(inference.out_mp_, values)
+        return SymbolicInference(inference.out_mp_, exact_values(inference.out_mp_, values))
     except Exception:  # noqa: BLE001 - any failure of the tool: fall back to ONNX inference
         return None
     finally:
@@ -173,6 +173,34 @@ def _constants_as_tensors(model: onnx.ModelProto) -> None:
                     helper.make_attribute("value", numpy_helper.from_array(array))
                 )
                 break
+
+
+_FLOAT_TYPES = {
+    onnx.TensorProto.FLOAT,
+    onnx.TensorProto.DOUBLE,
+    onnx.TensorProto.FLOAT16,
+    onnx.TensorProto.BFLOAT16,
+}
+
+
+def exact_values(model: onnx.ModelProto, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without those computed by a floating-point division, or from one: the tool
+    divides sizes with ``//`` whatever their type, so EnCodec's ``ceil(length / stride)`` read
+    as ``length // stride`` and padded the wrong amount."""
+    graph = model.graph
+    types = {
+        info.name: info.type.tensor_type.elem_type
+        for info in [*graph.input, *graph.value_info, *graph.output]
+    }
+    inexact: set[str] = set()
+    for node in graph.node:
+        known = [out for out in node.output if out in values]
+        if not known or node.op_type in ("Shape", "Size"):  # a size reads no values
+            continue
+        divides = node.op_type == "Div" and any(types.get(out) in _FLOAT_TYPES for out in known)
+        if divides or any(name in inexact for name in node.input):
+            inexact.update(known)
+    return {name: value for name, value in values.items() if name not in inexact}
 
 
 def plain_value(value: Any) -> SymbolicValue:

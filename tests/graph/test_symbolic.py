@@ -211,3 +211,36 @@ def test_a_size_missing_from_the_tensors_at_hand_is_read_from_a_multiple_of_it()
     assert items == [batch] and whole == {}
     items, whole = whole_dimensions(graph, [batch], ["windows"], parts=False)
     assert items == [batch] and whole == {}
+
+
+def test_a_size_divided_in_floating_point_is_not_read_as_floor_division(tmp_path):
+    """EnCodec pads each layer to ``(ceil(length / stride) - 1) * stride + k - length``: the
+    division is a float one. The tool's symbolic values would say ``length // stride``; they
+    are dropped for it and what is computed from it, so the pad is right at every length."""
+    from tests.helpers import assert_matches
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["dims"]),
+        helper.make_node("Gather", ["dims", "last"], ["length"], axis=0),
+        helper.make_node("Cast", ["length"], ["length_f"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Div", ["length_f", "stride_f"], ["frames_f"]),
+        helper.make_node("Ceil", ["frames_f"], ["frames_up"]),
+        helper.make_node("Cast", ["frames_up"], ["frames"], to=onnx.TensorProto.INT64),
+        helper.make_node("Mul", ["frames", "stride"], ["ideal"]),
+        helper.make_node("Sub", ["ideal", "length"], ["extra"]),
+        helper.make_node("Concat", ["zeros", "extra"], ["pads"], axis=0),
+        helper.make_node("Pad", ["x", "pads"], ["y"]),
+    ]
+    constants = {
+        "last": np.array([1], np.int64),
+        "stride_f": np.array(4.0, np.float32),
+        "stride": np.array([4], np.int64),
+        "zeros": np.array([0, 0, 0], np.int64),
+    }
+    model = make_model(nodes, [("x", np.float32, [1, "n"])], [("y", np.float32, None)], constants)
+    graph = Graph(model)
+    symbolic = infer_symbolic(graph.model, {"n": 7})
+    assert symbolic is not None and "frames_f" not in symbolic.values  # not floor(n / 4)
+    for length in (8, 7, 5):  # 7 and 5 pad up to 8
+        feeds = {"x": np.random.default_rng(length).standard_normal((1, length)).astype(np.float32)}
+        assert_matches(model, tmp_path / str(length), feeds, shape=[f"1,{length}"])
