@@ -241,67 +241,60 @@ def test_heads_picked_then_normed_in_turn_are_one_statement_each(tmp_path):
     assert len(lines) == 3, construct  # q, k and the return
 
 
-def test_a_projection_normed_before_its_head_split_is_written_inside_the_norm(tmp_path):
-    """OLMo-2's q_norm over the whole projection, then the split:
-    ``q = ops.reshape(self.norm(self.proj(x)), shape).swapaxes(1, 2)``, no ``proj =`` line."""
+def _normed_projection(after_transpose: bool):
+    """x (batch, sequence, 8) projected, normed (features of the whole projection, or of each
+    head after the transpose), split into 2 heads of 4 and turned heads-first as ``y``."""
     rng = np.random.default_rng(4)
+    norm_size = 4 if after_transpose else 8
     nodes = [
         helper.make_node("Shape", ["x"], ["lead"], end=2),
         helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
         helper.make_node("MatMul", ["x", "weight"], ["projected"]),
         helper.make_node("Add", ["projected", "bias"], ["dense"]),
-        helper.make_node("LayerNormalization", ["dense", "gamma", "beta"], ["normed"], axis=-1),
-        helper.make_node("Reshape", ["normed", "heads"], ["split"]),
-        helper.make_node("Transpose", ["split"], ["y"], perm=[0, 2, 1, 3]),
     ]
-    model = make_model(
+    if after_transpose:  # dense -> split -> turned -> norm -> y
+        split_from, turned, norm_in, norm_out = "dense", "turned", "turned", "y"
+    else:  # dense -> norm -> normed -> split -> y
+        split_from, turned, norm_in, norm_out = "normed", "y", "dense", "normed"
+    split = [
+        helper.make_node("Reshape", [split_from, "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], [turned], perm=[0, 2, 1, 3]),
+    ]
+    norm = helper.make_node("LayerNormalization", [norm_in, "gamma", "beta"], [norm_out], axis=-1)
+    nodes += [*split, norm] if after_transpose else [norm, *split]
+    return make_model(
         nodes,
         [("x", np.float32, ["batch", "sequence", 8])],
         [("y", np.float32, ["batch", 2, "sequence", 4])],
         {
             "weight": rng.standard_normal((8, 8)).astype(np.float32),
             "bias": rng.standard_normal(8).astype(np.float32),
-            "gamma": rng.standard_normal(8).astype(np.float32),
-            "beta": rng.standard_normal(8).astype(np.float32),
+            "gamma": rng.standard_normal(norm_size).astype(np.float32),
+            "beta": rng.standard_normal(norm_size).astype(np.float32),
             "per_head": np.array([2, 4], np.int64),
         },
     )
+
+
+def _construct_lines(model, tmp_path) -> list[str]:
+    """The root's construct lines of ``model`` converted (numbers checked at two shapes)."""
     result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
-    construct = result.script_path.read_text().split("def construct")[-1]
-    lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
-    assert any(line.startswith("y = ops.reshape(self.") and "(self." in line[20:] for line in lines)
-    assert not any(" = self." in line and "reshape" not in line for line in lines), construct
     assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+    construct = result.script_path.read_text().split("def construct")[-1]
+    return [line.strip() for line in construct.splitlines()[1:] if line.strip()]
+
+
+def test_a_projection_normed_before_its_head_split_is_written_inside_the_norm(tmp_path):
+    """OLMo-2's q_norm over the whole projection, then the split:
+    ``q = ops.reshape(self.norm(self.proj(x)), shape).swapaxes(1, 2)``, no ``proj =`` line."""
+    lines = _construct_lines(_normed_projection(after_transpose=False), tmp_path)
+    assert any(line.startswith("y = ops.reshape(self.") and "(self." in line[20:] for line in lines)
+    assert not any(" = self." in line and "reshape" not in line for line in lines), lines
 
 
 def test_a_head_split_normalised_after_its_transpose_is_written_inside_the_norm(tmp_path):
     """Gemma-3's q_norm after the transpose:
     ``y = self.norm(ops.reshape(self.proj(x), shape).swapaxes(1, 2))``, one statement."""
-    rng = np.random.default_rng(5)
-    nodes = [
-        helper.make_node("Shape", ["x"], ["lead"], end=2),
-        helper.make_node("Concat", ["lead", "per_head"], ["heads"], axis=0),
-        helper.make_node("MatMul", ["x", "weight"], ["projected"]),
-        helper.make_node("Add", ["projected", "bias"], ["dense"]),
-        helper.make_node("Reshape", ["dense", "heads"], ["split"]),
-        helper.make_node("Transpose", ["split"], ["turned"], perm=[0, 2, 1, 3]),
-        helper.make_node("LayerNormalization", ["turned", "gamma", "beta"], ["y"], axis=-1),
-    ]
-    model = make_model(
-        nodes,
-        [("x", np.float32, ["batch", "sequence", 8])],
-        [("y", np.float32, ["batch", 2, "sequence", 4])],
-        {
-            "weight": rng.standard_normal((8, 8)).astype(np.float32),
-            "bias": rng.standard_normal(8).astype(np.float32),
-            "gamma": rng.standard_normal(4).astype(np.float32),
-            "beta": rng.standard_normal(4).astype(np.float32),
-            "per_head": np.array([2, 4], np.int64),
-        },
-    )
-    result = assert_matches(model, tmp_path, _feeds(2, 3, 8), shape=["2,3,8"])
-    construct = result.script_path.read_text().split("def construct")[-1]
-    lines = [line.strip() for line in construct.splitlines()[1:] if line.strip()]
+    lines = _construct_lines(_normed_projection(after_transpose=True), tmp_path)
     split = next(line for line in lines if "ops.reshape(" in line)
-    assert split.startswith("y = self.") and split.endswith(".swapaxes(1, 2))"), construct
-    assert_matches(model, tmp_path / "other", _feeds(1, 5, 8), shape=["1,5,8"])
+    assert split.startswith("y = self.") and split.endswith(".swapaxes(1, 2))"), lines
