@@ -529,7 +529,10 @@ def _unfold_heads(edit: _Edit) -> int:
             seeds[node.output[0]] = seed
     if not seeds:
         return 0
-    plan = _fold_plan(edit, seeds)
+    folds = {(edit.shape(z)[1], heads) for z, heads, *_ in seeds.values()}
+    if len(folds) != 1:  # one attention's batch and heads
+        return 0
+    plan = _fold_plan(edit, seeds, folds.pop())
     if plan is None:
         return 0
     _apply_fold_plan(edit, seeds, plan)
@@ -558,7 +561,7 @@ def _fold_seed(edit: _Edit, node: onnx.NodeProto):
     return z, embed // head_dim, head_dim, [axis for p in perm for axis in expanded[p]], fold
 
 
-def _fold_plan(edit: _Edit, seeds: dict):
+def _fold_plan(edit: _Edit, seeds: dict, fold: tuple):
     """What each step reading a folded value becomes unfolded: a list of (node, kind), or None
     when one cannot. Kinds: ``keep`` (the same operator on four axes), ``unfold`` (a Reshape
     back to (b, h, ...): its readers read the unfolded value), ``flatten`` (the transpose to
@@ -586,7 +589,7 @@ def _fold_plan(edit: _Edit, seeds: dict):
             if reader.op_type == "MatMul" and not set(reader.input) <= folded:
                 waiting.append((reader, value))
                 continue
-            kind = _fold_step(edit, reader, value, folded)
+            kind = _fold_step(edit, reader, value, folded, fold)
             if kind is None:
                 return None
             seen.add(id(reader))
@@ -597,24 +600,28 @@ def _fold_plan(edit: _Edit, seeds: dict):
     return plan
 
 
-def _fold_step(edit: _Edit, node: onnx.NodeProto, value: str, folded: set[str]) -> str | None:
+def _fold_step(
+    edit: _Edit, node: onnx.NodeProto, value: str, folded: set[str], fold: tuple
+) -> str | None:
+    """What ``node`` reading the folded ``value`` becomes (see :func:`_fold_plan`); ``fold``
+    is the (batch, heads) the seeds folded."""
     if node.domain not in ("", "ai.onnx"):
         return None
     rank = len(edit.shape(value) or ())
     if node.op_type == "Reshape":
         before, after = edit.shape(value), edit.shape(node.output[0])
-        return (
-            "unfold"
-            if after and before and len(after) == rank + 1 and tuple(after[2:]) == tuple(before[1:])
-            else None
-        )
+        if not after or not before or len(after) != rank + 1:
+            return None
+        back = tuple(after[2:]) == tuple(before[1:]) and tuple(after[:2]) == fold
+        return "unfold" if back else None
     if node.op_type not in _FOLD_KEEPING:
         return None
     if node.op_type == "Transpose":
         perm = _attr(node, "perm")
         if perm and perm[0] == 0:
             return "keep"
-        return "flatten" if perm == [1, 0, 2] and _flattened(edit, node) else None
+        embed = fold[1] * edit.shape(value)[-1]
+        return "flatten" if perm == [1, 0, 2] and _flattened(edit, node, embed) else None
     if node.op_type == "Softmax":
         return "keep" if _attr(node, "axis", -1) % rank != 0 else None
     others = [name for name in node.input if name != value]
@@ -628,11 +635,11 @@ def _fold_step(edit: _Edit, node: onnx.NodeProto, value: str, folded: set[str]) 
     return "keep"
 
 
-def _flattened(edit: _Edit, transpose: onnx.NodeProto) -> bool:
+def _flattened(edit: _Edit, transpose: onnx.NodeProto, embed) -> bool:
     """Whether the (s, b * h, d) ``transpose`` makes is only flattened to (s * b, h * d)."""
     flatten = edit.sole_reader(transpose.output[0], "Reshape")
     shape = flatten and edit.shape(flatten.output[0])
-    return bool(shape) and len(shape) == 2
+    return bool(shape) and len(shape) == 2 and shape[1] == embed
 
 
 def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list) -> None:
