@@ -112,16 +112,17 @@ class BlockWriter:
         scope = BlockScope(prefix=prefix, prefix_path=block.path, is_root=is_root)
         self.state.scope = scope
         args = []
-        # a layer of a list (or a part of one) reads the network input as its siblings read
-        # the previous layer's result, by role (so that all of them share one class)
-        in_list = not is_root and re.search(r"(^|\.)\d+(\.|$)", block.path) is not None
-        hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes(), not in_list)
         # a layer's own network input (past_key_1) is named without its layer's index, so that
         # every layer reads the same and shares one class (unless that would merge two names)
         # (a cache cropped from a network input counts as that input: past_key_0 and past_key_1
         # keep their indices when one layer's cache is the crop of its input)
         sources = [name if is_root else cropped_input(graph, name) or name for name in inputs]
         bases = [re.sub(r"(?<=[A-Za-z])_?\d+$", "", name) for name in sources]
+        # a layer of a list (or a part of one) reads a network input it shares with no sibling
+        # as its siblings read the previous layer's result, by role (one class for all)
+        in_list = not is_root and re.search(r"(^|\.)\d+(\.|$)", block.path) is not None
+        kept = {s for s, b in zip(sources, bases) if b != s} if in_list else None
+        hints = list(inputs) if is_root else input_names(graph, inputs, block.nodes(), kept)
         for name, source, hint, base in zip(inputs, sources, hints, bases):
             shared = in_list and hint in _ACTIVATIONS and base == source  # not past_key_1
             if not is_root and source in graph.inputs and not shared:

@@ -13,10 +13,10 @@ _NORMALIZING = {"Softmax", "LogSoftmax"}
 
 
 def input_names(
-    graph: Graph, inputs: list[str], block_nodes: list, input_names_kept: bool = True
+    graph: Graph, inputs: list[str], block_nodes: list, kept: set[str] | None = None
 ) -> list[str]:
     """A name hint per block input, in order (the caller makes them unique); a network input
-    keeps its own name unless ``input_names_kept`` is false."""
+    keeps its own name when ``kept`` is None or holds it (else it is named by its role)."""
     readers: dict[str, list] = {}
     for mapped in block_nodes:
         for name in mapped.node.inputs:
@@ -29,7 +29,7 @@ def input_names(
     )
     hints: list[str] = []
     for name in inputs:
-        hint = _role(graph, name, readers, input_names_kept)
+        hint = _role(graph, name, readers, kept)
         if name in caches and name not in graph.inputs:
             cropped = cropped_input(graph, name)  # a sliding window's cache: still its input's
             hint = cropped or ("past_key", "past_value")[caches.index(name) % 2]
@@ -46,9 +46,9 @@ def input_names(
     return hints
 
 
-def _role(graph: Graph, name: str, readers_of: dict[str, list], input_names_kept=True) -> str:
+def _role(graph: Graph, name: str, readers_of: dict[str, list], kept=None) -> str:
     readers = readers_of.get(name, [])
-    if name in graph.inputs and input_names_kept:
+    if name in graph.inputs and (kept is None or name in kept):
         return name
     producer = graph.producers.get(name)
     if producer is not None and producer.domain == DOMAIN and producer.op_type == "Dims":
