@@ -13,12 +13,7 @@ from functools import partial
 
 from onnx import TensorProto, helper
 
-
-def _attr(node, name: str, default):
-    for attribute in node.attribute:
-        if attribute.name == name:
-            return helper.get_attribute_value(attribute)
-    return default
+from .node import node_attribute
 
 
 def _elem_type(inference, name: str, default: int) -> int:
@@ -47,7 +42,9 @@ def _matmul_shape(inference, node, trans_a: int = 0, trans_b: int = 0) -> list:
 
 
 def fused_matmul(inference, node) -> None:
-    shape = _matmul_shape(inference, node, _attr(node, "transA", 0), _attr(node, "transB", 0))
+    shape = _matmul_shape(
+        inference, node, node_attribute(node, "transA", 0), node_attribute(node, "transB", 0)
+    )
     _set(inference, node, shape, _elem_type(inference, node.input[0], TensorProto.FLOAT))
 
 
@@ -58,8 +55,8 @@ def float_matmul(inference, node) -> None:
 
 def _gemm_shape(inference, node, a: int, b: int) -> list:
     left, right = inference._get_shape(node, a), inference._get_shape(node, b)
-    rows = left[1] if _attr(node, "transA", 0) else left[0]
-    cols = right[0] if _attr(node, "transB", 0) else right[1]
+    rows = left[1] if node_attribute(node, "transA", 0) else left[0]
+    cols = right[0] if node_attribute(node, "transB", 0) else right[1]
     return [rows, cols]
 
 
@@ -81,7 +78,7 @@ def q_gemm(inference, node) -> None:
 def q_attention(inference, node) -> None:
     """QAttention: (batch, sequence, value hidden size) in float."""
     shape = inference._get_shape(node, 0)
-    sizes = _attr(node, "qkv_hidden_sizes", None)
+    sizes = node_attribute(node, "qkv_hidden_sizes", None)
     hidden = int(sizes[2]) if sizes else inference._get_shape(node, 1)[1] // 3
     _set(inference, node, [shape[0], shape[1], hidden], TensorProto.FLOAT)
 
@@ -94,7 +91,11 @@ def same_as_input(inference, node) -> None:
 
 def q_global_average_pool(inference, node) -> None:
     shape = list(inference._get_shape(node, 0))
-    spatial = range(1, len(shape) - 1) if _attr(node, "channels_last", 0) else range(2, len(shape))
+    spatial = (
+        range(1, len(shape) - 1)
+        if node_attribute(node, "channels_last", 0)
+        else range(2, len(shape))
+    )
     for axis in spatial:
         shape[axis] = 1
     _set(inference, node, shape, _elem_type(inference, node.input[0], TensorProto.UINT8))
@@ -103,7 +104,7 @@ def q_global_average_pool(inference, node) -> None:
 def q_concat(inference, node) -> None:
     """QLinearConcat: inputs from index 2 in (X, scale, zero point) triples, joined on axis."""
     shapes = [list(inference._get_shape(node, i)) for i in range(2, len(node.input), 3)]
-    axis = int(_attr(node, "axis", 0)) % len(shapes[0])
+    axis = int(node_attribute(node, "axis", 0)) % len(shapes[0])
     if not all(isinstance(shape[axis], int) for shape in shapes):
         raise ValueError("a concatenation along a dynamic axis")
     shape = list(shapes[0])
@@ -125,9 +126,11 @@ def quantized_lstm(inference, node) -> None:
     [directions, batch, hidden]."""
     seq, batch = inference._get_shape(node, 0)[:2]
     directions = (
-        2 if _attr(node, "direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+        2
+        if node_attribute(node, "direction", b"forward") in (b"bidirectional", "bidirectional")
+        else 1
     )
-    hidden = int(_attr(node, "hidden_size", 0))
+    hidden = int(node_attribute(node, "hidden_size", 0))
     elem_type = _elem_type(inference, node.input[0], TensorProto.FLOAT)
     shapes = [[seq, directions, batch, hidden], [directions, batch, hidden]]
     for index, name in enumerate(node.output):
@@ -145,7 +148,7 @@ def q_average_pool(pool, inference, node) -> None:
 def matmul_bnb4(inference, node) -> None:
     """MatMulBnb4: A's leading dimensions, then N."""
     shape = list(inference._get_shape(node, 0))
-    shape[-1] = int(_attr(node, "N", 0))
+    shape[-1] = int(node_attribute(node, "N", 0))
     _set(inference, node, shape, _elem_type(inference, node.input[0], TensorProto.FLOAT))
 
 

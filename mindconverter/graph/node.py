@@ -39,6 +39,24 @@ def attribute_value(attr: onnx.AttributeProto) -> Any:
     return value
 
 
+def node_attribute(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    """The value of ``node``'s attribute ``name`` as onnx.helper reads it, else ``default``."""
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return helper.get_attribute_value(attribute)
+    return default
+
+
+def node_axes(node: onnx.NodeProto, constant) -> list[int] | None:
+    """The axes a Squeeze or Unsqueeze takes: its second input from opset 13 (its value read
+    with ``constant``), else its ``axes`` attribute; None when unknown."""
+    if len(node.input) > 1:
+        value = constant(node.input[1])
+        return None if value is None else [int(axis) for axis in value.reshape(-1)]
+    axes = node_attribute(node, "axes")
+    return None if axes is None else [int(axis) for axis in axes]
+
+
 def topological_order(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:
     """Sort nodes so each comes after its producers; rejects cycles and undefined inputs."""
     producer = {}

@@ -29,6 +29,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.graph import claim_name
 from ..graph.internal_domain import DOMAIN
+from ..graph.node import node_attribute, node_axes
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -139,22 +140,6 @@ def _index(nodes, wanted: onnx.NodeProto) -> int:
     return next(index for index, node in enumerate(nodes) if node is wanted)
 
 
-def _attr(node: onnx.NodeProto, name: str, default=None):
-    for attribute in node.attribute:
-        if attribute.name == name:
-            return helper.get_attribute_value(attribute)
-    return default
-
-
-def _axes(edit: _Edit, node: onnx.NodeProto) -> list[int] | None:
-    """The axes of a Squeeze/Unsqueeze (an attribute before opset 13, an input after)."""
-    if len(node.input) > 1:
-        axes = edit.const(node.input[1])
-        return None if axes is None else [int(a) for a in axes.reshape(-1)]
-    axes = _attr(node, "axes")
-    return None if axes is None else [int(a) for a in axes]
-
-
 def _positive(axes: list[int], rank: int) -> list[int]:
     return [axis % rank for axis in axes]
 
@@ -207,9 +192,9 @@ def _unpacking(edit: _Edit, squeeze: onnx.NodeProto):
         return None
     swap = list(range(rank + 2))  # the unsqueezed value: (1, ..., parts, size)
     swap[0], swap[rank] = rank, 0
-    if _axes(edit, unsqueeze) != [0] or _attr(transpose, "perm") != swap:
+    if node_axes(unsqueeze, edit.const) != [0] or node_attribute(transpose, "perm") != swap:
         return None
-    if _positive(_axes(edit, squeeze) or [], rank + 2) != [rank]:
+    if _positive(node_axes(squeeze, edit.const) or [], rank + 2) != [rank]:
         return None
     picks = _picks(edit, squeeze.output[0], parts)
     chain = [reshape, unsqueeze, transpose, squeeze]
@@ -227,7 +212,7 @@ def _picks(edit: _Edit, name: str, parts: int) -> list[onnx.NodeProto] | None:
     by_index: dict[int, onnx.NodeProto] = {}
     for node in readers:
         index = edit.const(node.input[1]) if node.op_type == "Gather" else None
-        if index is None or index.ndim != 0 or _attr(node, "axis", 0) != 0:
+        if index is None or index.ndim != 0 or node_attribute(node, "axis", 0) != 0:
             return None
         by_index[int(index) % parts] = node
     return [by_index[i] for i in range(parts)] if len(by_index) == parts else None
@@ -243,7 +228,7 @@ def _split_heads_at_once(edit: _Edit) -> int:
     for last in [node for node in edit.nodes if node.op_type == "Reshape"]:
         swap = edit.made_by(last.input[0], "Transpose")
         first = swap and edit.made_by(swap.input[0], "Reshape")
-        if not first or _attr(swap, "perm") != [1, 0, 2]:
+        if not first or node_attribute(swap, "perm") != [1, 0, 2]:
             continue
         z = first.input[0]
         z_shape, folded, heads = (edit.shape(v) for v in (z, first.output[0], last.output[0]))
@@ -283,13 +268,13 @@ def _merge_heads_at_once(edit: _Edit) -> int:
         weight = edit.const(gemm.input[1])
         if not flatten or not unflatten or weight is None or weight.ndim != 2:
             continue
-        if _attr(gemm, "transA", 0) or _attr(gemm, "alpha", 1.0) != 1.0:
+        if node_attribute(gemm, "transA", 0) or node_attribute(gemm, "alpha", 1.0) != 1.0:
             continue
-        if len(gemm.input) > 2 and gemm.input[2] and _attr(gemm, "beta", 1.0) != 1.0:
+        if len(gemm.input) > 2 and gemm.input[2] and node_attribute(gemm, "beta", 1.0) != 1.0:
             continue
         x = flatten.input[0]
         x_shape, out = edit.shape(x), edit.shape(unflatten.output[0])
-        embed = int(weight.shape[1 if _attr(gemm, "transB", 0) else 0])
+        embed = int(weight.shape[1 if node_attribute(gemm, "transB", 0) else 0])
         if not x_shape or not out or len(x_shape) != 4 or len(out) != 3:
             continue
         if not all(isinstance(d, int) for d in x_shape[2:]) or x_shape[2] * x_shape[3] != embed:
@@ -299,7 +284,7 @@ def _merge_heads_at_once(edit: _Edit) -> int:
         merged = edit.value(f"{flatten.output[0]}_merged", (*x_shape[:2], embed), x)
         target = edit.constant(f"{flatten.name}_target", [0, 0, embed])
         inputs = [merged, *gemm.input[1:]]
-        transposed = int(_attr(gemm, "transB", 0))
+        transposed = int(node_attribute(gemm, "transB", 0))
         new = [
             edit.node("Reshape", [x, target], [merged], flatten),
             edit.node(
@@ -320,7 +305,7 @@ def _meet_transposes(edit: _Edit) -> int:
     for node in list(edit.nodes):
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx"):
             continue
-        perm = _attr(node, "perm")
+        perm = node_attribute(node, "perm")
         if not perm or perm[-1] != len(perm) - 1:
             continue
         if _sink(edit, node, list(perm)) or _hoist(edit, node, list(perm)):
@@ -346,7 +331,7 @@ def _through(edit: _Edit, node: onnx.NodeProto, perm: list[int], value: str, dow
         other = edit.shape(node.input[1])  # a projection's bias
         return (perm, None) if other is not None and len(other) == 1 else None
     if node.op_type == "Split" and down:
-        return (perm, None) if _attr(node, "axis", 0) % rank == rank - 1 else None
+        return (perm, None) if node_attribute(node, "axis", 0) % rank == rank - 1 else None
     if node.op_type == "Slice" and len(node.input) > 3:
         axes = edit.const(node.input[3])
         last = axes is not None and all(int(a) % rank == rank - 1 for a in axes.reshape(-1))
@@ -421,7 +406,7 @@ def _sink(edit: _Edit, first: onnx.NodeProto, perm: list[int]) -> bool:
 def _whole_shape(node: onnx.NodeProto) -> bool:
     """A Shape node giving its input's whole shape."""
     plain = node.op_type == "Shape" and node.domain in ("", "ai.onnx")
-    return plain and _attr(node, "start", 0) == 0 and _attr(node, "end") is None
+    return plain and node_attribute(node, "start", 0) == 0 and node_attribute(node, "end") is None
 
 
 def _reread_shape(edit: _Edit, shape: onnx.NodeProto, source: str, perm: list[int]) -> None:
@@ -451,7 +436,7 @@ def _apply_sink(edit: _Edit, first, chain, meets) -> None:
     for meet, current in meets:
         if meet.input[0] == first.output[0]:
             meet.input[0] = source
-        outer = _attr(meet, "perm")
+        outer = node_attribute(meet, "perm")
         composed = [current[axis] for axis in outer]
         _set_perm(meet, composed)
     edit.replace([first], [])
@@ -490,7 +475,7 @@ def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
         value, current = node.input[0], passed[0]
     if not chain:
         return False
-    outer = _attr(top, "perm")
+    outer = node_attribute(top, "perm")
     composed = [outer[axis] for axis in current]
     for reader in sizes:  # they read the top transpose's old result: its input, reordered
         _reread_shape(edit, reader, top.input[0], outer)
@@ -544,7 +529,7 @@ def _fold_seed(edit: _Edit, node: onnx.NodeProto):
     whose permutation brings the folded axis first (z of shape (s, b, h * d))."""
     if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx"):
         return None
-    perm = _attr(node, "perm")
+    perm = node_attribute(node, "perm")
     fold = edit.made_by(node.input[0], "Reshape")
     if not fold or not perm or len(perm) != 3 or perm[0] != 1:
         return None
@@ -617,13 +602,13 @@ def _fold_step(
     if node.op_type not in _FOLD_KEEPING:
         return None
     if node.op_type == "Transpose":
-        perm = _attr(node, "perm")
+        perm = node_attribute(node, "perm")
         if perm and perm[0] == 0:
             return "keep"
         embed = fold[1] * edit.shape(value)[-1]
         return "flatten" if perm == [1, 0, 2] and _flattened(edit, node, embed) else None
     if node.op_type == "Softmax":
-        return "keep" if _attr(node, "axis", -1) % rank != 0 else None
+        return "keep" if node_attribute(node, "axis", -1) % rank != 0 else None
     others = [name for name in node.input if name != value]
     if node.op_type == "MatMul":
         return "keep" if all(name in folded or name == value for name in node.input) else None
@@ -661,9 +646,9 @@ def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list) -> None:
     for node, kind in plan:
         if kind == "keep":
             if node.op_type == "Transpose":
-                _set_perm(node, [0, 1, *(axis + 1 for axis in _attr(node, "perm")[1:])])
-            elif node.op_type == "Softmax" and _attr(node, "axis", -1) >= 0:
-                _set_attr(node, "axis", _attr(node, "axis") + 1)
+                _set_perm(node, [0, 1, *(axis + 1 for axis in node_attribute(node, "perm")[1:])])
+            elif node.op_type == "Softmax" and node_attribute(node, "axis", -1) >= 0:
+                _set_attr(node, "axis", node_attribute(node, "axis") + 1)
             _declare_unfolded(edit, node.output[0], batch, heads)
         elif kind == "unfold":  # its readers read the unfolded value
             for reader in list(edit.readers.get(node.output[0], [])):

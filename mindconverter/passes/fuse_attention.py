@@ -33,6 +33,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.graph import declare_permuted
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
+from ..graph.node import node_attribute
 from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
@@ -139,13 +140,6 @@ class _Finder:
         return name
 
 
-def _attr(node: onnx.NodeProto, name: str, default=None):
-    for attribute in node.attribute:
-        if attribute.name == name:
-            return helper.get_attribute_value(attribute)
-    return default
-
-
 def _scale_factor(finder: _Finder, node: onnx.NodeProto, value: str) -> tuple[str, float] | None:
     """For ``Mul(value, c)``/``Mul(c, value)``/``Div(value, c)`` by a scalar: (the other operand,
     the factor); None otherwise."""
@@ -200,7 +194,7 @@ def _untransposed_key(finder: _Finder, name: str, reader: onnx.NodeProto, match:
             return None
         match.k, key_reader = found
         return key_reader
-    perm = list(_attr(node, "perm", []))
+    perm = list(node_attribute(node, "perm", []))
     if _swaps_last_two(perm):
         match.k, key_reader = _peel_scales(finder, node.input[0], node, match)
         return key_reader
@@ -222,7 +216,7 @@ def _reshaped_transpose(finder: _Finder, outer: onnx.NodeProto):
     """The dynamo spelling of ``k.transpose(-2, -1)`` on a 4-D key: Reshape to (-1, T, D),
     Transpose(0, 2, 1), Reshape back to (B, H, D, T). Returns (the key, the node reading it)."""
     middle = finder.made_by(outer.input[0], "Transpose")
-    if middle is None or list(_attr(middle, "perm", [])) != [0, 2, 1]:
+    if middle is None or list(node_attribute(middle, "perm", [])) != [0, 2, 1]:
         return None
     if not finder.private(outer.input[0], outer):
         return None
@@ -271,7 +265,7 @@ def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")  # also read by Shape, often
     if unsqueeze is None:
         return None
-    axes = _attr(unsqueeze, "axes")
+    axes = node_attribute(unsqueeze, "axes")
     if axes is None and len(unsqueeze.input) > 1:
         value = finder.graph.constant(unsqueeze.input[1])
         axes = None if value is None else [int(a) for a in value.reshape(-1)]
@@ -525,7 +519,7 @@ def _from_scores(finder: _Finder, name: str) -> bool:
 
 def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     """The attention around ``softmax``, or None when the chain is not one."""
-    axis = int(_attr(softmax, "axis", -1 if finder.graph.opset >= 13 else 1))
+    axis = int(node_attribute(softmax, "axis", -1 if finder.graph.opset >= 13 else 1))
     rank = finder.rank(softmax.input[0])
     if axis != -1 and (rank is None or axis != rank - 1):
         return None
@@ -573,7 +567,7 @@ def _folded_match(finder: _Finder, match: _Match, chain: list[onnx.NodeProto]) -
     q, q_reader = _peel_scales(finder, scores.input[0], scores, match)
     q_fold = _unfolded(finder, q, q_reader, dying)
     key_t = finder.made_by(scores.input[1], "Transpose")
-    if q_fold is None or key_t is None or list(_attr(key_t, "perm", [])) != [0, 2, 1]:
+    if q_fold is None or key_t is None or list(node_attribute(key_t, "perm", [])) != [0, 2, 1]:
         return None
     k_fold = _unfolded(finder, key_t.input[0], key_t, dying)
     if k_fold is None or not finder.private(scores.input[1], scores):

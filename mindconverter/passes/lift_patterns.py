@@ -28,6 +28,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
+from ..graph.node import node_axes
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
 from ..graph.symbolic import DynamicDimensionError
@@ -737,11 +738,7 @@ def _unsqueeze_axis(index: _Index, node: onnx.NodeProto | None) -> int | None:
         return None
     if id(node) in index.dead:
         return None
-    if len(node.input) > 1:
-        value = index.const(node.input[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
-    else:
-        axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+    axes = node_axes(node, index.const)
     rank = len(index.graph.symbolic_shapes.get(node.output[0]) or ())
     if not axes or len(axes) != 1 or not rank:
         return None

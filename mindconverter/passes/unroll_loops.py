@@ -35,6 +35,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.evaluator import NOT_FOLDABLE, evaluate_node
 from ..graph.graph import claim_name
+from ..graph.node import node_attribute
 from ..graph.subgraphs import has_subgraph
 from .context import PassContext
 
@@ -204,11 +205,11 @@ def _known_count(node: onnx.NodeProto, const) -> int | None:
 
 def _scan_length(node: onnx.NodeProto, state: _Unrolling) -> int | None:
     """The common length of a Scan's scanned axes, when the shapes are static."""
-    num_scan = _attr(node, "num_scan_inputs")
+    num_scan = node_attribute(node, "num_scan_inputs")
     if num_scan is None or num_scan > len(node.input):
         return None
     carried = len(node.input) - num_scan
-    in_axes = list(_attr(node, "scan_input_axes", [0] * num_scan))
+    in_axes = list(node_attribute(node, "scan_input_axes", [0] * num_scan))
     lengths = set()
     for name, axis in zip(node.input[carried:], in_axes):
         shape = state.shapes.get(name)
@@ -216,13 +217,6 @@ def _scan_length(node: onnx.NodeProto, state: _Unrolling) -> int | None:
             return None
         lengths.add(shape[axis % len(shape)])
     return lengths.pop() if len(lengths) == 1 and isinstance(next(iter(lengths)), int) else None
-
-
-def _attr(node: onnx.NodeProto, name: str, default=None):
-    for attr in node.attribute:
-        if attr.name == name:
-            return helper.get_attribute_value(attr)
-    return default
 
 
 def _scalar(array: np.ndarray | None):
@@ -346,7 +340,7 @@ def _condition_cone(body: onnx.GraphProto, carried: int) -> set[str]:
 
 
 def _unroll_loop(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto] | None:
-    body = _attr(node, "body")
+    body = node_attribute(node, "body")
     inputs = list(node.input) + [""] * max(0, 2 - len(node.input))
     carried_in = inputs[2:]
     carried = len(carried_in)
@@ -403,18 +397,18 @@ def _unroll_loop(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto
 
 
 def _unroll_scan(node: onnx.NodeProto, state: _Unrolling) -> list[onnx.NodeProto] | None:
-    body = _attr(node, "body")
-    num_scan = _attr(node, "num_scan_inputs")
+    body = node_attribute(node, "body")
+    num_scan = node_attribute(node, "num_scan_inputs")
     if body is None or num_scan is None:
         return None
     carried = len(node.input) - num_scan
     scan_outputs = len(body.output) - carried
     if carried < 0 or len(body.input) != len(node.input) or scan_outputs < 0:
         return None
-    in_dirs = list(_attr(node, "scan_input_directions", [0] * num_scan))
-    out_dirs = list(_attr(node, "scan_output_directions", [0] * scan_outputs))
-    in_axes = list(_attr(node, "scan_input_axes", [0] * num_scan))
-    out_axes = list(_attr(node, "scan_output_axes", [0] * scan_outputs))
+    in_dirs = list(node_attribute(node, "scan_input_directions", [0] * num_scan))
+    out_dirs = list(node_attribute(node, "scan_output_directions", [0] * scan_outputs))
+    in_axes = list(node_attribute(node, "scan_input_axes", [0] * num_scan))
+    out_axes = list(node_attribute(node, "scan_output_axes", [0] * scan_outputs))
     count = _scan_length(node, state)
     if (
         count is None
