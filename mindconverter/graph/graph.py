@@ -258,6 +258,15 @@ def claim_name(taken: set[str], wanted: str) -> str:
     return name
 
 
+def declare_value(graph: onnx.GraphProto, name: str, elem_type: int, dims: list) -> None:
+    """Declare value ``name`` of ``graph`` with ``elem_type`` and ``dims`` (ints and names), in
+    place of any declaration it had: the result of a node a pass inserts or rewrites."""
+    kept = [info for info in graph.value_info if info.name != name]
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    graph.value_info.append(helper.make_tensor_value_info(name, elem_type, dims))
+
+
 def declare_permuted(graph: onnx.GraphProto, source: str, target: str, perm: list[int]) -> None:
     """Declare ``target``'s type as ``source``'s (a value or input of ``graph``) with its
     dimensions permuted by ``perm``: the result of a Transpose a pass inserts. A shape of

@@ -27,7 +27,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph import Graph
-from ..graph.graph import claim_name
+from ..graph.graph import claim_name, declare_value
 from ..graph.internal_domain import DOMAIN
 from ..graph.node import node_attribute, node_axes
 from ..graph.subgraphs import subgraph_references
@@ -111,11 +111,7 @@ class _Edit:
     def declare(self, name: str, dims: tuple, like: str) -> None:
         dtype = self.graph.dtypes.get(like)
         elem = helper.np_dtype_to_tensor_dtype(dtype) if dtype is not None else 1
-        info = self.graph.model.graph.value_info
-        kept = [entry for entry in info if entry.name != name]
-        del info[:]
-        info.extend(kept)
-        info.append(helper.make_tensor_value_info(name, elem, list(dims)))
+        declare_value(self.graph.model.graph, name, elem, list(dims))
 
     def node(self, op_type: str, inputs, outputs, scope: onnx.NodeProto, domain="", **attrs):
         """A node filed under ``scope``'s module (its name's path, its metadata)."""
@@ -438,15 +434,8 @@ def _apply_sink(edit: _Edit, first, chain, meets) -> None:
             meet.input[0] = source
         outer = node_attribute(meet, "perm")
         composed = [current[axis] for axis in outer]
-        _set_perm(meet, composed)
+        _set_attr(meet, "perm", composed)
     edit.replace([first], [])
-
-
-def _set_perm(node: onnx.NodeProto, perm: list[int]) -> None:
-    kept = [a for a in node.attribute if a.name != "perm"]
-    del node.attribute[:]
-    node.attribute.extend(kept)
-    node.attribute.append(helper.make_attribute("perm", perm))
 
 
 def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
@@ -484,11 +473,10 @@ def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
         edit.declare(node.output[0], tuple(shape[axis] for axis in node_perm), node.output[0])
         if target is not None:
             node.input[1] = edit.constant(f"{node.name}_target", target)
-    _set_perm(top, composed)
+    _set_attr(top, "perm", composed)
     source_shape = edit.shape(top.input[0])
     edit.declare(top.output[0], tuple(source_shape[axis] for axis in composed), top.output[0])
-    chain[0][0].output[0] = last.output[0]
-    edit.declare(last.output[0], edit.shape(last.output[0]), last.output[0])
+    chain[0][0].output[0] = last.output[0]  # declared already, with the shape it keeps
     edit.replace([last], [])
     return True
 
@@ -517,16 +505,18 @@ def _unfold_heads(edit: _Edit) -> int:
     folds = {(edit.shape(z)[1], heads) for z, heads, *_ in seeds.values()}
     if len(folds) != 1:  # one attention's batch and heads
         return 0
-    plan = _fold_plan(edit, seeds, folds.pop())
+    fold = folds.pop()
+    plan = _fold_plan(edit, seeds, fold)
     if plan is None:
         return 0
-    _apply_fold_plan(edit, seeds, plan)
+    _apply_fold_plan(edit, seeds, plan, fold)
     return len(seeds)
 
 
 def _fold_seed(edit: _Edit, node: onnx.NodeProto):
-    """(source, heads, head_dim, 4-axis permutation) for ``Transpose(Reshape(z, (s, b * h, d)))``
-    whose permutation brings the folded axis first (z of shape (s, b, h * d))."""
+    """(source, heads, head_dim, 4-axis permutation, the Reshape) for
+    ``Transpose(Reshape(z, (s, b * h, d)))`` whose permutation brings the folded axis first
+    (z of shape (s, b, h * d))."""
     if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx"):
         return None
     perm = node_attribute(node, "perm")
@@ -627,26 +617,26 @@ def _flattened(edit: _Edit, transpose: onnx.NodeProto, embed) -> bool:
     return bool(shape) and len(shape) == 2 and shape[1] == embed
 
 
-def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list) -> None:
+def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list, fold: tuple) -> None:
     """Rewrite the seeds and the planned steps in place: every folded value keeps its name and
-    holds the unfolded value."""
-    batch_and_heads = {}
-    for name, (z, heads, head_dim, perm, fold) in seeds.items():
+    holds the unfolded value; ``fold`` is the (batch, heads) of every seed."""
+    batch, heads = fold
+    for name, (z, _, head_dim, perm, reshape_node) in seeds.items():
         seed = edit.producer[name]
-        batch = edit.shape(z)[1]
-        batch_and_heads[name] = (batch, heads)
-        split = edit.value(f"{fold.output[0]}_heads", (*edit.shape(z)[:2], heads, head_dim), z)
-        target = edit.constant(f"{fold.name}_target", [0, 0, heads, head_dim])
-        reshape = edit.node("Reshape", [z, target], [split], fold)
-        edit.replace([fold], [reshape])
+        dims = (*edit.shape(z)[:2], heads, head_dim)
+        split = edit.value(f"{reshape_node.output[0]}_heads", dims, z)
+        target = edit.constant(f"{reshape_node.name}_target", [0, 0, heads, head_dim])
+        reshape = edit.node("Reshape", [z, target], [split], reshape_node)
+        edit.replace([reshape_node], [reshape])
         seed.input[0] = split
-        _set_perm(seed, perm)
+        _set_attr(seed, "perm", perm)
         _declare_unfolded(edit, name, batch, heads)
-    batch, heads = next(iter(batch_and_heads.values()))
     for node, kind in plan:
         if kind == "keep":
             if node.op_type == "Transpose":
-                _set_perm(node, [0, 1, *(axis + 1 for axis in node_attribute(node, "perm")[1:])])
+                _set_attr(
+                    node, "perm", [0, 1, *(axis + 1 for axis in node_attribute(node, "perm")[1:])]
+                )
             elif node.op_type == "Softmax" and node_attribute(node, "axis", -1) >= 0:
                 _set_attr(node, "axis", node_attribute(node, "axis") + 1)
             _declare_unfolded(edit, node.output[0], batch, heads)
@@ -662,7 +652,7 @@ def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list) -> None:
             else:
                 edit.replace([node], [])
         else:  # flatten: (b, h, s, d) -> (s, b, h, d), flattened as before
-            _set_perm(node, [2, 0, 1, 3])
+            _set_attr(node, "perm", [2, 0, 1, 3])
             shape = edit.shape(node.input[0])
             before = _unfolded_shape(shape, batch, heads) if len(shape) == 3 else shape
             edit.declare(

@@ -19,7 +19,7 @@ import onnx
 from onnx import helper
 
 from ..graph import Graph
-from ..graph.graph import claim_name
+from ..graph.graph import claim_name, declare_value
 from ..graph.internal_domain import DOMAIN
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
@@ -150,11 +150,7 @@ def _record_swapped_shape(graph: Graph, name: str, operand: str) -> None:
     dims = [graph.symbolic_shapes[operand][axis] for axis in _SWAP]
     dtype = graph.dtypes.get(operand)
     elem = helper.np_dtype_to_tensor_dtype(dtype) if dtype is not None else onnx.TensorProto.FLOAT
-    info = graph.model.graph.value_info
-    kept = [entry for entry in info if entry.name != name]
-    del info[:]
-    info.extend(kept)
-    info.append(helper.make_tensor_value_info(name, elem, dims))
+    declare_value(graph.model.graph, name, elem, dims)
 
 
 def _swap(graph: Graph, source: str, target: str, scope: onnx.NodeProto) -> onnx.NodeProto:
