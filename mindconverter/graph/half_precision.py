@@ -7,6 +7,8 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 HALF_TYPES = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
+# every floating-point element type a model's tensors come in
+FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, *HALF_TYPES})
 
 
 def widen_half_attributes(node: onnx.NodeProto, types: frozenset[int] = HALF_TYPES) -> bool:

@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from .contrib_shapes import add_contrib_shape_handlers
+from .half_precision import FLOAT_TYPES
 from .symbolic_merges import make_merges_deterministic
 from .symbolic_slice_values import add_slice_values_by_shape
 from .symbolic_slices import add_slice_length_check
@@ -175,14 +176,6 @@ def _constants_as_tensors(model: onnx.ModelProto) -> None:
                 break
 
 
-_FLOAT_TYPES = {
-    onnx.TensorProto.FLOAT,
-    onnx.TensorProto.DOUBLE,
-    onnx.TensorProto.FLOAT16,
-    onnx.TensorProto.BFLOAT16,
-}
-
-
 def exact_values(model: onnx.ModelProto, values: dict[str, Any]) -> dict[str, Any]:
     """``values`` without those computed by a floating-point division, or from one: the tool
     divides sizes with ``//`` whatever their type, so EnCodec's ``ceil(length / stride)`` read
@@ -197,7 +190,7 @@ def exact_values(model: onnx.ModelProto, values: dict[str, Any]) -> dict[str, An
         known = [out for out in node.output if out in values]
         if not known or node.op_type in ("Shape", "Size"):  # a size reads no values
             continue
-        divides = node.op_type == "Div" and any(types.get(out) in _FLOAT_TYPES for out in known)
+        divides = node.op_type == "Div" and any(types.get(out) in FLOAT_TYPES for out in known)
         if divides or any(name in inexact for name in node.input):
             inexact.update(known)
     return {name: value for name, value in values.items() if name not in inexact}

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 import numpy as np
 import onnx
 
+from .half_precision import FLOAT_TYPES
+
 _KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
 
 # (operator, input positions) that hold a layer's learned weights.
@@ -72,7 +74,7 @@ def _declared_kinds(graph: onnx.GraphProto) -> dict[str, str]:
 
 
 def _looks_trainable(init: onnx.TensorProto, read_as_weight: bool, values: Mapping) -> bool:
-    if init.data_type not in _FLOAT_TYPES or _element_count(init) <= 1:
+    if init.data_type not in FLOAT_TYPES or _element_count(init) <= 1:
         return False
     if init.name.endswith(_BUFFER_SUFFIXES):
         return False
@@ -81,14 +83,6 @@ def _looks_trainable(init: onnx.TensorProto, read_as_weight: bool, values: Mappi
     if _GENERATED_NAME.match(init.name):
         return False
     return bool(np.isfinite(values[init.name]).all())
-
-
-_FLOAT_TYPES = {
-    onnx.TensorProto.FLOAT,
-    onnx.TensorProto.FLOAT16,
-    onnx.TensorProto.BFLOAT16,
-    onnx.TensorProto.DOUBLE,
-}
 
 
 def _element_count(init: onnx.TensorProto) -> int:

@@ -27,6 +27,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import make_error
+from .half_precision import FLOAT_TYPES
 
 # external_data location that marks an initializer whose bytes the WeightStore holds.
 STORE_LOCATION = "<mindconverter weight store>"
@@ -37,12 +38,6 @@ FLOAT_BYTES_LIMIT = 1024
 # Integer tensors stay in the proto up to this size (shape inference may propagate their values).
 INTEGER_BYTES_LIMIT = 64 << 10
 
-_FLOATS = {
-    onnx.TensorProto.FLOAT,
-    onnx.TensorProto.FLOAT16,
-    onnx.TensorProto.BFLOAT16,
-    onnx.TensorProto.DOUBLE,
-}
 _INTEGERS = {
     onnx.TensorProto.UINT8,
     onnx.TensorProto.INT8,
@@ -67,7 +62,7 @@ class FileRange:
 
 def element_dtype(data_type: int) -> np.dtype | None:
     """The numpy dtype whose bytes are the ONNX type's raw bytes, for the types held by reference."""
-    if data_type not in _FLOATS and data_type not in _INTEGERS:
+    if data_type not in FLOAT_TYPES and data_type not in _INTEGERS:
         return None
     return np.dtype(helper.tensor_dtype_to_np_dtype(data_type))
 
@@ -86,7 +81,7 @@ def worth_holding(tensor: onnx.TensorProto, nbytes: int) -> bool:
         return False
     if nbytes != element_count(tensor) * dtype.itemsize:
         return False  # malformed: left in the proto for validation to report
-    limit = FLOAT_BYTES_LIMIT if tensor.data_type in _FLOATS else INTEGER_BYTES_LIMIT
+    limit = FLOAT_BYTES_LIMIT if tensor.data_type in FLOAT_TYPES else INTEGER_BYTES_LIMIT
     return nbytes > limit
 
 
