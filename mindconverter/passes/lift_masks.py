@@ -108,15 +108,25 @@ def _viewed_result(graph: Graph, value: str, pinned: set[str]) -> str:
 
 
 def _index_cone(
-    graph: Graph, result: str, mask: str, views: set[str], budget: list[int] | None = None
+    graph: Graph, result: str, mask: str, views: set[str]
 ) -> tuple[list[onnx.NodeProto], dict[str, tuple]] | None:
-    """The nodes computing ``result`` from ``mask``, constants and sizes of other values, with
-    the symbolic shape of each value whose size they read; None if anything else feeds them.
-    ``budget`` counts the values the whole search (inner cones included) may still visit: a
-    deep network whose sizes feed each other (EnCodec's padding) must not be searched for
-    ever."""
-    budget = [_MAX_CONE_VISITS] if budget is None else budget
+    """The nodes computing ``result`` from ``mask``, constants and sizes of other values (in
+    graph order), with the symbolic shape of each value whose size they read; None if
+    anything else feeds them."""
+    found = _cone(graph, result, mask, views, [_MAX_CONE_VISITS])
+    if found is None:
+        return None
+    nodes, shaped = found
     order = {id(node): index for index, node in enumerate(graph.model.graph.node)}
+    return sorted(nodes.values(), key=lambda node: order[id(node)]), shaped
+
+
+def _cone(
+    graph: Graph, result: str, mask: str, views: set[str], budget: list[int]
+) -> tuple[dict[int, onnx.NodeProto], dict[str, tuple]] | None:
+    """:func:`_index_cone`'s search. ``budget`` counts the values the whole search (inner
+    cones included) may still visit: a deep network whose sizes feed each other (EnCodec's
+    padding) must not be searched for ever."""
     nodes: dict[int, onnx.NodeProto] = {}
     shaped: dict[str, tuple] = {}
     pending = [result]
@@ -145,13 +155,13 @@ def _index_cone(
             return None
         if producer.op_type == "Shape":
             source = producer.input[0]
-            inner = None if source in views else _index_cone(graph, source, mask, views, budget)
+            inner = None if source in views else _cone(graph, source, mask, views, budget)
             if budget[0] < 0:
                 return None
             if source in views:  # the size of the mask or of a view the cone computes
                 pending.append(source)
             elif inner is not None:  # the size of a value computed from sizes (an index grid)
-                nodes.update((id(node), node) for node in inner[0])
+                nodes.update(inner[0])
                 shaped.update(inner[1])
             else:  # the size of another value: fed at probe sizes
                 shape = graph.symbolic_shapes.get(source)
@@ -160,7 +170,7 @@ def _index_cone(
                 shaped[source] = shape
             continue
         pending.extend(producer.input)
-    return sorted(nodes.values(), key=lambda node: order[id(node)]), shaped
+    return nodes, shaped
 
 
 def _probe_matches(
