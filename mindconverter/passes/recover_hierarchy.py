@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
-from ..graph.module_tree import Block, module_classes, module_path
+from ..graph.module_tree import Block, module_classes, module_path, parameter_owner
 from ..graph.shared_modules import Repeat, find_repeats
 from ..graph.symbolic import whole_dimensions
 from ..mappers.activation import ACTIVATION_CELLS
@@ -552,7 +552,7 @@ def _item_name(item, parent: str) -> str | None:
         return item.path.rsplit(".", 1)[-1] if _parent(item.path) == parent else None
     weights = getattr(item.result, "weights", None) or {}
     for weight in weights.values():
-        source_module = weight.source.rsplit(".", 1)[0] if "." in weight.source else ""
+        source_module = parameter_owner(weight.source)
         if _parent(source_module) == parent:
             return source_module.rsplit(".", 1)[-1]
     path = module_path(item.node)
