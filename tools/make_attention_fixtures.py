@@ -437,6 +437,19 @@ def export_torch_encoder() -> None:
     _drop_metadata(path)
 
 
+def export_hf_resnet() -> None:
+    """HF's ResNet with stages of one and two bottleneck layers (TorchScript: no class names)."""
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.ResNetConfig(
+        embedding_size=8, hidden_sizes=[16, 32], depths=[1, 2], layer_type="bottleneck"
+    )
+    pixels = {"pixel_values": torch.randn(1, 3, 32, 32)}
+    dims = {"pixel_values": {0: "batch"}}
+    _export(hf.ResNetModel(config), "tiny_hf_resnet_torchscript", pixels, dims, dynamo=False)
+
+
 def _drop_metadata(path: Path) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads)."""
     import onnx
@@ -460,5 +473,6 @@ if __name__ == "__main__":
     export_gemma2_kv()
     export_olmo2()
     export_torch_encoder()
+    export_hf_resnet()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

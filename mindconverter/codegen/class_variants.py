@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
+from .list_depths import DEPTH, LayerList, layer_list
 from .residuals import leading_space, same_up_to_names, split_residual
 from .scope import ClassBuilder, ClassRef, SlotRef
 
@@ -258,6 +259,9 @@ class Variants:
 
     def _take_line(self, key, builder: ClassBuilder, line: list, other: list) -> bool:
         """One line both texts hold: slots paired, keywords one text left out defaulted."""
+        taken = self._take_list(key, builder, line, other)
+        if taken is not None:
+            return taken
         sources = self.sources[key]
         matcher = SequenceMatcher(
             None, _tokens(line, self.class_of), _tokens(other, self.class_of), autojunk=False
@@ -273,26 +277,67 @@ class Variants:
                         if mine is None:
                             return False
                     merged.append(mine)
-            elif tag == "delete":  # the new text left a keyword out: its default
-                default = _omitted_keyword(line, i1, i2)
-                if default is None:
-                    return False
-                sources[line[i1 + 1].index] = ("default", default)
+            elif tag == "delete":  # the new text left keywords out: their defaults
+                for at in range(i1, i2, 2):
+                    default = _omitted_keyword(line, at, at + 2) if i2 - i1 > 1 else None
+                    if default is None:
+                        return False
+                    sources[line[at + 1].index] = ("default", default)
                 merged.extend(line[i1:i2])
-            elif tag == "insert":  # the earlier texts left it out
-                default = _omitted_keyword(other, j1, j2)
-                if default is None:
-                    return False
-                slot = self._new_slot(key, builder.slots[other[j1 + 1].index][:2], None)
-                for k, k_sources in self.sources.items():
-                    k_sources[slot.index] = (
-                        ("slot", other[j1 + 1].index) if k == key else ("default", default)
-                    )
-                merged.extend([other[j1], slot])
+            elif tag == "insert":  # the earlier texts left them out
+                for at in range(j1, j2, 2):
+                    default = _omitted_keyword(other, at, at + 2) if j2 - j1 > 1 else None
+                    if default is None:
+                        return False
+                    slot = self._new_slot(key, builder.slots[other[at + 1].index][:2], None)
+                    for k, k_sources in self.sources.items():
+                        k_sources[slot.index] = (
+                            ("slot", other[at + 1].index) if k == key else ("default", default)
+                        )
+                    merged.extend([other[at], slot])
             else:
                 return False
         self.lines.append(merged)
         return True
+
+    def _take_list(self, key, builder: ClassBuilder, line: list, other: list) -> bool | None:
+        """Two lists of blocks of one class that differ in length (HF's ResNet stages): one
+        list of the first block and the repeated one, ``depth`` long. None when the lines are
+        not such lists (or lists of one length: paired item by item)."""
+        mine, theirs = layer_list(line), layer_list(other)
+        if mine is None or theirs is None or theirs.depth is not None:
+            return None
+        if mine.depth is None and len(mine.rest) == len(theirs.rest):
+            return None
+        if not _repeats_in_texts(mine, self) or not _repeats_in(builder, theirs):
+            return False
+        first = self._pair_listed(key, mine.first, theirs.first)
+        if first is None:
+            return False
+        rest = mine.rest[0] if mine.rest else None
+        if rest is not None and theirs.rest:
+            rest = self._pair_listed(key, rest, theirs.rest[0])
+        elif theirs.rest:  # the earlier texts' lists hold the first block alone
+            rest = self._adopt(key, builder, [theirs.rest[0]])[0]
+        if rest is None:
+            return False
+        depth = mine.depth
+        if depth is None:
+            attribute = _attribute(line) or ""
+            depth = self._new_slot(key, (DEPTH, attribute), None)
+            for k_sources in self.sources.values():
+                k_sources[depth.index] = ("literal", str(len(mine.rest) + 1))
+        self.sources[key][depth.index] = ("literal", str(len(theirs.rest) + 1))
+        self.lines.append(mine.repeated(first, rest, depth))
+        return True
+
+    def _pair_listed(self, key, mine: ClassRef, theirs: ClassRef) -> ClassRef | None:
+        """Two items of layer lists paired when they are of one class."""
+        if mine.key != theirs.key:
+            child = self.class_of(mine.key) if self.class_of else None
+            if child is None or child is not self.class_of(theirs.key):
+                return None
+        return self._pair_blocks(key, mine, theirs)
 
     def _pair_blocks(self, key, mine: ClassRef, theirs: ClassRef) -> ClassRef | None:
         """Two child blocks at one place: each literal of the first takes the new text's value
@@ -509,6 +554,55 @@ def flag_name(guard: str) -> str:
     if guard.startswith(OPTIONAL_CALL):
         return guard[len(OPTIONAL_CALL) :]
     return f"has_{guard}"
+
+
+def _repeats_in_texts(listed: LayerList, variants: Variants) -> bool:
+    """Whether every text merged so far repeats one block after the first of ``listed``."""
+    if listed.depth is not None or len(listed.rest) < 2:
+        return True
+    for text_key, _, builder, _, _ in variants.texts:
+        sources = variants.sources[text_key]
+        values = {
+            (
+                ref.key,
+                ref.routed,
+                ref.flags,
+                tuple(_source_text(sources[slot], builder) for slot in ref.slots),
+            )
+            for ref in listed.rest
+        }
+        if len(values) > 1:
+            return False
+    return True
+
+
+def used_slots(variants: Variants) -> set[int]:
+    """The slots a merged class reads (a list's items after its repeated one are gone)."""
+    used = variants.body_slots()
+    for line in variants.lines:
+        for part in line:
+            if isinstance(part, SlotRef):
+                used.add(part.index)
+            elif isinstance(part, ClassRef):
+                used.update(part.slots)
+                used.update(j for _, j in part.routed)
+                used.update(j for _, j in part.flags)
+    return used
+
+
+def _repeats_in(builder: ClassBuilder, listed: LayerList) -> bool:
+    """Whether a class text's list repeats one block (same class, same literals) after its
+    first."""
+    values = {(ref.key, tuple(builder.slots[slot][2] for slot in ref.slots)) for ref in listed.rest}
+    return len(values) <= 1
+
+
+def _source_text(source: Source, builder: ClassBuilder) -> str | None:
+    """What a slot holds for one text (None where that text has no such literal)."""
+    if source is None:
+        return None
+    kind, value = source
+    return builder.slots[value][2] if kind == "slot" else value
 
 
 def _held(builder: ClassBuilder) -> set[str]:

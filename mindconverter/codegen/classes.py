@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from ..mappers.base import Cell
-from .class_variants import Variants, flag_name, kind_of
+from .class_variants import Variants, flag_name, kind_of, used_slots
+from .list_depths import DEPTH, REPEAT_OPEN, written_repeat
 from .naming import CELL_MEMBERS, Namer, identifier
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
@@ -143,11 +144,16 @@ def _variants(groups: dict) -> list[Variants]:
         for index, variants in enumerate(found):
             same_kind = kind_of(hint) == kind_of(variants.hint)
             siblings = not same_kind and any(lists[key] & lists[t[0]] for t in variants.texts)
-            if not (same_kind or siblings):
+            unnamed = not first.block.class_hint and not any(
+                groups[t[0]][0].block.class_hint for t in variants.texts
+            )
+            if not (same_kind or siblings or unnamed):
                 continue  # cheap: most classes are of other kinds
-            merged = variants.merged(*text, class_of=class_of, siblings=siblings)
+            merged = variants.merged(*text, class_of=class_of, siblings=not same_kind)
             if merged is None and same_kind:
                 merged = _taken_first(text, variants, class_of)
+            if not (same_kind or siblings) and not _literals_only(merged, variants):
+                merged = None
             if merged is not None:
                 found[index] = merged
                 where[key] = index
@@ -156,6 +162,18 @@ def _variants(groups: dict) -> list[Variants]:
             where[key] = len(found)
             found.append(Variants.start(*text))
     return found
+
+
+def _literals_only(merged: Variants | None, variants: Variants) -> bool:
+    """Whether a text merged into ``variants`` differs from them in literals alone (no optional
+    part or guarded statement of its own): blocks of a source without class names (a
+    TorchScript export) named by their attributes share a class then (HF ResNet's ``shortcut``
+    with a stride and the ``layer`` items without)."""
+    return (
+        merged is not None
+        and merged.optional == variants.optional
+        and [guard for _, guard in merged.body] == [guard for _, guard in variants.body]
+    )
 
 
 def _list_of(path: str) -> str:
@@ -216,10 +234,17 @@ def _fill_absent(variants: Variants, groups: dict) -> None:
 def _arguments(variants: Variants, members: list, values: dict) -> dict:
     """Constructor arguments: one per distinct vector of values across the instances (slots
     that always agree share one), and a ``has_<layer>`` flag per optional layer."""
+    used = used_slots(variants)
     varying = [
-        i for i in range(len(variants.labels)) if len({values[id(m)][i] for m in members}) > 1
+        i
+        for i in range(len(variants.labels))
+        if i in used and len({values[id(m)][i] for m in members}) > 1
     ]
-    vectors = {i: tuple(values[id(m)][i] for m in members) for i in varying}
+    # a list's depth is an argument of its own, whatever other argument it agrees with
+    vectors = {
+        i: (*(values[id(m)][i] for m in members), *(["#depth"] if _is_depth(variants, i) else []))
+        for i in varying
+    }
     distinct = list(dict.fromkeys(vectors.values()))
     # a slot's label names its argument; a plain "size" (a number of construct) yields to a
     # label that says more
@@ -254,6 +279,10 @@ def _arguments(variants: Variants, members: list, values: dict) -> dict:
     }
     defaults.update({name: "False" for name, _ in flags})
     return {"params": names, "flags": flags, "defaults": defaults, "first": values[id(members[0])]}
+
+
+def _is_depth(variants: Variants, index: int) -> bool:
+    return variants.labels[index][0] == DEPTH
 
 
 def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str:
@@ -293,4 +322,7 @@ def join(parts: list, builder: ClassBuilder, params: dict, classes: dict) -> str
             text.append(f"{info['name']}({args})")
         else:
             text.append(part)
+    while REPEAT_OPEN in text:  # a list's repeated block: [first, *[rest for _ in range(...)]]
+        at = text.index(REPEAT_OPEN)
+        text[at - 1 : at + 5] = [written_repeat(text[at - 1], text[at + 1], text[at + 3])]
     return "".join(text)

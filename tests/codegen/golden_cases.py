@@ -191,6 +191,11 @@ CASES = [
     GoldenCase(
         "stages_vision_dynamo", _fixture("tiny_swin_dynamo.onnx"), ("pixel_values=1,3,32,32",)
     ),
+    GoldenCase(  # HF ResNet: stages of one and two layers are one class with a depth
+        "stage_depths_torchscript",
+        _fixture("tiny_hf_resnet_torchscript.onnx"),
+        ("pixel_values=1,3,32,32",),
+    ),
     GoldenCase(
         "sliding_window_decoder_kv_torchscript",
         _fixture("tiny_gemma2_kv_torchscript.onnx"),

@@ -437,3 +437,118 @@ def test_other_calls_and_calls_of_attributes_keep_classes_apart():
         plain, other = _block("blocks.0", 8), _block("blocks.1", 8)
         other.builder.body.insert(0, line)
         assert len(unique(merge_classes([plain, other]))) == 2, line
+
+
+def _list_stage(path: str, children: list[BlockInstance]) -> BlockInstance:
+    """A stage holding its layers in one list (``nn.SequentialCell([...])``)."""
+    builder = ClassBuilder()
+    parts: list = ["self.layers = ", "nn.SequentialCell(["]
+    for index, child in enumerate(children):
+        slots = tuple(builder.slot(*slot).index for slot in child.builder.slots)
+        parts += [", "] if index else []
+        parts.append(ClassRef(child.key, slots))
+    builder.init_lines.append([*parts, "])"])
+    builder.body.append("x = self.layers(x)")
+    return BlockInstance(Block(path=path, class_hint="Stage"), builder, ["x"], ["x"])
+
+
+@pytest.mark.parametrize("longer_first", [True, False])
+def test_stages_whose_lists_differ_in_length_are_one_class_with_a_depth(longer_first):
+    """HF's ResNet: a stage of one layer and one of three (the first with a shortcut, the rest
+    one repeated layer): one class writing the rest as a comprehension, ``depth`` its own
+    argument though its values agree with another's."""
+    one = [_block("stages.0.layers.0", 8, downsample=True)]
+    three = [_block("stages.1.layers.0", 16, stride=2, downsample=True)]
+    three += [_block(f"stages.1.layers.{i}", 16) for i in (1, 2)]
+    stages = [_list_stage("stages.0", one), _list_stage("stages.1", three)]
+    order = [*three, stages[1], *one, stages[0]] if longer_first else [*one, stages[0], *three]
+    classes = merge_classes(order + ([] if longer_first else [stages[1]]))
+    info = classes[stages[0].key]
+    assert info is classes[stages[1].key]
+    assert "depth" in signature(info)
+    assert info["init"] == [
+        "self.layers = nn.SequentialCell([BasicBlock(out_channels=out_channels, stride=stride,"
+        " has_downsample=True), *[BasicBlock(out_channels=out_channels) for _ in range(depth"
+        " - 1)]])"
+    ]
+    assert _calls(stages, classes) == [
+        "Stage(out_channels=8, depth=1)",
+        "Stage(out_channels=16, stride=2, depth=3)",
+    ]
+
+
+def test_lists_whose_repeated_layers_differ_keep_stages_apart():
+    """The layers after the first differ from each other: not one repeated layer."""
+    one = [_block("stages.0.layers.0", 8)]
+    three = [_block("stages.1.layers.0", 8), _block("stages.1.layers.1", 8)]
+    three.append(_block("stages.1.layers.2", 32))
+    stages = [_list_stage("stages.0", one), _list_stage("stages.1", three)]
+    classes = merge_classes([*one, stages[0], *three, stages[1]])
+    assert classes[stages[0].key] is not classes[stages[1].key]
+
+
+def test_a_list_of_one_repeated_layer_is_one_comprehension():
+    """Every layer of the lists written alike: ``[Layer(...) for _ in range(depth)]``."""
+    two = [_block(f"stages.0.layers.{i}", 8) for i in (0, 1)]
+    three = [_block(f"stages.1.layers.{i}", 8) for i in (0, 1, 2)]
+    stages = [_list_stage("stages.0", two), _list_stage("stages.1", three)]
+    classes = merge_classes([*two, stages[0], *three, stages[1]])
+    info = classes[stages[0].key]
+    assert info["init"] == ["self.layers = nn.SequentialCell([BasicBlock() for _ in range(depth)])"]
+    assert _calls(stages, classes) == ["Stage(depth=2)", "Stage(depth=3)"]
+
+
+def test_several_keywords_one_text_left_out_take_their_defaults():
+    """RegNet's 1x1 convolution leaves out stride, padding and group; its 3x3 one sets all
+    three: one class."""
+    blocks = []
+    for path, kernel, extra in (("layer.0", "1", ()), ("layer.1", "3", ("2", "1", "4"))):
+        builder = ClassBuilder()
+        parts: list = ["self.convolution = ", "nn.Conv2d(", "kernel_size="]
+        parts.append(builder.slot("kernel_size", "convolution", kernel))
+        if extra:
+            parts += [", stride=", builder.slot("stride", "convolution", extra[0])]
+        parts += [", pad_mode=", builder.slot("pad_mode", "convolution", "'pad'")]
+        for keyword, value in zip(("padding", "group"), extra[1:]):
+            parts += [f", {keyword}=", builder.slot(keyword, "convolution", value)]
+        builder.init_lines.append([*parts, ")"])
+        builder.body.append("x = self.convolution(x)")
+        blocks.append(
+            BlockInstance(Block(path=path, class_hint="ConvLayer"), builder, ["x"], ["x"])
+        )
+    (info,) = unique(merge_classes(blocks))
+    assert signature(info) == ["kernel_size", "stride=1", "padding=0", "group=1"]
+
+
+def _unnamed(path: str, stride: int = 1, relu: bool = False) -> BlockInstance:
+    """A TorchScript block (no class name): a convolution, maybe an activation after it."""
+    block = _block(path, 8, stride=stride)
+    block.block.class_hint = ""
+    block.builder.body[:] = ["x = self.conv1(x)", *(["x = ops.relu(x)"] if relu else [])]
+    block.args[:], block.returns[:] = ["x"], ["x"]
+    return block
+
+
+def test_unnamed_blocks_that_differ_in_literals_alone_share_a_class():
+    """TorchScript names HF ResNet's blocks by attribute: the strided ``shortcut`` and the
+    ``layer`` items are one class when they differ in literals alone."""
+    layer, shortcut = _unnamed("layers.0.layer.0"), _unnamed("layers.0.shortcut", stride=2)
+    (info,) = unique(merge_classes([layer, shortcut]))
+    assert signature(info) == ["stride=1"]
+
+
+def test_unnamed_blocks_of_other_attributes_keep_apart_when_they_add_a_part():
+    layer, shortcut = _unnamed("layers.0.layer.0"), _unnamed("layers.0.shortcut", relu=True)
+    assert len(unique(merge_classes([layer, shortcut]))) == 2
+
+
+def test_stages_of_other_depths_run_like_onnxruntime(tmp_path):
+    """HF's ResNet (TorchScript) with stages of one and two layers: one stage class, at two
+    batch sizes."""
+    model = onnx.load(FIXTURES / "tiny_hf_resnet_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["pixel_values=1,3,32,32"])
+    code = result.script_path.read_text()
+    assert "class Stage2" not in code and "for _ in range(depth - 1)" in code
+    for batch in (1, 2):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
