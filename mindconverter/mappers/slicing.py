@@ -256,13 +256,15 @@ def pad(ctx: NodeContext):
         value = float(ctx.attr("value", 0.0))
         axes = list(range(rank))
     elif ctx.const(1) is None or (ctx.has_input(2) and ctx.const(2) is None):
-        return _pad_computed(ctx, mode, rank)
+        known = _known_pads(ctx)
+        if known is None or None in known or (ctx.has_input(2) and ctx.const(2) is None):
+            return _pad_computed(ctx, mode, rank, known)
+        pads = [int(p) for p in known]  # computed from static sizes
+        value = _pad_value(ctx)
+        axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
     else:
         pads = ctx.const_ints(1, "the pads")
-        value = 0.0
-        if ctx.has_input(2):
-            constant_value = ctx.require_const(2, "the pad value")
-            value = np.asarray(constant_value).reshape(-1)[0].item() if constant_value.size else 0.0
+        value = _pad_value(ctx)
         axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
     axes = [normalize_axis(a, rank) for a in axes]
     begin = dict(zip(axes, pads[: len(axes)]))
@@ -304,10 +306,29 @@ def pad(ctx: NodeContext):
     return ops.pad(source, Lit(tuple(widths)), **kwargs)
 
 
-def _pad_computed(ctx: NodeContext, mode: str, rank: int):
+def _pad_value(ctx: NodeContext) -> float:
+    """The constant a Pad fills with (0 when it names none)."""
+    if not ctx.has_input(2):
+        return 0.0
+    constant_value = ctx.require_const(2, "the pad value")
+    return np.asarray(constant_value).reshape(-1)[0].item() if constant_value.size else 0.0
+
+
+def _known_pads(ctx: NodeContext) -> list[int | None] | None:
+    """The pads computed from sizes: each a number where it does not depend on a dynamic size
+    (SEW pads only the end of its time axis, by a run-time amount), else None."""
+    value = shape_value(ctx, 1)
+    if value is None:
+        return None
+    return [int(v) if isinstance(v, (int, np.integer)) or v.is_Integer else None for v in value]
+
+
+def _pad_computed(ctx: NodeContext, mode: str, rank: int, known: list | None = None):
     """Pads (or the pad value) computed at run time: per axis, gather the source position each
     output position reads (clamped, wrapped or reflected by ``mode``; negative pads crop) and,
-    in constant mode, put the value where the position falls outside. Exact in both modes."""
+    in constant mode, put the value where the position falls outside. Exact in both modes.
+    Axes whose pads are ``known`` zeros are left alone; a side known not to pad needs no test
+    of positions past it."""
     axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
     axes = [normalize_axis(a, rank) for a in axes]
     shape = ctx.require_shape(0)
@@ -325,20 +346,30 @@ def _pad_computed(ctx: NodeContext, mode: str, rank: int):
         )
     result = Input(0)
     for k, axis in enumerate(axes):
+        first, last = (known[k], known[k + len(axes)]) if known else (None, None)
+        if first == 0 and last == 0:
+            continue
         size = (
             Lit(int(shape[axis]))
             if is_static(shape[axis : axis + 1])
             else Item(ops.shape(Input(0)), axis)
         )
-        before, after = Item(Input(1), k), Item(Input(1), k + len(axes))
-        positions = Temp(ops.arange(Neg(before), BinOp("+", size, after)), "positions")
-        result = gather_padded(result, positions, size, mode, axis, rank, value)
+        before = Item(Input(1), k) if first is None else Lit(first)
+        after = Item(Input(1), k + len(axes)) if last is None else Lit(last)
+        end = BinOp("+", size, after) if last != 0 else size
+        positions = ops.arange(Neg(before), end) if first != 0 else ops.arange(end)
+        sides = (first is None or first > 0, last is None or last > 0)
+        positions = Temp(positions, "positions")
+        result = gather_padded(result, positions, size, mode, axis, rank, value, sides)
     return result
 
 
-def gather_padded(source, positions, size, mode: str, axis: int, rank: int, value):
+def gather_padded(
+    source, positions, size, mode: str, axis: int, rank: int, value, sides=(True, True)
+):
     """``source`` read at ``positions`` on ``axis`` (of ``size`` entries): positions outside are
-    clamped, wrapped or reflected by ``mode``, or get ``value`` in constant mode."""
+    clamped, wrapped or reflected by ``mode``, or get ``value`` in constant mode. ``sides``:
+    whether positions may fall before the start, past the end."""
     last = Lit(size.value - 1) if isinstance(size, Lit) else size - Lit(1)
     if mode == "wrap":
         index = BinOp("%", positions, size)
@@ -349,9 +380,11 @@ def gather_padded(source, positions, size, mode: str, axis: int, rank: int, valu
     else:  # constant and edge read the nearest position inside
         index = ops.clamp(positions, Lit(0), last)
     gathered = ops.gather(source, index, Lit(axis))
-    if mode != "constant":
+    if mode != "constant" or not any(sides):
         return gathered
-    inside = BinOp(">=", positions, Lit(0)) & BinOp("<", positions, size)
+    tests = [BinOp(">=", positions, Lit(0))] if sides[0] else []
+    tests += [BinOp("<", positions, size)] if sides[1] else []
+    inside = tests[0] & tests[1] if len(tests) == 2 else tests[0]
     inside = ops.reshape(inside, Lit((-1,) + (1,) * (rank - 1 - axis)))
     return ops.where(inside, gathered, value)
 

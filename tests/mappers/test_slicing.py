@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper
 
-from tests.helpers import assert_matches, convert_and_run, single_op_model
+from mindconverter import convert
+from mindconverter.check.network import run_mindspore
+from mindconverter.check.verify import run_onnxruntime
+from tests.helpers import assert_matches, convert_and_run, make_model, single_op_model
 from tests.mappers.builders import I64, F, model_of, randn
 
 
@@ -128,4 +133,38 @@ def test_pad_with_negative_pads_is_right_on_every_call(tmp_path):
     result, _, (want,) = convert_and_run(model, tmp_path, feeds={"x": x})
     for _ in range(2):
         (got,) = run_mindspore(result.script_path, result.checkpoint_path, [x])
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("graph_mode", [False, True])
+def test_pad_by_a_run_time_amount_on_one_side_reads_only_that_side(tmp_path, graph_mode):
+    """SEW pads the end of its time axis to another tensor's length (pads computed from two
+    dynamic sizes, the others zeros): only that axis is gathered, without testing positions
+    before the start; a shorter target crops. Right in both modes at three lengths."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["x_len"], start=1, end=2),
+        helper.make_node("Shape", ["target"], ["target_len"], start=1, end=2),
+        helper.make_node("Sub", ["target_len", "x_len"], ["missing"]),
+        helper.make_node("Concat", ["zeros", "missing", "zero"], ["pads"], axis=0),
+        helper.make_node("Pad", ["x", "pads"], ["y"]),
+    ]
+    inits = {"zeros": np.zeros(4, np.int64), "zero": np.zeros(1, np.int64)}
+    model = make_model(
+        nodes,
+        [("x", np.float32, [1, "t", 4]), ("target", np.float32, [1, "u", 4])],
+        [("y", np.float32, None)],
+        inits,
+        opset=18,
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    result = convert(path, output=tmp_path / "out", shape=["x=1,5,4", "target=1,7,4"])
+    code = result.script_path.read_text()
+    assert code.count("ops.arange(") == 1 and ">= 0" not in code, code
+    for t, u in ((5, 7), (6, 4), (3, 3)):
+        feeds = {"x": randn(1, t, 4), "target": randn(1, u, 4)}
+        (want,) = run_onnxruntime(model, feeds, ["y"])
+        (got,) = run_mindspore(
+            result.script_path, result.checkpoint_path, list(feeds.values()), graph_mode=graph_mode
+        )
         np.testing.assert_array_equal(got, want)
