@@ -35,6 +35,7 @@ from ..mappers.base import (
     ms_dtype_name,
 )
 from .applied_layers import TIEABLE_CELLS, layer_content, same_layer
+from .constant_roles import constant_role
 from .container_dtypes import widened, widened_weight
 from .literals import literal
 from .naming import comment_text, identifier
@@ -594,7 +595,8 @@ class ExpressionWriter:
             values = array.tolist()
             self.note_literal(values)
             return f"ms.Tensor({literal(values)}, ms.{ms_dtype_name(array.dtype)})"
-        return self.param(Param(Weight(array, source), role="const", trainable=False), mapped)
+        role = constant_role(array, source, mapped.node if mapped is not None else None)
+        return self.param(Param(Weight(array, source), role=role, trainable=False), mapped)
 
     def add_entry(self, name: str, weight: Weight, mapped: MappedNode | None = None) -> None:
         source_init = self.state.graph.constants.get(weight.source)

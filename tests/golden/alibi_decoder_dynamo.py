@@ -79,7 +79,9 @@ class BloomModel(nn.Cell):
             normalized_shape=(16,), epsilon=1e-05
         )
         self.weight = Parameter(ops.zeros((2, 1), ms.float32))
-        self.const = Parameter(ops.zeros((1, 1, 5, 5), ms.bool_), requires_grad=False)
+        self.causal_mask = Parameter(
+            ops.zeros((1, 1, 5, 5), ms.bool_), requires_grad=False
+        )
         self.h = nn.CellList([BloomBlock()])
         self.ln_f = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
 
@@ -94,7 +96,7 @@ class BloomModel(nn.Cell):
         alibi = self.weight * out
         cast = ops.cast(attention_mask, ms.bool_)
         cast = ops.reshape(cast, (2, 1, 1, 5))
-        cast = ops.logical_and(self.const, cast)
+        cast = ops.logical_and(self.causal_mask, cast)
         attention_mask_1 = ops.where(cast, 0.0, -3.4028235e38)
         for layer in self.h:
             x = layer(x, alibi, attention_mask_1)
