@@ -52,7 +52,11 @@ def one_hot(ctx: NodeContext):
     values = ctx.const(2)
     if values is not None:
         values = np.asarray(values).reshape(-1)
-        off, on = (Const(np.asarray(v, dtype=values.dtype)) for v in values[:2])
+        # int64 and float32 are the dtypes ops.one_hot gives for Python numbers
+        if values.dtype in (np.int64, np.float32) and np.isfinite(values[:2]).all():
+            off, on = (Lit(v.item()) for v in values[:2])
+        else:
+            off, on = (Const(np.asarray(v, dtype=values.dtype)) for v in values[:2])
     else:
         off, on = Item(Input(2), 0), Item(Input(2), 1)
     kwargs = {"axis": Lit(axis if axis != rank else -1)}

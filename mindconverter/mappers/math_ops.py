@@ -181,7 +181,16 @@ def mod(ctx: NodeContext):
         return ops.fmod(*args)
     if _kind(ctx) == "f":
         return _float_mod(*args)
-    return ops.remainder(*args)
+    divisor = ctx.const(1)
+    shape = ctx.input_shape(0)
+    if (
+        divisor is not None
+        and divisor.size == 1
+        and shape is not None
+        and divisor.ndim <= len(shape)
+    ):
+        args[1] = Lit(int(np.asarray(divisor).reshape(-1)[0]))  # a tensor keeps its dtype
+    return BinOp("%", *args)  # Python's % on integer tensors: the sign of the divisor
 
 
 def _float_mod(x, y):

@@ -37,6 +37,17 @@ def test_one_hot(tmp_path, axis, idx_dtype):
     assert_matches(model, tmp_path, feeds=feeds)
 
 
+@pytest.mark.parametrize("dtype, written", [(I64, ", 4, 1, 0, axis"), (F, ", 4, 1.0, 0.0, axis")])
+def test_one_hot_values_are_python_numbers_where_they_keep_the_dtype(tmp_path, dtype, written):
+    """Switch Transformers' router: ``ops.one_hot(x, 4, 1, 0)`` (int64 and float32 are what
+    ops.one_hot gives for Python numbers)."""
+    inits = {"d": np.array(4, I64), "v": np.array([0, 1], dtype)}
+    model = model_of("OneHot", [("i", I64, (2, 3))], [("y", dtype, None)], inits, opset=11)
+    feeds = {"i": np.array([[0, 3, -1], [1, 2, 3]], I64)}
+    result = assert_matches(model, tmp_path, feeds=feeds)
+    assert written in result.script_path.read_text()
+
+
 def test_range_int_runtime_limit(tmp_path):
     node = helper.make_node("Range", ["s", "l", "d"], ["y"])
     model = make_model(

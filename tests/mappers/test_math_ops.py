@@ -191,7 +191,7 @@ def test_mod_divisor_sign_python_style(tmp_path):
     a = np.array([-7, -7, 7, 7, 5, -5], np.int32)
     b = np.array([3, -3, 3, -3, 5, 3], np.int32)
     result = check(tmp_path, "Mod", {"a": a, "b": b}, opset=10)
-    assert "ops.remainder" in script(result)
+    assert "out=a%b" in script(result)  # script() drops whitespace
 
 
 def test_mod_unsigned_and_scalar_divisor(tmp_path):
@@ -201,6 +201,17 @@ def test_mod_unsigned_and_scalar_divisor(tmp_path):
         {"a": ints(0, 200, dtype=np.uint8)},
         initializers={"b": np.array(7, np.uint8)},
     )
+
+
+def test_mod_by_an_integer_constant_is_a_python_number(tmp_path):
+    """CANINE hashes ids with ``ids % 64``, not ``ops.remainder(ids, ms.Tensor(64, ms.int64))``."""
+    result = check(
+        tmp_path,
+        "Mod",
+        {"a": ints(-200, 200, dtype=np.int64)},
+        initializers={"b": np.array(64, np.int64)},
+    )
+    assert "out=a%64" in script(result)
 
 
 # --- Max / Min / Mean ------------------------------------------------------------------------
