@@ -66,6 +66,24 @@ def layer_norm(ctx: NodeContext):
     return Cell("nn.LayerNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
 
 
+@mapper("GroupNorm", domain=DOMAIN)
+def group_norm(ctx: NodeContext):
+    """GroupNorm (a lifted reshape/InstanceNormalization/reshape/Mul/Add chain) -> nn.GroupNorm
+    with the chain's per-channel weight and bias."""
+    channels = int(ctx.require_shape(0)[1])
+    kwargs = {
+        "num_groups": int(ctx.attr("num_groups")),
+        "num_channels": channels,
+        "eps": float(ctx.attr("epsilon", 1e-5)),
+    }
+    weights = {
+        role: ctx.weight(index, value.reshape(-1), f"reshape {list(value.shape)} to [{channels}]")
+        for role, index in (("gamma", 1), ("beta", 2))
+        if (value := ctx.require_const(index, "the GroupNorm parameter")) is not None
+    }
+    return Cell("nn.GroupNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
+
+
 @mapper("Gelu", domain=DOMAIN)
 def gelu(ctx: NodeContext):
     """Gelu (a lifted Erf or Tanh formula) -> nn.GELU(approximate=False/True)."""

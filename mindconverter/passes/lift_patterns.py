@@ -1,12 +1,13 @@
 """Pass: lift decomposed layers back to what a person writes.
 
 Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm`` below
-opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, GELU becomes an Erf or Tanh
-formula, and ``nn.Linear`` on a 3-D input becomes MatMul + Add. This stage runs on the
+opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, ``nn.GroupNorm`` with fewer
+groups than channels an InstanceNormalization of the groups between two reshapes, GELU an Erf or
+Tanh formula, and ``nn.Linear`` on a 3-D input MatMul + Add. This stage runs on the
 simplified (constant-folded, shape-inferred) model and replaces each such chain by one node of
-the internal domain :data:`DOMAIN` (``LayerNorm``, ``RMSNorm``, ``Gelu``, ``Silu``, ``Linear``), which the
-mappers in ``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``, the script's own
-``RMSNorm`` cell, ``nn.GELU``, ``ops.silu`` and ``nn.Dense``.
+the internal domain :data:`DOMAIN` (``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``Gelu``, ``Silu``,
+``Linear``), which the mappers in ``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``,
+``nn.GroupNorm``, the script's own ``RMSNorm`` cell, ``nn.GELU``, ``ops.silu`` and ``nn.Dense``.
 
 A chain is lifted only when its structure matches *and* evaluating the chain with onnx's
 reference evaluator on test values gives the lifted layer's numbers, so unusual variants
@@ -431,6 +432,56 @@ def _layer_norm_reference(x, begin, eps, gamma, beta):
 
 
 # --- RMSNorm ------------------------------------------------------------------------------
+
+
+def _lift_group_norms(index: _Index) -> int:
+    return _lift_norms(index, ("Reshape",), _match_group_norm)
+
+
+def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple, dtype: np.dtype):
+    """``nn.GroupNorm(G, C)`` as exporters write it for G < C: a reshape to (N, G, -1), an
+    InstanceNormalization with unit scale and zero bias, a reshape back to the input's shape,
+    then the affine ``* weight + bias`` per channel. The weight and bias are the layer's own
+    (trainable, named by the source), not constants of the network."""
+    norm = index.sole_consumer(first.output[0], ("InstanceNormalization",))
+    if norm is None or len(shape) < 3 or not isinstance(shape[1], (int, np.integer)):
+        return None
+    scale = index.const(norm.input[1]) if len(norm.input) > 1 else None
+    shift = index.const(norm.input[2]) if len(norm.input) > 2 else None
+    channels, groups = int(shape[1]), scale.size if scale is not None else 0
+    if not groups or shift is None or channels % groups or groups == channels:
+        return None
+    if not (np.all(scale == 1) and np.all(shift == 0)) or index.graph.dims(first.output[0]) is None:
+        return None
+    back = index.sole_consumer(norm.output[0], ("Reshape",))
+    if back is None or index.graph.dims(back.output[0]) != index.graph.dims(x):
+        return None
+    chain, out, params = [first, norm, back], back.output[0], []
+    for op in ("Mul", "Add"):
+        node = index.sole_consumer(out, (op,))
+        name = index.other_input(node, out) if node is not None else None
+        if name is None or not _is_param(
+            index, name, (channels, *[1] * (len(shape) - 2)), len(shape)
+        ):
+            return None
+        chain.append(node)
+        params.append(name)
+        out = node.output[0]
+    eps = float(next((a.f for a in norm.attribute if a.name == "epsilon"), 1e-5))
+    probe = np.random.default_rng(0).standard_normal((2, channels, *[3] * (len(shape) - 2)))
+    probe = (probe * 3 + 1).astype(dtype)
+    grouped = probe.reshape(2, groups, -1)
+    mean, var = grouped.mean(-1, keepdims=True), grouped.var(-1, keepdims=True)
+    expected = ((grouped - mean) / np.sqrt(var + eps)).reshape(probe.shape)
+    expected = expected * index.const(params[0]) + index.const(params[1])
+    shape_reader = index.producer.get(back.input[1])
+    evaluated = [*chain[:2], *([shape_reader] if shape_reader is not None else []), *chain[2:]]
+    if not _close(index.evaluate(evaluated, x, probe, out), expected, dtype):
+        return None
+    fused = helper.make_node(
+        "GroupNorm", [x, *params], [out], domain=DOMAIN, num_groups=groups, epsilon=eps
+    )
+    return chain, fused
 
 
 def _lift_rms_norms(index: _Index) -> int:
@@ -1037,6 +1088,7 @@ def _whole_shape(index: _Index, node: onnx.NodeProto) -> bool:
 LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("Gelu", _lift_gelus),
     ("LayerNorm", _lift_layer_norms),
+    ("GroupNorm", _lift_group_norms),
     ("RMSNorm", _lift_rms_norms),
     ("RotateHalf", _lift_rotate_halves),
     ("RotateEveryTwo", _lift_rotate_every_two),

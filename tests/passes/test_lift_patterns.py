@@ -208,6 +208,52 @@ def test_near_miss_is_not_lifted(tmp_path):
     assert "nn.LayerNorm" not in _script(result)
 
 
+def _group_norm_model(scale_value: float = 1.0):
+    """nn.GroupNorm(2, 8) as both PyTorch exporters spell it: a reshape to (N, 2, -1), an
+    InstanceNormalization with unit scale and zero bias, a reshape back by the input's shape,
+    the per-channel weight and bias as (8, 1, 1) constants. Batch and size are dynamic."""
+    nodes = [
+        _c("groups", [0, 2, -1], np.int64),
+        helper.make_node("Reshape", ["x", "groups"], ["grouped"], name="/norm/Reshape"),
+        _c("ones", [scale_value] * 2),
+        _c("zeros", [0.0, 0.0]),
+        helper.make_node(
+            "InstanceNormalization", ["grouped", "ones", "zeros"], ["n"], epsilon=1e-5
+        ),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Reshape", ["n", "shape"], ["back"]),
+        helper.make_node("Mul", ["back", "weight"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "bias"], ["y"]),
+    ]
+    inits = {
+        "weight": RNG.standard_normal((8, 1, 1)).astype(F32),
+        "bias": RNG.standard_normal((8, 1, 1)).astype(F32),
+    }
+    return make_model(nodes, [("x", F32, ["n", 8, "h", "w"])], [("y", F32, None)], inits)
+
+
+def test_group_norm_chain_becomes_nn_groupnorm_with_its_weights(tmp_path):
+    """BiT and PoolFormer: the weight and bias were frozen constants beside a GroupNorm of the
+    groups; now one nn.GroupNorm(2, 8) holds them, trainable, at two sizes."""
+    model = _group_norm_model()
+    for n, size in ((1, 4), (3, 6)):
+        x = RNG.standard_normal((n, 8, size, size)).astype(F32)
+        result = assert_matches(model, tmp_path / str(n), {"x": x}, shape=["1,8,4,4"])
+    script = _script(result)
+    assert "nn.GroupNorm(num_groups=2, num_channels=8, eps=1e-05)" in script
+    assert "ops.reshape" not in script and "requires_grad=False" not in script
+    mapping = json.loads(result.weight_map_path.read_text())
+    sources = {row["source_weight"]["name"] for rows in mapping.values() for row in rows}
+    assert {"weight", "bias"} <= sources
+
+
+def test_a_group_norm_chain_whose_inner_scale_is_not_one_is_left_alone(tmp_path):
+    model = _group_norm_model(scale_value=2.0)
+    x = RNG.standard_normal((2, 8, 3, 3)).astype(F32)
+    result = assert_matches(model, tmp_path, {"x": x}, shape=["2,8,3,3"])
+    assert "nn.GroupNorm(num_groups=2, num_channels=8" not in _script(result)
+
+
 def test_t5_rms_norm_is_not_a_layer_norm(tmp_path):
     """T5's RMSNorm (no mean subtraction) is an RMSNorm, never a LayerNorm."""
     nodes = [
