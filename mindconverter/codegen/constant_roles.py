@@ -4,8 +4,8 @@ An exporter folds buffers and tables computed from the configuration into consta
 generated names (``onnx::Add_123``, ``constant_3_output_0``) that never reach the script. The
 attribute takes the role instead: ``position_ids`` for a table of positions (HF's buffer of that
 name), ``position_bias`` for a bias added to attention scores (Swin's relative position bias),
-``causal_mask`` for a boolean lower triangle, ``mask`` for another boolean table, else
-``const``.
+``causal_mask`` for a boolean table that lets each position see itself and nothing after it,
+``mask`` for another boolean table, else ``const``.
 """
 
 from __future__ import annotations
@@ -46,9 +46,11 @@ def _counts_up(array: np.ndarray) -> bool:
 
 
 def _lower_triangular(array: np.ndarray) -> bool:
-    """Whether the last two axes are one square lower triangle of True (a causal mask)."""
+    """Whether the last two axes are square, the diagonal True and nothing above it: a causal
+    mask, whole or within a window (GPT-Neo's local layers)."""
     if array.ndim < 2 or array.shape[-1] != array.shape[-2] or array.shape[-1] < 2:
         return False
     size = array.shape[-1]
-    triangle = np.tril(np.ones((size, size), dtype=bool))
-    return bool((array.reshape(-1, size, size) == triangle).all())
+    tables = array.reshape(-1, size, size)
+    above = np.triu(np.ones((size, size), dtype=bool), 1)
+    return bool(tables[:, np.eye(size, dtype=bool)].all() and not tables[:, above].any())

@@ -17,7 +17,10 @@ def _node(op_type: str, inputs: list[str], domain: str = "") -> Node:
 def test_a_boolean_lower_triangle_is_a_causal_mask():
     triangle = np.tril(np.ones((1, 1, 4, 4), dtype=bool))
     assert constant_role(triangle, "c", None) == "causal_mask"
+    window = triangle & ~np.tril(triangle, -2)  # GPT-Neo's local layers: the last two positions
+    assert constant_role(window, "c", None) == "causal_mask"
     assert constant_role(~triangle, "c", None) == "mask"
+    assert constant_role(np.ones((4, 4), dtype=bool), "c", None) == "mask"
 
 
 def test_rows_counting_up_are_position_ids():
