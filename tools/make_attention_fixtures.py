@@ -437,6 +437,44 @@ def export_torch_encoder() -> None:
     _drop_metadata(path)
 
 
+def export_torch_attention_torchscript() -> None:
+    """PyTorch's own attention through the TorchScript exporter, which writes the traced key
+    length into the heads' fold: a batch-first and a sequence-first nn.TransformerEncoder, and
+    an nn.MultiheadAttention returning its averaged weights (heads folded into the batch)."""
+
+    class Encoder(nn.Module):
+        def __init__(self, batch_first: bool):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=batch_first)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+        def forward(self, x):
+            return self.encoder(x)
+
+    class Weighted(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.attn(x, x, x)
+
+    cases = (
+        ("tiny_torch_encoder_torchscript", Encoder(True), (2, 6, 16), {0: "batch", 1: "seq"}),
+        ("tiny_torch_encoder_seq_first_torchscript", Encoder(False), (6, 2, 16), {0: "seq", 1: "batch"}),
+        ("tiny_mha_weights_torchscript", Weighted(), (2, 5, 16), {0: "batch", 1: "seq"}),
+    )  # fmt: skip
+    for name, model, shape, axes in cases:
+        torch.manual_seed(3)
+        with torch.no_grad():  # distinct layers: the encoder deep-copies one
+            for parameter in model.parameters():
+                parameter.copy_(torch.randn_like(parameter) * 0.2)
+        torch.onnx.export(
+            model.eval(), (torch.randn(*shape),), FIXTURES / f"{name}.onnx", input_names=["x"],
+            dynamic_axes={"x": axes}, opset_version=17, dynamo=False,
+        )  # fmt: skip
+
+
 def export_hf_resnet() -> None:
     """HF's ResNet with stages of one and two bottleneck layers (TorchScript: no class names)."""
     _stub_torchvision_ops()
@@ -474,5 +512,6 @@ if __name__ == "__main__":
     export_olmo2()
     export_torch_encoder()
     export_hf_resnet()
+    export_torch_attention_torchscript()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -18,6 +18,10 @@ Four rewrites, each an identity on the values, make it read as mindnlp writes at
   Split or Slice of the last axis, a Reshape splitting or merging the last axes) until it
   meets another transpose, and the two become one (or none): the swap to sequence-first and
   the heads' transpose become ``swapaxes(1, 2)``.
+
+TorchScript writes the traced key length into the fold (``k.view(6, b * h, d)``): the source
+runs at that length only, and the same splits apply there. A transpose only read for its sizes
+(``k.size(1)`` for the weights' view) gives them from its input instead.
 """
 
 from __future__ import annotations
@@ -35,10 +39,16 @@ from .context import PassContext
 
 
 def run(graph: Graph, context: PassContext) -> bool:
-    """Apply the four rewrites until none applies."""
+    """Apply the rewrites until none applies."""
     total = 0
     made: dict[tuple[int, ...], str] = {}  # one constant for equal targets: one shape line
-    rewrites = (_unpack_projections, _split_heads_at_once, _unfold_heads, _merge_heads_at_once)
+    rewrites = (
+        _unpack_projections,
+        _split_heads_at_once,
+        _sizes_before_transposes,
+        _unfold_heads,
+        _merge_heads_at_once,
+    )
     for rewrite in rewrites:
         count = rewrite(_Edit(graph, made))
         if count:
@@ -234,8 +244,11 @@ def _split_heads_at_once(edit: _Edit) -> int:
         if not (isinstance(embed, int) and isinstance(head_dim, int) and head_dim > 0):
             continue
         count_heads = embed // head_dim
-        expected = (z_shape[1], count_heads, z_shape[0], head_dim)
-        if embed % head_dim or folded[0] != z_shape[0] or tuple(heads) != expected:
+        # TorchScript bakes the traced key length into the fold (``k.view(6, b * h, d)``, then
+        # ``view(b, h, 6, d)``): the same split, valid at that length as the source is
+        length = folded[0] if _baked(folded[0], z_shape[0]) else z_shape[0]
+        expected = (z_shape[1], count_heads, length, head_dim)
+        if embed % head_dim or folded[0] != length or tuple(heads) != expected:
             continue
         if not (
             edit.only_read_by(first.output[0], [swap]) and edit.only_read_by(swap.output[0], [last])
@@ -252,6 +265,13 @@ def _split_heads_at_once(edit: _Edit) -> int:
         edit.replace([first, swap, last], new)
         count += 1
     return count
+
+
+def _baked(size, dim) -> bool:
+    """Whether ``size`` is a number the exporter wrote for the dynamic dimension ``dim``
+    (TorchScript traces ``k.view(k.shape[0], b * h, d)`` with the key length as a number: the
+    source runs at that length only, and splitting ``b * h`` is the same fold there)."""
+    return isinstance(size, (int, np.integer)) and not isinstance(dim, (int, np.integer))
 
 
 def _merge_heads_at_once(edit: _Edit) -> int:
@@ -488,6 +508,25 @@ def _hoist(edit: _Edit, last: onnx.NodeProto, perm: list[int]) -> bool:
 _FOLD_KEEPING = ("Mul", "Div", "Add", "Softmax", "MatMul", "Transpose")
 
 
+def _sizes_before_transposes(edit: _Edit) -> int:
+    """A transpose only read for its sizes (``k.transpose(0, 1)`` read by ``k.size(1)`` for the
+    weights' view, beside the key's own transpose) -> the sizes read from its input in the
+    transposed order: the folded key then has one reader, and its heads can be unfolded."""
+    count = 0
+    for node in [n for n in edit.nodes if n.op_type == "Transpose" and n.domain in ("", "ai.onnx")]:
+        readers = edit.readers.get(node.output[0], [])
+        perm = node_attribute(node, "perm")
+        if not readers or perm != [1, 0, 2] or node.output[0] in edit.pinned:
+            continue  # the swap of a fold's (s, b * h, d) only
+        if not all(_whole_shape(reader) for reader in readers):
+            continue
+        for reader in list(readers):
+            _reread_shape(edit, reader, node.input[0], perm)
+        edit.replace([node], [])
+        count += 1
+    return count
+
+
 def _unfold_heads(edit: _Edit) -> int:
     """Attention computed with the heads folded into the batch (``bmm`` on ``(b * h, s, d)``,
     F.multi_head_attention_forward when it returns the weights) -> the same on ``(b, h, s, d)``:
@@ -528,10 +567,12 @@ def _fold_seed(edit: _Edit, node: onnx.NodeProto):
     if not z_shape or not folded or len(z_shape) != 3 or len(folded) != 3:
         return None
     embed, head_dim = z_shape[2], folded[2]
-    if not _ints(embed, head_dim) or head_dim <= 0 or embed % head_dim or folded[0] != z_shape[0]:
+    length_kept = folded[0] == z_shape[0] or _baked(folded[0], z_shape[0])  # see _baked
+    if not _ints(embed, head_dim) or head_dim <= 0 or embed % head_dim or not length_kept:
         return None
-    if not edit.only_read_by(fold.output[0], [node]):
-        return None
+    others = [r for r in edit.readers.get(fold.output[0], []) if r is not node]
+    if fold.output[0] in edit.pinned or not all(_whole_shape(r) for r in others):
+        return None  # sizes read beside the fold (``k.size(1)``) keep the folded value
     expanded = {0: [0], 1: [1, 2], 2: [3]}  # (s, b*h, d) -> (s, b, h, d)
     return z, embed // head_dim, head_dim, [axis for p in perm for axis in expanded[p]], fold
 
@@ -627,7 +668,10 @@ def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list, fold: tuple) -> None:
         split = edit.value(f"{reshape_node.output[0]}_heads", dims, z)
         target = edit.constant(f"{reshape_node.name}_target", [0, 0, heads, head_dim])
         reshape = edit.node("Reshape", [z, target], [split], reshape_node)
-        edit.replace([reshape_node], [reshape])
+        if edit.readers.get(reshape_node.output[0], []) == [seed]:
+            edit.replace([reshape_node], [reshape])
+        else:  # its sizes are read too: the folded value stays for them
+            edit.nodes.insert(_index(edit.nodes, reshape_node) + 1, reshape)
         seed.input[0] = split
         _set_attr(seed, "perm", perm)
         _declare_unfolded(edit, name, batch, heads)

@@ -2,7 +2,7 @@
 
 Exporters spell ``softmax(q @ kᵀ * scale + mask) @ v`` out in primitive operators, each in its
 own way. The TorchScript exporter (opset 14/17) transposes the key before its heads
-(``Transpose(perm=[0, 2, 3, 1])``) and scales it by ``Div``, or splits ``sqrt(scale)`` over q and
+(``Transpose(perm=[0, 2, 3, 1])``, ``[1, 2, 3, 0]`` sequence-first) and scales it by ``Div``, or splits ``sqrt(scale)`` over q and
 k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
 an ``IsNaN``/``Where`` guard that turns fully masked rows into zeros. Grouped-query models repeat
 key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the
@@ -198,16 +198,16 @@ def _untransposed_key(finder: _Finder, name: str, reader: onnx.NodeProto, match:
     if _swaps_last_two(perm):
         match.k, key_reader = _peel_scales(finder, node.input[0], node, match)
         return key_reader
-    if perm != [0, 2, 3, 1]:
+    if len(perm) < 3:
         return None
-    # (B, T, H, D) -> (B, H, D, T): the heads move first here, the key is transposed later
+    # (B, T, H, D) -> (B, H, D, T) (or sequence-first (T, B, H, D) -> (B, H, D, T)): the heads
+    # move first here, the key is transposed later
+    to_heads = [*perm[:-2], perm[-1], perm[-2]]
     match.k = finder.new_name(node.input[0] + "_heads")
-    heads = helper.make_node(
-        "Transpose", [node.input[0]], [match.k], name=node.name, perm=[0, 2, 1, 3]
-    )
+    heads = helper.make_node("Transpose", [node.input[0]], [match.k], name=node.name, perm=to_heads)
     for entry in node.metadata_props:
         heads.metadata_props.add().CopyFrom(entry)
-    declare_permuted(finder.graph.model.graph, node.input[0], match.k, [0, 2, 1, 3])
+    declare_permuted(finder.graph.model.graph, node.input[0], match.k, to_heads)
     match.moved[id(node)] = heads
     return heads
 

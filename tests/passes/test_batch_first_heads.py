@@ -55,6 +55,51 @@ def test_the_torch_encoder_reads_batch_first_and_runs_like_onnxruntime_at_two_sh
         assert_runs_like_onnxruntime(model, result, feeds)
 
 
+def _attention_code(code: str) -> str:
+    """The attention class of a converted nn.TransformerEncoder or nn.MultiheadAttention."""
+    start = code.index("class ", code.index("in_proj") - 400)
+    return code[start : code.index("\nclass ", start + 1)]
+
+
+@pytest.mark.parametrize(
+    "fixture, shape, varied",
+    [
+        ("tiny_torch_encoder_torchscript", (2, 6, 16), 0),
+        ("tiny_torch_encoder_seq_first_torchscript", (6, 2, 16), 1),
+    ],
+)
+def test_a_key_length_the_exporter_baked_in_still_reads_batch_first(
+    tmp_path, fixture, shape, varied
+):
+    """TorchScript writes ``k.view(6, b * h, d)`` with the traced length: the key's heads are
+    split as the query's (``(b, s, h, d)`` and one transpose), and the key transposed for the
+    scores is found in the sequence-first layout too, so the attention is one fused product.
+    The source runs at its traced length only: checked there at two batch sizes."""
+    model = onnx.load(FIXTURES / f"{fixture}.onnx")
+    result = convert_fully(model, tmp_path, shape=[",".join(map(str, shape))])
+    attention = _attention_code(result.script_path.read_text())
+    assert "2 * batch_size" not in attention, attention
+    assert "ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(8)" in attention, attention
+    for batch in (shape[varied], 3):
+        size = list(shape)
+        size[varied] = batch
+        feeds = {"x": RNG.standard_normal(size).astype(F32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_attention_weights_of_a_baked_key_length_are_unfolded(tmp_path):
+    """nn.MultiheadAttention returning its weights (TorchScript): the heads folded into the
+    batch for ``bmm`` are unfolded though the key's fold has the traced length and its sizes are
+    read beside it (``k.size(1)`` for the weights' view)."""
+    model = onnx.load(FIXTURES / "tiny_mha_weights_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["2,5,16"])
+    attention = _attention_code(result.script_path.read_text())
+    assert "2 * batch_size" not in attention and "swapaxes(0, 1)" not in attention, attention
+    for batch in (2, 3):
+        feeds = {"x": RNG.standard_normal((batch, 5, 16)).astype(F32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
 def _sequence_first_projection(parts: int = 3):
     """x (batch, seq, 8) swapped to (seq, batch, 8), projected to ``parts`` * 8 features,
     unpacked as F.multi_head_attention_forward does, each part's heads folded into the batch
