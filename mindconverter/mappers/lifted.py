@@ -84,6 +84,13 @@ def group_norm(ctx: NodeContext):
     return Cell("nn.GroupNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
 
 
+@mapper("Unbind", domain=DOMAIN)
+def unbind(ctx: NodeContext):
+    """Unbind (a Split or Slices of each position, each squeezed) -> ``ops.unbind``."""
+    axis = int(ctx.attr("axis", 0))
+    return Unpack(ops.unbind(Input(0), dim=Lit(axis)), ctx.num_outputs)
+
+
 @mapper("Gelu", domain=DOMAIN)
 def gelu(ctx: NodeContext):
     """Gelu (a lifted Erf or Tanh formula) -> nn.GELU(approximate=False/True)."""

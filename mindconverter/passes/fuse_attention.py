@@ -677,8 +677,12 @@ def _share_heads(
 
 
 def _ranks_agree(finder: _Finder, match: _Match) -> bool:
+    """q, k and v of one rank: (batch, heads, seq, dim), (batch * heads, seq, dim), or with a
+    window axis before the sequence (Hiera's (batch, heads, windows, seq, dim)) when no heads
+    are repeated."""
     ranks = {finder.rank(name) for name in (match.q, match.k, match.v)} - {None}
-    return len(ranks) <= 1 and ranks <= {3, 4}
+    allowed = {3, 4} if match.kv_groups != 1 else {3, 4, 5}
+    return len(ranks) <= 1 and ranks <= allowed
 
 
 def _may_hold_minus_infinity(finder: _Finder, bias: str) -> bool:

@@ -3,11 +3,13 @@
 Exporters spell some layers out as chains of primitive operators: ``nn.LayerNorm`` below
 opset 17 becomes ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, ``nn.GroupNorm`` with fewer
 groups than channels an InstanceNormalization of the groups between two reshapes, GELU an Erf or
-Tanh formula, and ``nn.Linear`` on a 3-D input MatMul + Add. This stage runs on the
+Tanh formula, ``nn.Linear`` on a 3-D input MatMul + Add, and ``x.unbind(0)`` a Split (or a
+Slice per position) with a Squeeze of each part. This stage runs on the
 simplified (constant-folded, shape-inferred) model and replaces each such chain by one node of
 the internal domain :data:`DOMAIN` (``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``Gelu``, ``Silu``,
-``Linear``), which the mappers in ``mindconverter/mappers/lifted.py`` turn into ``nn.LayerNorm``,
-``nn.GroupNorm``, the script's own ``RMSNorm`` cell, ``nn.GELU``, ``ops.silu`` and ``nn.Dense``.
+``Linear``, ``Unbind``), which the mappers in ``mindconverter/mappers/lifted.py`` turn into
+``nn.LayerNorm``, ``nn.GroupNorm``, the script's own ``RMSNorm`` cell, ``nn.GELU``,
+``ops.silu``, ``nn.Dense`` and ``ops.unbind``.
 
 A chain is lifted only when its structure matches *and* evaluating the chain with onnx's
 reference evaluator on test values gives the lifted layer's numbers, so unusual variants
@@ -482,6 +484,85 @@ def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
         "GroupNorm", [x, *params], [out], domain=DOMAIN, num_groups=groups, epsilon=eps
     )
     return chain, fused
+
+
+def _lift_unbinds(index: _Index) -> int:
+    """``q, k, v = qkv.unbind(0)`` as exporters write it: a Split into parts of one (TorchScript)
+    or a Slice of each position (dynamo), each part read only by a Squeeze of that axis -> one
+    ``Unbind`` node whose outputs are the squeezed parts (``ops.unbind``)."""
+    count = 0
+    parts_of: dict[tuple[str, int], dict[int, onnx.NodeProto]] = defaultdict(dict)
+    for node in list(index.model.graph.node):
+        if id(node) in index.dead or node.domain not in ("", "ai.onnx") or not node.input:
+            continue
+        if node.op_type == "Split":
+            lifted = _unbind_split(index, node)
+            if lifted is not None:
+                index.fuse(*lifted)
+                count += 1
+        elif node.op_type == "Slice":
+            found = _single_position(index, node)
+            if found is not None:
+                parts_of[(node.input[0], found[0])][found[1]] = node
+    for (source, axis), slices in parts_of.items():
+        size = (index.graph.dims(source) or ())[axis : axis + 1]
+        if not size or not isinstance(size[0], (int, np.integer)) or len(slices) != size[0] < 2:
+            continue
+        parts = [slices[position] for position in range(int(size[0]))]
+        squeezes = [_squeezed(index, part, axis) for part in parts]
+        if any(squeeze is None for squeeze in squeezes):
+            continue
+        order = {id(node): at for at, node in enumerate(index.model.graph.node)}
+        chain = sorted(parts + squeezes, key=lambda node: -order[id(node)])  # first node last
+        outputs = [squeeze.output[0] for squeeze in squeezes]
+        index.fuse(chain, helper.make_node("Unbind", [source], outputs, domain=DOMAIN, axis=axis))
+        count += 1
+    return count
+
+
+def _unbind_split(index: _Index, split: onnx.NodeProto):
+    """A Split of an axis into parts of one, each only squeezed: (chain, fused node)."""
+    rank = len(index.graph.dims(split.input[0]) or ())
+    axis = next((a.i for a in split.attribute if a.name == "axis"), 0) % max(rank, 1)
+    shapes = [index.graph.dims(out) for out in split.output]
+    if rank == 0 or len(split.output) < 2 or any(not s or s[axis] != 1 for s in shapes):
+        return None
+    squeezes = [_squeezed(index, split, axis, out) for out in split.output]
+    if any(squeeze is None for squeeze in squeezes):
+        return None
+    fused = helper.make_node(
+        "Unbind", [split.input[0]], [q.output[0] for q in squeezes], domain=DOMAIN, axis=axis
+    )
+    return [*squeezes, split], fused
+
+
+def _single_position(index: _Index, node: onnx.NodeProto) -> tuple[int, int] | None:
+    """(axis, position) of a Slice keeping one position of one axis (``x[1:2]``)."""
+    rank = len(index.graph.dims(node.input[0]) or ())
+    values = [index.const(name) if name else None for name in node.input[1:5]]
+    if rank == 0 or len(node.input) < 3 or any(v is None for v in values[:2]):
+        return None
+    starts, ends = (v.reshape(-1) for v in values[:2])
+    axes = (
+        values[2].reshape(-1) if len(values) > 2 and values[2] is not None else range(len(starts))
+    )
+    steps = values[3].reshape(-1) if len(values) > 3 and values[3] is not None else [1]
+    if len(starts) != 1 or len(ends) != 1 or any(int(step) != 1 for step in steps):
+        return None
+    start = int(starts[0])
+    if start < 0 or int(ends[0]) != start + 1:
+        return None
+    return int(list(axes)[0]) % rank, start
+
+
+def _squeezed(index: _Index, node: onnx.NodeProto, axis: int, value: str = ""):
+    """The one Squeeze of ``axis`` reading ``node``'s output (``value``), else None."""
+    squeeze = index.sole_consumer(value or node.output[0], ("Squeeze",))
+    if squeeze is None:
+        return None
+    rank = len(index.graph.dims(squeeze.input[0]) or ())
+    axes = node_axes(squeeze, index.const)
+    return squeeze if axes is not None and [a % rank for a in axes] == [axis] else None
 
 
 def _lift_rms_norms(index: _Index) -> int:
@@ -1098,6 +1179,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("RotaryTableUnsqueeze", _absorb_table_unsqueezes),
     ("FullLike", _lift_full_likes),
     ("Silu", _lift_silus),
+    ("Unbind", _lift_unbinds),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]

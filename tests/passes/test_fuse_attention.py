@@ -654,3 +654,32 @@ def test_soft_capped_attention_runs_like_onnxruntime_at_two_shapes(tmp_path):
         model, tmp_path, [{"b": 2, "s": 3}, {"b": 3, "s": 6}], shape=["2,2,3,4"] * 3 + ["2,1,1,3"]
     )
     assert "ops.tanh(" in script and "* 2.0" in script
+
+
+def _windowed_attention():
+    """Hiera's mask-unit attention: q, k, v of (batch, heads, windows, seq, dim), the key's
+    last two axes swapped, q scaled; no heads repeated."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 2, 4, 3]),
+        _const("scale", 0.5),
+        helper.make_node("Mul", ["q", "scale"], ["qs"]),
+        helper.make_node("MatMul", ["qs", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"]),
+    ]
+    dims = ["b", HEADS, 3, "s", HEAD_DIM]
+    return make_model(
+        nodes, [("q", F32, dims), ("k", F32, dims), ("v", F32, dims)], [("out", F32, None)]
+    )
+
+
+def test_attention_with_a_window_axis_is_fused():
+    shape = (1, HEADS, 3, 5, HEAD_DIM)
+    count, (node,) = _fused(_windowed_attention(), [shape] * 3)
+    assert count == 1 and _attr(node, "scale") == pytest.approx(0.5)
+
+
+def test_attention_with_a_window_axis_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    shape = ",".join(map(str, (1, HEADS, 3, 5, HEAD_DIM)))
+    sizes = [{"b": 1, "s": 5}, {"b": 2, "s": 7}]
+    _matches_at(_windowed_attention(), tmp_path, sizes, shape=[shape] * 3)

@@ -16,7 +16,7 @@ from mindconverter.mappers.registry import default_registry
 from mindconverter.passes.context import PassContext
 from mindconverter.passes.lift_patterns import DOMAIN, lift_patterns
 from mindconverter.passes.pipeline import SIMPLIFY, run_passes
-from tests.helpers import assert_matches, make_model
+from tests.helpers import assert_matches, assert_runs_like_onnxruntime, convert_fully, make_model
 
 RNG = np.random.default_rng(7)
 F32 = np.float32
@@ -252,6 +252,47 @@ def test_a_group_norm_chain_whose_inner_scale_is_not_one_is_left_alone(tmp_path)
     x = RNG.standard_normal((2, 8, 3, 3)).astype(F32)
     result = assert_matches(model, tmp_path, {"x": x}, shape=["2,8,3,3"])
     assert "nn.GroupNorm(num_groups=2, num_channels=8" not in _script(result)
+
+
+def _unbound(dynamo: bool, read_elsewhere: bool = False):
+    """``q, k, v = x.unbind(0)`` of x (3, n, 4): a Split into parts of one (TorchScript) or a
+    Slice of each position (dynamo), each part squeezed, then q * k + v."""
+    if dynamo:
+        nodes = []
+        for i, part in enumerate(("pq", "pk", "pv")):
+            nodes += [
+                _c(f"start{i}", [i], np.int64),
+                _c(f"end{i}", [i + 1], np.int64),
+                helper.make_node("Slice", ["x", f"start{i}", f"end{i}"], [part]),
+            ]
+    else:
+        nodes = [helper.make_node("Split", ["x"], ["pq", "pk", "pv"], axis=0, num_outputs=3)]
+    nodes.append(_c("zero", [0], np.int64))
+    nodes += [
+        helper.make_node("Squeeze", [p, "zero"], [n]) for p, n in zip(("pq", "pk", "pv"), "qkv")
+    ]
+    nodes += [
+        helper.make_node("Mul", ["q", "k"], ["qk"]),
+        helper.make_node("Add", ["qk", "v"], ["y"]),
+    ]
+    outputs = [("y", F32, None)] + ([("pq", F32, None)] if read_elsewhere else [])
+    return make_model(nodes, [("x", F32, [3, "n", 4])], outputs, opset=18)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_an_unbind_is_one_call(tmp_path, dynamo):
+    """Hiera's ``q, k, v = qkv.unbind(0)``: not a split (or three slices) and three squeezes."""
+    model = _unbound(dynamo)
+    result = convert_fully(model, tmp_path, shape=["3,2,4"])
+    script = _script(result)
+    assert "ops.unbind(x, dim=0)" in script and "squeeze" not in script, script
+    for n in (2, 5):
+        feeds = {"x": RNG.standard_normal((3, n, 4)).astype(F32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_a_part_read_elsewhere_keeps_the_split():
+    assert "Unbind" not in _lifted(_unbound(False, read_elsewhere=True))[0]
 
 
 def test_t5_rms_norm_is_not_a_layer_norm(tmp_path):
