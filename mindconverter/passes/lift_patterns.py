@@ -506,7 +506,9 @@ def _lift_unbinds(index: _Index) -> int:
                 parts_of[(node.input[0], found[0])][found[1]] = node
     for (source, axis), slices in parts_of.items():
         size = (index.graph.dims(source) or ())[axis : axis + 1]
-        if not size or not isinstance(size[0], (int, np.integer)) or len(slices) != size[0] < 2:
+        if not size or not isinstance(size[0], (int, np.integer)) or size[0] < 2:
+            continue
+        if set(slices) != set(range(int(size[0]))):  # every position, each once
             continue
         parts = [slices[position] for position in range(int(size[0]))]
         squeezes = [_squeezed(index, part, axis) for part in parts]

@@ -291,6 +291,22 @@ def test_an_unbind_is_one_call(tmp_path, dynamo):
         assert_runs_like_onnxruntime(model, result, feeds)
 
 
+def test_slices_of_some_positions_are_no_unbind(tmp_path):
+    """Funnel squeezes x[0:1] and x[2:3] of an axis of three: no unbind (and no crash)."""
+    nodes = [_c("zero", [0], np.int64)]
+    for i in (0, 2):
+        nodes += [
+            _c(f"start{i}", [i], np.int64),
+            _c(f"end{i}", [i + 1], np.int64),
+            helper.make_node("Slice", ["x", f"start{i}", f"end{i}"], [f"p{i}"]),
+            helper.make_node("Squeeze", [f"p{i}", "zero"], [f"s{i}"]),
+        ]
+    nodes.append(helper.make_node("Add", ["s0", "s2"], ["y"]))
+    model = make_model(nodes, [("x", F32, [3, 2, 4])], [("y", F32, None)], opset=18)
+    assert "Unbind" not in _lifted(model)[0]
+    assert_matches(model, tmp_path)
+
+
 def test_a_part_read_elsewhere_keeps_the_split():
     assert "Unbind" not in _lifted(_unbound(False, read_elsewhere=True))[0]
 
