@@ -459,6 +459,25 @@ def export_torch_attention_torchscript() -> None:
         def forward(self, x):
             return self.attn(x, x, x)
 
+    class Cross(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(16, 2, batch_first=True, kdim=8, vdim=8)
+
+        def forward(self, x, memory):
+            return self.attn(x, memory, memory)
+
+    torch.manual_seed(3)
+    cross = Cross().eval()
+    with torch.no_grad():
+        for parameter in cross.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.2)
+    torch.onnx.export(
+        cross, (torch.randn(2, 5, 16), torch.randn(2, 7, 8)),
+        FIXTURES / "tiny_mha_cross_weights_torchscript.onnx", input_names=["x", "memory"],
+        dynamic_axes={"x": {0: "batch", 1: "seq"}, "memory": {0: "batch", 1: "mem"}},
+        opset_version=17, dynamo=False,
+    )  # fmt: skip
     cases = (
         ("tiny_torch_encoder_torchscript", Encoder(True), (2, 6, 16), {0: "batch", 1: "seq"}),
         ("tiny_torch_encoder_seq_first_torchscript", Encoder(False), (6, 2, 16), {0: "seq", 1: "batch"}),

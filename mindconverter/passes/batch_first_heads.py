@@ -34,6 +34,7 @@ from ..graph import Graph
 from ..graph.graph import claim_name, declare_value
 from ..graph.internal_domain import DOMAIN
 from ..graph.node import node_attribute, node_axes
+from ..graph.pruning import remove_dead_nodes
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -54,6 +55,11 @@ def run(graph: Graph, context: PassContext) -> bool:
         if count:
             graph.edited()
         total += count
+    if total:  # sizes read only for a view the unfold removed: no reader to move past
+        before = len(graph.model.graph.node)
+        remove_dead_nodes(graph.model)
+        if len(graph.model.graph.node) != before:
+            graph.edited()
     while True:
         count = _meet_transposes(_Edit(graph, made))
         if not count:

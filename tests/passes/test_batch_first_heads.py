@@ -57,7 +57,7 @@ def test_the_torch_encoder_reads_batch_first_and_runs_like_onnxruntime_at_two_sh
 
 def _attention_code(code: str) -> str:
     """The attention class of a converted nn.TransformerEncoder or nn.MultiheadAttention."""
-    start = code.index("class ", code.index("in_proj") - 400)
+    start = code.rindex("\nclass ", 0, code.index("out_proj")) + 1
     return code[start : code.index("\nclass ", start + 1)]
 
 
@@ -97,6 +97,22 @@ def test_attention_weights_of_a_baked_key_length_are_unfolded(tmp_path):
     assert "2 * batch_size" not in attention and "swapaxes(0, 1)" not in attention, attention
     for batch in (2, 3):
         feeds = {"x": RNG.standard_normal((batch, 5, 16)).astype(F32)}
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
+def test_cross_attention_weights_read_the_memory_batch_first(tmp_path):
+    """nn.MultiheadAttention(kdim=8) over a memory, returning its weights (TorchScript): once
+    the heads unfold, the sizes read for the weights' old view are dead, and the memory's swap
+    to sequence-first moves through the key and value projections to the heads' transposes."""
+    model = onnx.load(FIXTURES / "tiny_mha_cross_weights_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["x=2,5,16", "memory=2,7,8"])
+    attention = _attention_code(result.script_path.read_text())
+    assert "swapaxes(0, 1)" not in attention and "2 * batch_size" not in attention, attention
+    for batch, seq, mem in ((2, 5, 7), (3, 4, 9)):
+        feeds = {
+            "x": RNG.standard_normal((batch, seq, 16)).astype(F32),
+            "memory": RNG.standard_normal((batch, mem, 8)).astype(F32),
+        }
         assert_runs_like_onnxruntime(model, result, feeds)
 
 
