@@ -8,7 +8,7 @@ from collections import Counter
 from ..graph.internal_domain import DOMAIN
 from ..graph.module_tree import module_path
 from ..graph.weight_roles import is_generated_name
-from ..mappers.base import Cell, Input, MappedNode, Outputs, Unpack
+from ..mappers.base import Cell, Input, MappedNode, Outputs, Temp, Unpack
 from .expressions import ExpressionWriter
 from .literals import literal
 from .mask_names import mask_chain_roles
@@ -173,6 +173,9 @@ class StatementWriter:
                     continue
                 out = mapped.node.outputs[index]
                 if out and out in self.scope.remaining_uses_all:
+                    if isinstance(result.exprs[index], Temp) and text.isidentifier():
+                        self.scope.var_of[out] = text  # a value written above: its name
+                        continue
                     var = self.output_variable(mapped, index, None)
                     self.exprs.statement_line(f"{var} = {text}")
             return

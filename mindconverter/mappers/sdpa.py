@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph.internal_domain import DOMAIN
-from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Temp, Unsupported
+from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Outputs, Temp, Unsupported
 from .registry import mapper
 from .syntax import ops
 
@@ -53,6 +53,11 @@ def _added(scores: Expr, bias: Expr) -> Expr:
 
 def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOptions) -> Expr:
     """``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` on (..., heads, seq, head_dim) tensors."""
+    return sdpa_parts(q, k, v, bias, options)[0]
+
+
+def sdpa_parts(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOptions):
+    """The context ``softmax(q @ kᵀ * scale + bias, axis=-1) @ v`` and the probabilities."""
     if options.kv_groups > 1:
         k = Temp(ops.repeat_interleave(k, Lit(options.kv_groups), axis=Lit(1)), "k")
         # the values' repeat is short enough to read inside the product that uses it
@@ -66,10 +71,10 @@ def sdpa_expression(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaO
     logits = scores if bias is None else _added(scores, bias)
     if not (options.masked_rows and bias is not None):
         probs = Temp(ops.softmax(logits, axis=Lit(-1)), "probs")
-        return ops.matmul(probs, v)
+        return ops.matmul(probs, v), probs
     # the script's masked_softmax keeps PyTorch's zeros for fully masked rows (its comment says why)
     probs = Temp(Call("masked_softmax", [scores, bias]), "probs")
-    return ops.matmul(probs, v)
+    return ops.matmul(probs, v), probs
 
 
 @mapper("ScaledDotProductAttention", domain=DOMAIN)
@@ -101,4 +106,7 @@ def scaled_dot_product_attention(ctx: NodeContext):
         # a mask of the positions to keep (passes/tidy.py): masked_softmax reads it as it is
         if not options.masked_rows:
             raise Unsupported("a boolean attention mask needs the fully-masked-rows softmax")
-    return sdpa_expression(Input(0), Input(1), Input(2), bias, options)
+    context, probs = sdpa_parts(Input(0), Input(1), Input(2), bias, options)
+    if ctx.num_outputs > 1 and ctx.has_output(1):  # the weights are read too
+        return Outputs([context, probs])
+    return context

@@ -18,7 +18,9 @@ This pass replaces the chain from the score product to the context product by on
 ``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's NaN
 guard over a mask that may hold -inf: fully masked rows attend nothing). The mapper in
 ``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused only when every
-intermediate value feeds the chain alone; anything else is left as it was.
+intermediate value feeds the chain alone, except the probabilities: read elsewhere too (the
+weights nn.MultiheadAttention returns), they are the fused node's second output. Anything else
+is left as it was.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.graph import declare_permuted
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
-from ..graph.node import node_attribute
+from ..graph.node import node_attribute, topological_order
 from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
@@ -69,6 +71,9 @@ class _Match:
     resized: list[tuple[onnx.NodeProto, str]] = field(default_factory=list)  # Shape: new input
     clamped: bool = False  # the scores went through max(., finfo.min): no bias may be -inf
     softcap: float = 0.0  # Gemma-2's cap * tanh(scores / cap) before the biases (0: none)
+    # the probabilities read beside the context product (nn.MultiheadAttention returning its
+    # weights): a second output of the fused node
+    probs: str = ""
 
 
 # operators that only compute sizes from sizes (what a Shape node's result flows through)
@@ -283,6 +288,13 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
         match.removed += round_trip
         probs = round_trip[-1].output[0]
     readers = finder.readers.get(probs, [])
+    products = [n for n in readers if n.op_type == "MatMul" and n.input[0] == probs]
+    guarded = any(n.op_type in ("IsNaN", "Where") for n in readers)
+    if len(products) == 1 and (len(readers) > 1 or probs in finder.pinned) and not guarded:
+        if round_trip:
+            return None
+        match.probs = probs  # the weights are read too: the fused node gives them
+        return products[0]
     if probs in finder.pinned:
         return None
     if len(readers) == 1 and readers[0].op_type == "MatMul" and readers[0].input[0] == probs:
@@ -532,6 +544,8 @@ def _match_attention(finder: _Finder, softmax: onnx.NodeProto) -> _Match | None:
     scores = _score_product(finder, softmax.input[0], softmax, match)
     if scores is None or scores is context:
         return None
+    if match.probs and (match.unfold is not None or match.probs_fold is not None):
+        return None
     if match.unfold is not None:
         return _folded_match(finder, match, [softmax, scores, context])
     if match.probs_fold is not None:
@@ -709,7 +723,7 @@ def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output:
     fused = helper.make_node(
         FUSED_OP,
         inputs,
-        [output],
+        [output, *([match.probs] if match.probs else [])],
         name=anchor.name,
         domain=DOMAIN,
         scale=float(match.scale),
@@ -734,6 +748,7 @@ def fuse_attention(graph: Graph) -> int:
     finder = _Finder(graph)
     placed: dict[int, list[onnx.NodeProto]] = {}
     found = 0
+    with_probs = False
     for softmax in list(graph.model.graph.node):
         if softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
             continue
@@ -754,6 +769,7 @@ def fuse_attention(graph: Graph) -> int:
         for shape, source in match.resized:
             shape.input[0] = source
         placed[id(context)] = _fused_nodes(finder, match, softmax, output)
+        with_probs = with_probs or bool(match.probs)
         placed.update((key, [node]) for key, node in match.moved.items())
         found += 1
     if not placed:
@@ -764,6 +780,8 @@ def fuse_attention(graph: Graph) -> int:
             nodes.extend(placed[id(node)])
         elif id(node) not in finder.dead:
             nodes.append(node)
+    if with_probs:  # the weights' readers may stand before the context product
+        nodes = topological_order(nodes, set(graph.inputs) | set(graph.initializers))
     del graph.model.graph.node[:]
     graph.model.graph.node.extend(nodes)
     remove_dead_nodes(graph.model)  # what computed only the removed nodes' inputs

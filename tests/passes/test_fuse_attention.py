@@ -683,3 +683,30 @@ def test_attention_with_a_window_axis_runs_like_onnxruntime_at_two_shapes(tmp_pa
     shape = ",".join(map(str, (1, HEADS, 3, 5, HEAD_DIM)))
     sizes = [{"b": 1, "s": 5}, {"b": 2, "s": 7}]
     _matches_at(_windowed_attention(), tmp_path, sizes, shape=[shape] * 3)
+
+
+def _attention_returning_weights():
+    """nn.MultiheadAttention(need_weights=True): the probabilities averaged over the heads
+    are a second result, beside the context product."""
+    model = torchscript_attention()
+    graph = model.graph
+    graph.node.extend(
+        [
+            helper.make_node("ReduceMean", ["probs"], ["weights"], axes=[1], keepdims=0),
+        ]
+    )
+    graph.output.append(helper.make_tensor_value_info("weights", 1, None))
+    return model
+
+
+def test_attention_whose_weights_are_read_is_fused_with_them_as_a_second_output():
+    shapes = [(1, 2, 3, 4), (1, 3, 2, 4), (1, 2, 3, 4), (1, 1, 1, 3)]
+    count, (node,) = _fused(_attention_returning_weights(), shapes)
+    assert count == 1 and list(node.output)[1] == "probs"
+
+
+def test_attention_whose_weights_are_read_runs_like_onnxruntime_at_two_shapes(tmp_path):
+    model = _attention_returning_weights()
+    shape = ["2,2,3,4", "2,3,2,4", "2,2,3,4", "2,1,1,3"]
+    script = _matches_at(model, tmp_path, [{"b": 2, "s": 3}, {"b": 3, "s": 6}], shape=shape)
+    assert "probs = ops.softmax(" in script and "= probs\n" not in script, script
