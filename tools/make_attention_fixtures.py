@@ -478,6 +478,15 @@ def export_torch_attention_torchscript() -> None:
         dynamic_axes={"x": {0: "batch", 1: "seq"}, "memory": {0: "batch", 1: "mem"}},
         opset_version=17, dynamo=False,
     )  # fmt: skip
+    batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("seq", min=2, max=64)
+    mem = torch.export.Dim("mem", min=2, max=64)
+    path = FIXTURES / "tiny_mha_cross_weights_dynamo.onnx"
+    torch.onnx.export(
+        cross, (torch.randn(2, 5, 16), torch.randn(2, 7, 8)), path, input_names=["x", "memory"],
+        dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: mem}), opset_version=18, dynamo=True,
+        external_data=False,
+    )  # fmt: skip
+    _drop_metadata(path)
     cases = (
         ("tiny_torch_encoder_torchscript", Encoder(True), (2, 6, 16), {0: "batch", 1: "seq"}),
         ("tiny_torch_encoder_seq_first_torchscript", Encoder(False), (6, 2, 16), {0: "seq", 1: "batch"}),

@@ -924,6 +924,7 @@ def _place_unscoped(graph: Graph, mapped: list[MappedNode], paths: dict[int, str
         return
     pending = [m for m in mapped if not _scoped(m.node, style)]
     modules = {_parent(paths[id(m)]) for m in mapped if _scoped(m.node, style)}
+    modules |= _functional_modules(mapped, paths)  # nn.MultiheadAttention's F.linear calls
     blocks = {path for path in modules for path in _ancestors(path)}
     producer = {out: m for m in mapped for out in m.node.outputs if out}
     readers: dict[str, list[MappedNode]] = {}

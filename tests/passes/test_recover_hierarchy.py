@@ -78,6 +78,25 @@ def test_a_node_without_scope_joins_the_block_around_it():
         assert attention.inputs[0] == layer.items[0].node.outputs[0]  # ln_1's result
 
 
+def test_a_node_without_scope_joins_a_module_written_in_functional_calls(tmp_path):
+    """nn.MultiheadAttention(kdim=8) (dynamo): the split of its in_proj_bias has no scope and
+    feeds only the attention, whose projections are F.linear calls (no child modules): it joins
+    the attention, which holds the bias, instead of the root passing the parts down."""
+    tree = _tree("tiny_mha_cross_weights_dynamo.onnx", ("x=2,5,16", "memory=2,7,8"))
+    attention = _children(tree)["attn"]
+    assert [m.node.op_type for m in attention.nodes()].count("Split") == 1
+    model = onnx.load(FIXTURES / "tiny_mha_cross_weights_dynamo.onnx")
+    result = convert_fully(model, tmp_path, shape=["x=2,5,16", "memory=2,7,8"])
+    assert "self.in_proj_bias = Parameter(" in result.script_path.read_text()
+    rng = np.random.default_rng(5)
+    for batch, seq, mem in ((2, 5, 7), (3, 4, 9)):
+        feeds = {
+            "x": rng.standard_normal((batch, seq, 16)).astype(np.float32),
+            "memory": rng.standard_normal((batch, mem, 8)).astype(np.float32),
+        }
+        assert_runs_like_onnxruntime(model, result, feeds)
+
+
 @pytest.mark.parametrize(
     "fixture, shapes",
     [
