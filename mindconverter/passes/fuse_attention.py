@@ -2,8 +2,8 @@
 
 Exporters spell ``softmax(q @ kᵀ * scale + mask) @ v`` out in primitive operators, each in its
 own way. The TorchScript exporter (opset 14/17) transposes the key before its heads
-(``Transpose(perm=[0, 2, 3, 1])``, ``[1, 2, 3, 0]`` sequence-first) and scales it by ``Div``, or splits ``sqrt(scale)`` over q and
-k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
+(``Transpose(perm=[0, 2, 3, 1])``, ``[1, 2, 3, 0]`` sequence-first) and scales it by ``Div``,
+or splits ``sqrt(scale)`` over q and k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
 an ``IsNaN``/``Where`` guard that turns fully masked rows into zeros. Grouped-query models repeat
 key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the
 key's transposition) before the product. Rotary embeddings, a key/value cache
@@ -35,7 +35,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.graph import declare_permuted
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
-from ..graph.node import node_attribute, topological_order
+from ..graph.node import node_attribute, node_axes, topological_order
 from ..graph.pruning import remove_dead_nodes, remove_unused_initializers
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
@@ -270,10 +270,7 @@ def _expanded_heads(finder: _Finder, name: str, reader: onnx.NodeProto):
     unsqueeze = finder.made_by(expand.input[0], "Unsqueeze")  # also read by Shape, often
     if unsqueeze is None:
         return None
-    axes = node_attribute(unsqueeze, "axes")
-    if axes is None and len(unsqueeze.input) > 1:
-        value = finder.graph.constant(unsqueeze.input[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    axes = node_axes(unsqueeze, finder.graph.constant)
     source = unsqueeze.input[0]
     if axes is None or list(axes) != [2] or finder.rank(source) != 4:
         return None

@@ -31,7 +31,7 @@ from onnx import helper, numpy_helper
 from ..graph import Graph
 from ..graph.evaluator import evaluate_chain
 from ..graph.internal_domain import DOMAIN, declare_internal_domain
-from ..graph.node import node_axes
+from ..graph.node import node_attribute, node_axes
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
 from ..graph.symbolic import DynamicDimensionError
@@ -469,7 +469,7 @@ def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
         chain.append(node)
         params.append(name)
         out = node.output[0]
-    eps = float(next((a.f for a in norm.attribute if a.name == "epsilon"), 1e-5))
+    eps = float(node_attribute(norm, "epsilon", 1e-5))
     probe = np.random.default_rng(0).standard_normal((2, channels, *[3] * (len(shape) - 2)))
     probe = (probe * 3 + 1).astype(dtype)
     grouped = probe.reshape(2, groups, -1)
@@ -525,7 +525,7 @@ def _lift_unbinds(index: _Index) -> int:
 def _unbind_split(index: _Index, split: onnx.NodeProto):
     """A Split of an axis into parts of one, each only squeezed: (chain, fused node)."""
     rank = len(index.graph.dims(split.input[0]) or ())
-    axis = next((a.i for a in split.attribute if a.name == "axis"), 0) % max(rank, 1)
+    axis = node_attribute(split, "axis", 0) % max(rank, 1)
     shapes = [index.graph.dims(out) for out in split.output]
     if rank == 0 or len(split.output) < 2 or any(not s or s[axis] != 1 for s in shapes):
         return None
@@ -846,7 +846,7 @@ def _absorb_table_unsqueezes(index: _Index) -> int:
     for pair in list(index.placed.values()):
         if pair.op_type != "ApplyRotaryPair" or pair.domain != DOMAIN or id(pair) in index.dead:
             continue
-        if any(a.name in ("rotary_dim", "interleaved") and a.i for a in pair.attribute):
+        if node_attribute(pair, "rotary_dim", 0) or node_attribute(pair, "interleaved", 0):
             continue
         unsqueezes = [index.producer.get(name) for name in pair.input[2:4]]
         axes = {_unsqueeze_axis(index, node) for node in unsqueezes}

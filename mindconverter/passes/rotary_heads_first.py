@@ -21,6 +21,7 @@ from onnx import helper
 from ..graph import Graph
 from ..graph.graph import claim_name, declare_value
 from ..graph.internal_domain import DOMAIN
+from ..graph.node import node_attribute
 from ..graph.subgraphs import subgraph_references
 from .context import PassContext
 
@@ -38,23 +39,16 @@ def run(graph: Graph, context: PassContext) -> bool:
     return True
 
 
-def _perm(node: onnx.NodeProto) -> list[int] | None:
-    for attribute in node.attribute:
-        if attribute.name == "perm":
-            return list(attribute.ints)
-    return None
-
-
 def _heads_to_second(node: onnx.NodeProto) -> bool:
     """A transpose of a rank-4 value bringing the heads (third axis) to the second: the swap, or
     the key's ``[0, 2, 3, 1]`` (swap, then its last two axes for the score product)."""
-    perm = _perm(node)
+    perm = node_attribute(node, "perm")
     return perm is not None and sorted(perm) == [0, 1, 2, 3] and perm[:2] == [0, 2]
 
 
 def _rest(node: onnx.NodeProto) -> list[int]:
     """The permutation left to apply after the swap: ``[0, 1, 3, 2]`` for ``[0, 2, 3, 1]``."""
-    return [_SWAP[axis] for axis in _perm(node) or _SWAP]
+    return [_SWAP[axis] for axis in node_attribute(node, "perm") or _SWAP]
 
 
 def _turned_pairs(graph: Graph) -> list[tuple[onnx.NodeProto, onnx.NodeProto, onnx.NodeProto]]:
