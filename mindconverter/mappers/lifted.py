@@ -20,6 +20,7 @@ from .base import (
     normalize_axis,
 )
 from .common import bias_removed, zero_bias
+from .normalization import group_norm_cell
 from .registry import mapper
 from .syntax import ops
 
@@ -71,17 +72,13 @@ def group_norm(ctx: NodeContext):
     """GroupNorm (a lifted reshape/InstanceNormalization/reshape/Mul/Add chain) -> nn.GroupNorm
     with the chain's per-channel weight and bias."""
     channels = int(ctx.require_shape(0)[1])
-    kwargs = {
-        "num_groups": int(ctx.attr("num_groups")),
-        "num_channels": channels,
-        "eps": float(ctx.attr("epsilon", 1e-5)),
-    }
-    weights = {
-        role: ctx.weight(index, value.reshape(-1), f"reshape {list(value.shape)} to [{channels}]")
-        for role, index in (("gamma", 1), ("beta", 2))
-        if (value := ctx.require_const(index, "the GroupNorm parameter")) is not None
-    }
-    return Cell("nn.GroupNorm", kwargs=kwargs, args=[Input(0)], weights=weights, role="norm")
+    weights = []
+    for index in (1, 2):  # (C, 1, 1) as the chain multiplied and added them
+        value = ctx.require_const(index, "the GroupNorm parameter")
+        transform = f"reshape {list(value.shape)} to [{channels}]"
+        weights.append(ctx.weight(index, value.reshape(-1), transform))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    return group_norm_cell(ctx, int(ctx.attr("num_groups")), weights[0], weights[1], eps)
 
 
 @mapper("Unbind", domain=DOMAIN)

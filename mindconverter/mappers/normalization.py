@@ -147,7 +147,8 @@ def lrn(ctx: NodeContext):
     return x / scale
 
 
-def _group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight, eps: float):
+def group_norm_cell(ctx: NodeContext, groups: int, scale: Weight, bias: Weight, eps: float):
+    """``nn.GroupNorm(groups, C)`` of input 0 holding ``scale`` and ``bias``."""
     channels = int(ctx.require_shape(0)[1])
     kwargs = {"num_groups": groups, "num_channels": channels, "eps": eps}
     return Cell(
@@ -188,7 +189,7 @@ def instance_norm(ctx: NodeContext):
     eps = float(ctx.attr("epsilon", 1e-5))
     if ctx.is_const(1) and ctx.is_const(2):
         channels = int(ctx.require_shape(0)[1])
-        return _group_norm_cell(ctx, channels, ctx.weight(1), ctx.weight(2), eps)
+        return group_norm_cell(ctx, channels, ctx.weight(1), ctx.weight(2), eps)
     normalized = _normalized(ctx, tuple(range(2, rank)), eps)
     return BinOp("*", normalized, _channel_operand(ctx, 1, rank)) + _channel_operand(ctx, 2, rank)
 
@@ -268,7 +269,7 @@ def _group_norm(ctx: NodeContext, per_channel: bool):
                 weights.append(
                     ctx.weight(index, np.repeat(value, channels // groups), "repeat per group")
                 )
-        return _group_norm_cell(ctx, groups, weights[0], weights[1], eps)
+        return group_norm_cell(ctx, groups, weights[0], weights[1], eps)
     if not per_channel:
         raise Unsupported("a per-group scale/bias (GroupNormalization-18) computed at run time")
     return ops.group_norm(

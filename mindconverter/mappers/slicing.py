@@ -251,22 +251,20 @@ def pad(ctx: NodeContext):
     mode = ctx.attr("mode", "constant")
     if mode not in _PAD_MODES:
         raise Unsupported(f"pad mode '{mode}'")
+    given = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else range(rank)
+    axes = [normalize_axis(a, rank) for a in given]
     if ctx.opset < 11:
         pads = [int(p) for p in ctx.attr("pads", ctx.attr("paddings", []))]
         value = float(ctx.attr("value", 0.0))
-        axes = list(range(rank))
     elif ctx.const(1) is None or (ctx.has_input(2) and ctx.const(2) is None):
         known = _known_pads(ctx)
         if known is None or None in known or (ctx.has_input(2) and ctx.const(2) is None):
-            return _pad_computed(ctx, mode, rank, known)
+            return _pad_computed(ctx, mode, axes, known)
         pads = [int(p) for p in known]  # computed from static sizes
         value = _pad_value(ctx)
-        axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
     else:
         pads = ctx.const_ints(1, "the pads")
         value = _pad_value(ctx)
-        axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
-    axes = [normalize_axis(a, rank) for a in axes]
     begin = dict(zip(axes, pads[: len(axes)]))
     end = dict(zip(axes, pads[len(axes) :]))
     source = Input(0)
@@ -323,14 +321,13 @@ def _known_pads(ctx: NodeContext) -> list[int | None] | None:
     return [int(v) if isinstance(v, (int, np.integer)) or v.is_Integer else None for v in value]
 
 
-def _pad_computed(ctx: NodeContext, mode: str, rank: int, known: list | None = None):
+def _pad_computed(ctx: NodeContext, mode: str, axes: list[int], known: list | None = None):
     """Pads (or the pad value) computed at run time: per axis, gather the source position each
     output position reads (clamped, wrapped or reflected by ``mode``; negative pads crop) and,
     in constant mode, put the value where the position falls outside. Exact in both modes.
     Axes whose pads are ``known`` zeros are left alone; a side known not to pad needs no test
     of positions past it."""
-    axes = ctx.const_ints(3, "the pad axes") if ctx.has_input(3) else list(range(rank))
-    axes = [normalize_axis(a, rank) for a in axes]
+    rank = ctx.input_rank(0)
     shape = ctx.require_shape(0)
     dtype = np.dtype(ctx.input_dtype(0) or np.float32)
     value = Input(2) if ctx.has_input(2) and ctx.const(2) is None else None

@@ -260,17 +260,20 @@ def _split_heads_at_once(edit: _Edit) -> int:
             edit.only_read_by(first.output[0], [swap]) and edit.only_read_by(swap.output[0], [last])
         ):
             continue
-        split = edit.value(
-            f"{first.output[0]}_heads", (z_shape[0], z_shape[1], count_heads, head_dim), z
-        )
-        target = edit.constant(f"{first.name}_target", [0, 0, count_heads, head_dim])
-        new = [
-            edit.node("Reshape", [z, target], [split], first),
-            edit.node("Transpose", [split], list(last.output), last, perm=[1, 2, 0, 3]),
-        ]
-        edit.replace([first, swap, last], new)
+        split, reshape = _heads_split(edit, z, count_heads, head_dim, first)
+        transpose = edit.node("Transpose", [split], list(last.output), last, perm=[1, 2, 0, 3])
+        edit.replace([first, swap, last], [reshape, transpose])
         count += 1
     return count
+
+
+def _heads_split(edit: _Edit, z: str, heads: int, head_dim: int, fold: onnx.NodeProto):
+    """``z`` of shape (s, b, h * d) viewed as (s, b, h, d), in place of the ``fold`` to
+    (s, b * h, d): the new value's name and the Reshape making it."""
+    dims = (*edit.shape(z)[:2], heads, head_dim)
+    split = edit.value(f"{fold.output[0]}_heads", dims, z)
+    target = edit.constant(f"{fold.name}_target", [0, 0, heads, head_dim])
+    return split, edit.node("Reshape", [z, target], [split], fold)
 
 
 def _baked(size, dim) -> bool:
@@ -670,11 +673,8 @@ def _apply_fold_plan(edit: _Edit, seeds: dict, plan: list, fold: tuple) -> None:
     batch, heads = fold
     for name, (z, _, head_dim, perm, reshape_node) in seeds.items():
         seed = edit.producer[name]
-        dims = (*edit.shape(z)[:2], heads, head_dim)
-        split = edit.value(f"{reshape_node.output[0]}_heads", dims, z)
-        target = edit.constant(f"{reshape_node.name}_target", [0, 0, heads, head_dim])
-        reshape = edit.node("Reshape", [z, target], [split], reshape_node)
-        if edit.readers.get(reshape_node.output[0], []) == [seed]:
+        split, reshape = _heads_split(edit, z, heads, head_dim, reshape_node)
+        if edit.only_read_by(reshape_node.output[0], [seed]):
             edit.replace([reshape_node], [reshape])
         else:  # its sizes are read too: the folded value stays for them
             edit.nodes.insert(_index(edit.nodes, reshape_node) + 1, reshape)
