@@ -4,8 +4,10 @@ An exporter folds buffers and tables computed from the configuration into consta
 generated names (``onnx::Add_123``, ``constant_3_output_0``) that never reach the script. The
 attribute takes the role instead: ``position_ids`` for a table of positions (HF's buffer of that
 name), ``position_bias`` for a bias added to attention scores (Swin's relative position bias),
-``causal_mask`` for a boolean table that lets each position see itself and nothing after it,
-``mask`` for another boolean table, else ``const``.
+``causal_mask`` for a table that lets each position see itself and nothing after it (boolean,
+or additive: 0 to keep, one large negative number or -inf to hide; with a static KV cache the
+keys run ahead of the queries by the cached length), ``mask`` for another such table, else
+``const``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ _ATTENTION_BIASES = 3  # inputs of the fused attention after q, k and v are adde
 def constant_role(array: np.ndarray, name: str, consumer: Node | None) -> str:
     """The attribute name of the frozen constant ``name`` that ``consumer`` reads."""
     array = np.asarray(array)
-    if array.dtype == np.bool_:
-        return "causal_mask" if _lower_triangular(array) else "mask"
+    allowed = _allowed(array)
+    if allowed is not None:
+        return "causal_mask" if _lower_triangular(allowed) else "mask"
     is_bias = (
         consumer is not None
         and consumer.op_type == _ATTENTION
@@ -45,12 +48,33 @@ def _counts_up(array: np.ndarray) -> bool:
     return bool((array.reshape(-1, length) == np.arange(length)).all())
 
 
+def _allowed(array: np.ndarray) -> np.ndarray | None:
+    """Where a mask lets attention through: a boolean table as it is; a float table of zeros
+    (kept) and one number of -100 or less, or -inf (hidden), as booleans; else None."""
+    if array.dtype == np.bool_:
+        return array
+    if array.dtype.kind != "f" or array.ndim < 2:
+        return None
+    hidden = array != 0
+    values = np.unique(array[hidden])
+    if values.size != 1 or not values[0] <= _HIDDEN_AT_MOST:
+        return None
+    return ~hidden
+
+
+# Swin's shifted windows hide with -100; HF's extended masks with the dtype's minimum or -inf
+_HIDDEN_AT_MOST = -100.0
+
+
 def _lower_triangular(array: np.ndarray) -> bool:
-    """Whether the last two axes are square, the diagonal True and nothing above it: a causal
-    mask, whole or within a window (GPT-Neo's local layers)."""
-    if array.ndim < 2 or array.shape[-1] != array.shape[-2] or array.shape[-1] < 2:
+    """Whether each query (the second last axis) sees its own position and nothing after it: a
+    causal mask, whole or within a window (GPT-Neo's local layers). With more keys than
+    queries (a cache ahead of them) query ``i`` sits at key ``i + keys - queries``."""
+    if array.ndim < 2 or array.shape[-1] < 2 or array.shape[-1] < array.shape[-2]:
         return False
-    size = array.shape[-1]
-    tables = array.reshape(-1, size, size)
-    above = np.triu(np.ones((size, size), dtype=bool), 1)
-    return bool(tables[:, np.eye(size, dtype=bool)].all() and not tables[:, above].any())
+    queries, keys = array.shape[-2:]
+    offset = keys - queries
+    tables = array.reshape(-1, queries, keys)
+    own = np.eye(queries, keys, offset, dtype=bool)
+    after = np.triu(np.ones((queries, keys), dtype=bool), offset + 1)
+    return bool(tables[:, own].all() and not tables[:, after].any())

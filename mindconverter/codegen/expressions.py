@@ -587,15 +587,18 @@ class ExpressionWriter:
         return self.const(array, name, mapped)
 
     def const(self, array: np.ndarray, source: str, mapped: MappedNode | None) -> str:
-        """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter."""
+        """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter
+        (a mask table always: a nested literal of a static export's mask reads as noise)."""
         array = np.asarray(array)
-        if array.size <= INLINE_CONST_LIMIT and widened(array).dtype.kind in "biuf":
+        role = constant_role(array, source, mapped.node if mapped is not None else None)
+        is_table = role in ("causal_mask", "mask") and array.ndim >= 2
+        small = array.size <= INLINE_CONST_LIMIT and widened(array).dtype.kind in "biuf"
+        if small and not is_table:
             self.state.uses.add("ms")
             array = widened(array)
             values = array.tolist()
             self.note_literal(values)
             return f"ms.Tensor({literal(values)}, ms.{ms_dtype_name(array.dtype)})"
-        role = constant_role(array, source, mapped.node if mapped is not None else None)
         return self.param(Param(Weight(array, source), role=role, trainable=False), mapped)
 
     def add_entry(self, name: str, weight: Weight, mapped: MappedNode | None = None) -> None:

@@ -23,6 +23,26 @@ def test_a_boolean_lower_triangle_is_a_causal_mask():
     assert constant_role(np.ones((4, 4), dtype=bool), "c", None) == "mask"
 
 
+def test_a_static_cache_puts_the_queries_at_the_last_keys():
+    # two new tokens after three cached ones: query i sees keys 0 .. i + 3
+    ahead = np.tril(np.ones((2, 5), dtype=bool), 3)[None, None]
+    assert constant_role(ahead, "c", None) == "causal_mask"
+    assert constant_role(np.tril(np.ones((2, 5), dtype=bool), 2), "c", None) == "mask"
+    assert constant_role(np.tril(np.ones((5, 2), dtype=bool)), "c", None) == "mask"
+
+
+def test_an_additive_table_is_a_mask_by_where_it_hides():
+    triangle = np.tril(np.ones((4, 4), dtype=bool))
+    for hidden in (-np.inf, np.finfo(np.float32).min, -100.0):
+        additive = np.where(triangle, 0.0, hidden).astype(np.float32)
+        assert constant_role(additive, "c", None) == "causal_mask"
+        assert constant_role(additive.T.copy(), "c", None) == "mask"
+    # a bias of many values, or of numbers too small to hide anything, is no mask
+    assert constant_role(np.where(triangle, 0.0, -1.0).astype(np.float32), "c", None) == "const"
+    ramp = -np.abs(np.subtract.outer(np.arange(4.0), np.arange(4.0))).astype(np.float32) * 200
+    assert constant_role(ramp, "c", None) == "const"
+
+
 def test_rows_counting_up_are_position_ids():
     assert constant_role(np.arange(8, dtype=np.int64)[None], "c", None) == "position_ids"
     assert constant_role(np.array([[0, 2, 4]], np.int64), "c", None) == "const"

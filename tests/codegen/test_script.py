@@ -87,3 +87,25 @@ def test_a_convolution_length_reads_as_python_in_the_docstring():
 
     shape = ("floor(floor(samples/5)/4 - 9/4) + 1", "floor(x/4 + 1/2)")
     assert _dims_text(shape) == "(((samples // 5) - 9) // 4) + 1, floor(x/4 + 1/2)"
+
+
+_FOLDED = "/model/Constant_3_output_0"  # a table the exporter folded: no source name
+
+
+def test_a_static_exports_mask_is_a_named_table_never_a_nested_literal():
+    causal = np.tril(np.ones((1, 1, 3, 3), dtype=bool))
+    rendered = _rendered(
+        [
+            helper.make_node("Where", [_FOLDED, "scores", "hidden"], ["masked"]),
+            helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+        ],
+        [("scores", np.float32, [1, 1, 3, 3])],
+        [("probs", np.float32, [1, 1, 3, 3])],
+        {_FOLDED: causal, "hidden": np.array(-np.inf, np.float32)},
+    )
+    assert "self.causal_mask = Parameter(" in rendered.code
+    assert "ops.where(self.causal_mask, scores, -math.inf)" in rendered.code
+    assert "[[True" not in rendered.code  # 9 values: small enough to inline, but a table
+    (entry,) = rendered.entries
+    assert entry.name == "causal_mask"
+    np.testing.assert_array_equal(entry.array, causal)
