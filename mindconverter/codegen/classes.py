@@ -4,12 +4,14 @@ literals that differ between them become constructor arguments."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..mappers.base import Cell
 from .class_variants import Variants, flag_name, kind_of, used_slots
 from .list_depths import DEPTH, REPEAT_OPEN, written_repeat
 from .naming import CELL_MEMBERS, Namer, identifier
+from .repeated_tuples import name_repeated_tuples
 from .scope import BlockInstance, ClassBuilder, ClassRef, SlotRef
 
 # Abbreviations in attribute names, spelled out for class names (``self_attn`` -> SelfAttention).
@@ -96,11 +98,28 @@ def merge_classes(
                 info["init"].append(f"self.{attribute} = {name}")
             numbers[index] = f"self.{stored[name]}"
         info["body"] = variants.construct_lines(flags, numbers)
+        taken_names = [*info["body"], *map(str, first.args)]
+        name_repeated_tuples(info["body"], _free_names(taken_names, "shape"), static=True)
         info["args"], info["returns"] = first.args, variants.returns
         paths = ", ".join(re.sub(r"[^A-Za-z0-9_.]", "", m.block.path) for m in info["members"][:4])
         more = f" and {len(info['members']) - 4} more" if len(info["members"]) > 4 else ""
         info["doc"] = f"Recovered from {paths}{more}."
     return classes
+
+
+def _free_names(body: list[str], stem: str) -> Callable[[], str]:
+    """A source of names (``stem``, ``stem_1``, ...) no line of ``body`` reads or writes."""
+    used = set(re.findall(r"\b\w+\b", "\n".join(body)))
+
+    def claim() -> str:
+        name, count = stem, 0
+        while name in used:
+            count += 1
+            name = f"{stem}_{count}"
+        used.add(name)
+        return name
+
+    return claim
 
 
 def unique(classes: dict) -> list[dict]:

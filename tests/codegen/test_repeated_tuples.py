@@ -45,3 +45,28 @@ def test_tuples_of_numbers_or_named_sizes_or_of_a_reassigned_value_stay():
     expected = list(body)
     name_repeated_tuples(body, _claims())
     assert body == expected
+
+
+def test_a_static_target_shape_is_named_once_classes_are_merged():
+    body = [
+        "q = ops.reshape(self.q_proj(hidden_states), (1, 2, -1, self.head_dim))",
+        "k = ops.reshape(self.k_proj(hidden_states), (1, 2, -1, self.head_dim))",
+        "x = ops.transpose(q, (0, 2, 1, 3))",
+        "y = ops.transpose(k, (0, 2, 1, 3))",
+        "z = ops.reshape(x, (2, -1))",
+        "w = ops.reshape(y, (2, -1))",
+    ]
+    before = list(body)
+    name_repeated_tuples(body, _claims())
+    assert body == before  # without ``static`` numbers alone are never a sizes tuple
+    name_repeated_tuples(body, _claims(), static=True)
+    assert body == [
+        "shape = (1, 2, -1, self.head_dim)",
+        "q = ops.reshape(self.q_proj(hidden_states), shape)",
+        "k = ops.reshape(self.k_proj(hidden_states), shape)",
+        # a permutation has no -1; two numbers read as well inline
+        "x = ops.transpose(q, (0, 2, 1, 3))",
+        "y = ops.transpose(k, (0, 2, 1, 3))",
+        "z = ops.reshape(x, (2, -1))",
+        "w = ops.reshape(y, (2, -1))",
+    ]

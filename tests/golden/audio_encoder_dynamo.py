@@ -21,9 +21,10 @@ class WhisperAttention(nn.Cell):
     def construct(self, hidden_states):
         q_proj = self.q_proj(hidden_states)
         q_proj = q_proj * 0.35355338
-        q = ops.reshape(q_proj, (-1, 8, 2, 8)).swapaxes(1, 2)
-        k = ops.reshape(self.k_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)
-        v = ops.reshape(self.v_proj(hidden_states), (-1, 8, 2, 8)).swapaxes(1, 2)
+        shape = (-1, 8, 2, 8)
+        q = ops.reshape(q_proj, shape).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2))
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(probs, v)

@@ -56,15 +56,10 @@ class SwinAttention(nn.Cell):
         self.in_channels = in_channels
 
     def construct(self, hidden_states):
-        q = ops.reshape(
-            self.q_proj(hidden_states), (-1, 16, 2, self.head_dim)
-        ).swapaxes(1, 2)
-        v = ops.reshape(
-            self.v_proj(hidden_states), (-1, 16, 2, self.head_dim)
-        ).swapaxes(1, 2)
-        k = ops.reshape(
-            self.k_proj(hidden_states), (-1, 16, 2, self.head_dim)
-        ).swapaxes(1, 2)
+        shape = (-1, 16, 2, self.head_dim)
+        q = ops.reshape(self.q_proj(hidden_states), shape).swapaxes(1, 2)
+        v = ops.reshape(self.v_proj(hidden_states), shape).swapaxes(1, 2)
+        k = ops.reshape(self.k_proj(hidden_states), shape).swapaxes(1, 2)
         scores = ops.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(self.head_dim)
         probs = ops.softmax(scores + self.weight, axis=-1)
         context = ops.matmul(probs, v)
