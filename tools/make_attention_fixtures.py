@@ -486,7 +486,7 @@ def export_torch_attention_torchscript() -> None:
         dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: mem}), opset_version=18, dynamo=True,
         external_data=False,
     )  # fmt: skip
-    _drop_metadata(path)
+    _drop_metadata(path, also={"pkg.torch.onnx.fx_node"})  # F.linear's parameter names
     cases = (
         ("tiny_torch_encoder_torchscript", Encoder(True), (2, 6, 16), {0: "batch", 1: "seq"}),
         ("tiny_torch_encoder_seq_first_torchscript", Encoder(False), (6, 2, 16), {0: "seq", 1: "batch"}),
@@ -516,12 +516,13 @@ def export_hf_resnet() -> None:
     _export(hf.ResNetModel(config), "tiny_hf_resnet_torchscript", pixels, dims, dynamo=False)
 
 
-def _drop_metadata(path: Path) -> None:
-    """Keep only the module scopes and classes of each node (what the converter reads)."""
+def _drop_metadata(path: Path, also: set[str] | None = None) -> None:
+    """Keep only the module scopes and classes of each node (what the converter reads), and
+    the keys in ``also``."""
     import onnx
 
     model = onnx.load(path)
-    keep = {"pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"}
+    keep = {"pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy", *(also or ())}
     for node in model.graph.node:
         props = [p for p in node.metadata_props if p.key in keep]
         del node.metadata_props[:]

@@ -128,6 +128,18 @@ def _packed_hint(weights: dict[str, Weight], mapped: MappedNode) -> str:
     return ""
 
 
+def _placeholder_hint(weights: dict[str, Weight], mapped: MappedNode) -> str:
+    """A layer made of a parameter its module passes to a functional call, which the dynamo
+    exporter renamed (``val_8``): named after it (``attn.q_proj_weight`` -> ``attn.q_proj``)."""
+    scope = _module_path_hint(mapped)
+    for name, weight in list(weights.items())[:1]:
+        kind = _TORCH_PARAMETER_NAMES.get(name, "")
+        if scope and kind and is_generated_name(weight.source):
+            found = _placeholder_parameter(mapped.node, scope, name)
+            return found.removesuffix(f"_{kind}") if found.endswith(f"_{kind}") else ""
+    return ""
+
+
 # Layers whose constructor takes the dtype of their parameters (MindSpore 2.x).
 _CELLS_WITH_DTYPE = {
     "nn.Dense",
@@ -234,7 +246,30 @@ def recovered_source_name(source: str, mapped: MappedNode | None, parameter: str
     if mapped is None or not is_generated_name(source) or parameter not in _TORCH_PARAMETER_NAMES:
         return ""
     path = module_path(mapped.node)
-    return f"{path}.{_TORCH_PARAMETER_NAMES[parameter]}" if path else ""
+    if not path:
+        return ""
+    return _placeholder_parameter(mapped.node, path, parameter) or (
+        f"{path}.{_TORCH_PARAMETER_NAMES[parameter]}"
+    )
+
+
+# a parameter the dynamo exporter's FX graph reads (``%p_attn_q_proj_weight``)
+_FX_PARAMETER = re.compile(r"%p_(\w+)")
+
+
+def _placeholder_parameter(node, path: str, parameter: str) -> str:
+    """A parameter the module at ``path`` holds itself and passes to a functional call
+    (nn.MultiheadAttention's ``q_proj_weight`` in ``F.linear``), as the dynamo export's FX node
+    names it; "" when it names none or several."""
+    fx_node = node.metadata.get("pkg.torch.onnx.fx_node", "")
+    prefix = path.replace(".", "_") + "_"
+    kind = _TORCH_PARAMETER_NAMES[parameter]
+    found = {
+        name[len(prefix) :]
+        for name in _FX_PARAMETER.findall(fx_node)
+        if name.startswith(prefix) and name.endswith(f"_{kind}")
+    }
+    return f"{path}.{found.pop()}" if len(found) == 1 else ""
 
 
 def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
@@ -456,7 +491,12 @@ class ExpressionWriter:
         """Attribute hint for a layer: its source module name relative to the current block."""
         # a body cell's weights are named inside the body: only the node's scope names it
         hint = "" if cell.definition else _weight_hint(cell.weights)
-        path = hint or _packed_hint(cell.weights, mapped) or _module_path_hint(mapped)
+        path = (
+            hint
+            or _packed_hint(cell.weights, mapped)
+            or _placeholder_hint(cell.weights, mapped)
+            or _module_path_hint(mapped)
+        )
         scope = _module_path_hint(mapped)
         if scope and not path.startswith(scope + ".") and _runs_elsewhere(self.state, path, scope):
             # the weight's module runs nodes of its own, so this layer only reads its weight

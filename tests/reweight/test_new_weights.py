@@ -186,3 +186,36 @@ def test_a_packed_attention_projection_is_looked_up_under_its_pytorch_name():
     assert "encoder.layers.0.self_attn.in_proj_weight" in weight
     assert "encoder.layers.0.self_attn.in_proj_bias" in bias
     assert not any(name.endswith("proj_weight") for name in own_names("fc.weight", "fc.weight"))
+
+
+def test_a_parameter_passed_to_a_functional_call_keeps_its_pytorch_name(tmp_path):
+    """nn.MultiheadAttention with kdim != embed_dim passes ``q_proj_weight`` and the rest to
+    ``F.linear``; the dynamo export renames them (``val_8``). The FX node still names each one,
+    so the layers are ``q_proj``/``k_proj``/``v_proj`` and a new state dict finds them."""
+    from safetensors.numpy import save_file
+
+    fixture = FIXTURES.parent / "tiny_mha_cross_weights_dynamo.onnx"
+    out = tmp_path / "out"
+    result = convert(fixture, shape=["x=2,5,16", "memory=2,7,8"], output=out)
+    rows = next(iter(json.loads(result.weight_map_path.read_text()).values()))
+    sources = {row["converted_weight"]["name"]: row["source_weight"]["name"] for row in rows}
+    for part in ("q", "k", "v"):
+        assert sources[f"attn.{part}_proj.weight"] == f"attn.{part}_proj_weight"
+    rng = np.random.default_rng(0)
+    state = {  # PyTorch's layouts: every converted weight here keeps its source's
+        row["source_weight"]["name"]: rng.standard_normal(row["converted_weight"]["shape"])
+        for row in rows
+    }
+    save_file(
+        {k: v.astype(np.float32) for k, v in state.items()}, str(tmp_path / "new.safetensors")
+    )
+    reconvert_weights(tmp_path / "new.safetensors", result.weight_map_path, out, overwrite=True)
+    import mindspore as ms
+
+    checkpoint = ms.load_checkpoint(str(out / "tiny_mha_cross_weights_dynamo.ckpt"))
+    for part in ("q", "k", "v"):  # nn.Dense keeps PyTorch's [out, in] layout
+        np.testing.assert_allclose(
+            checkpoint[f"attn.{part}_proj.weight"].asnumpy(),
+            state[f"attn.{part}_proj_weight"],
+            rtol=1e-6,
+        )
