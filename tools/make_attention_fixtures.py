@@ -503,6 +503,47 @@ def export_torch_attention_torchscript() -> None:
         )  # fmt: skip
 
 
+def export_alternating_masks() -> None:
+    """Four layers taking one of two masks in turn, as Gemma-2's sliding and global layers do:
+    one loop with the masks zipped in (tiny_alternating_masks_{torchscript,dynamo})."""
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x, mask):
+            return x + self.fc(x) * mask
+
+    class Alternating(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(8, 8)
+            self.layers = nn.ModuleList(Layer() for _ in range(4))
+
+        def forward(self, x):
+            near = torch.sigmoid(x.mean(-1, keepdim=True))
+            x = self.embed(x)
+            far = 1 - near
+            for index, layer in enumerate(self.layers):
+                x = layer(x, near if index % 2 == 0 else far)
+            return x
+
+    torch.manual_seed(3)
+    model, x = Alternating().eval(), torch.randn(2, 5, 8)
+    torch.onnx.export(
+        model, (x,), FIXTURES / "tiny_alternating_masks_torchscript.onnx", input_names=["x"],
+        dynamic_axes={"x": {0: "batch", 1: "seq"}}, opset_version=17, dynamo=False,
+    )  # fmt: skip
+    batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("seq", max=64)
+    path = FIXTURES / "tiny_alternating_masks_dynamo.onnx"
+    torch.onnx.export(
+        model, (x,), path, input_names=["x"], dynamic_shapes=({0: batch, 1: seq},),
+        opset_version=18, dynamo=True, external_data=False,
+    )  # fmt: skip
+    _drop_metadata(path)
+
+
 def export_hf_resnet() -> None:
     """HF's ResNet with stages of one and two bottleneck layers (TorchScript: no class names)."""
     _stub_torchvision_ops()
@@ -542,5 +583,6 @@ if __name__ == "__main__":
     export_torch_encoder()
     export_hf_resnet()
     export_torch_attention_torchscript()
+    export_alternating_masks()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

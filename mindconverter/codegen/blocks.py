@@ -384,7 +384,8 @@ class BlockWriter:
         graph = self.state.graph
         outputs = {source_output_name(name, graph.outputs) for name in graph.outputs}
         taken = self.scope.cls.variables.taken
-        plural = f"{item}s"
+        item = per_layer_base(item)  # hidden_states_1: a second input of that kind
+        plural = f"{item}_per_layer" if item.endswith("s") else f"{item}s"
         return (
             plural
             if plural not in outputs | set(graph.inputs) | set(taken)

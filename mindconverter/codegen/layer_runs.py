@@ -13,7 +13,8 @@ from ..graph.module_tree import Block
 @dataclass(frozen=True)
 class LayerRun:
     """Layer ``i``'s result ``carried_out`` is layer ``i + 1``'s input ``carried_in``; the inputs
-    at ``own_inputs`` differ from layer to layer, every other input is shared."""
+    at ``own_inputs`` differ from layer to layer (each its own KV cache, or one of a few values:
+    Gemma-2's sliding and global masks, layer by layer), every other input is shared."""
 
     carried_in: int
     carried_out: int
@@ -23,8 +24,8 @@ class LayerRun:
 def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
     """How ``layers`` (of one class) chain, or ``None`` when they do not run as a loop would:
     one result feeds the next layer and nothing else there; the other inputs at each position
-    are either the same for every layer or all different, and none is made by a layer of the
-    run; the other results are read outside the run only."""
+    are the same for every layer or not, and none is made by a layer of the run; the other
+    results are read outside the run only."""
     first = layers[0]
     if any(
         len(layer.inputs) != len(first.inputs) or len(layer.outputs) != len(first.outputs)
@@ -73,7 +74,7 @@ def _own_inputs(
             if names[0] in made_inside:
                 return None
             continue
-        if len(set(names)) != len(names) or set(names) & made_inside:
+        if set(names) & made_inside:
             return None
         own.append(position)
     return tuple(own)
