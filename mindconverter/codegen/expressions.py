@@ -506,6 +506,10 @@ class ExpressionWriter:
             # under the BatchNorm it absorbed), and a node of a parent ran it (F.linear).
             path = scope
         block = self.scope.prefix_path
+        if block and path == block:
+            # the block's own scope (a dropout HF's attention applies itself, in a TorchScript
+            # export): the block's name would read ``self.self``; the layer's role names it
+            return ""
         if block and path.startswith(block + "."):
             relative = path[len(block) + 1 :]
             # a layer of a list's item computed before the list (T5's relative position table,

@@ -69,7 +69,7 @@ class WhisperEncoder(nn.Cell):
             padding=1,
             has_bias=True,
         )
-        self.model = nn.GELU(approximate=False)
+        self.gelu = nn.GELU(approximate=False)
         self.conv2 = nn.Conv1d(
             in_channels=16,
             out_channels=16,
@@ -79,16 +79,16 @@ class WhisperEncoder(nn.Cell):
             padding=1,
             has_bias=True,
         )
-        self.model_1 = nn.GELU(approximate=False)
+        self.gelu_1 = nn.GELU(approximate=False)
         self.embedding = Parameter(ops.zeros((8, 16), ms.float32))
         self.layers = nn.SequentialCell([WhisperEncoderLayer(), WhisperEncoderLayer()])
         self.layer_norm = nn.LayerNorm(normalized_shape=(16,), epsilon=1e-05)
 
     def construct(self, input_features):
         input_features = self.conv1(input_features)
-        input_features = self.model(input_features)
+        input_features = self.gelu(input_features)
         input_features = self.conv2(input_features)
-        input_features = self.model_1(input_features)
+        input_features = self.gelu_1(input_features)
         input_features = input_features.swapaxes(1, 2)
         input_features = input_features + self.embedding
         input_features = self.layers(input_features)
