@@ -39,6 +39,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -544,6 +545,50 @@ def export_alternating_masks() -> None:
     _drop_metadata(path)
 
 
+def export_training_attention() -> None:
+    """Self-attention with dropout on its probabilities, exported in training mode by both
+    exporters (tiny_attention_training_{torchscript,dynamo}), and PyTorch's eval-mode output
+    (tiny_attention_training_reference.npz)."""
+
+    class SelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query, self.key, self.value = (nn.Linear(16, 16) for _ in range(3))
+            self.dropout = nn.Dropout(0.25)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = (
+                proj(x).view(b, s, 2, 8).transpose(1, 2)
+                for proj in (self.query, self.key, self.value)
+            )
+            probs = torch.softmax(q @ k.transpose(-1, -2) / 8**0.5, dim=-1)
+            return (self.dropout(probs) @ v).transpose(1, 2).reshape(b, s, 16)
+
+    torch.manual_seed(3)
+    model, x = SelfAttention(), torch.randn(2, 5, 16)
+    torch.onnx.export(
+        model.train(), (x,), FIXTURES / "tiny_attention_training_torchscript.onnx",
+        input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}}, opset_version=17,
+        dynamo=False, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+    )  # fmt: skip
+    batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("seq", max=64)
+    path = FIXTURES / "tiny_attention_training_dynamo.onnx"
+    program = torch.onnx.export(
+        model.train(), (x,), input_names=["x"], dynamic_shapes=({0: batch, 1: seq},),
+        opset_version=18, dynamo=True, optimize=False,
+    )  # fmt: skip
+    program.save(str(path), external_data=False)
+    _drop_metadata(path)
+    with torch.no_grad():
+        eval_output = model.eval()(x)
+    np.savez(
+        FIXTURES / "tiny_attention_training_reference.npz",
+        input=x.numpy(),
+        eval=eval_output.numpy(),
+    )
+
+
 def export_hf_resnet() -> None:
     """HF's ResNet with stages of one and two bottleneck layers (TorchScript: no class names)."""
     _stub_torchvision_ops()
@@ -584,5 +629,6 @@ if __name__ == "__main__":
     export_hf_resnet()
     export_torch_attention_torchscript()
     export_alternating_masks()
+    export_training_attention()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

@@ -15,7 +15,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph.internal_domain import DOMAIN
-from .base import BinOp, Call, Expr, Input, Lit, Method, NodeContext, Outputs, Temp, Unsupported
+from .base import (
+    BinOp,
+    Call,
+    Cell,
+    Expr,
+    Input,
+    Lit,
+    Method,
+    NodeContext,
+    Outputs,
+    Temp,
+    Unsupported,
+)
 from .registry import mapper
 from .syntax import ops
 
@@ -31,6 +43,7 @@ class SdpaOptions:
     kv_groups: int = 1
     masked_rows: bool = False
     softcap: float = 0.0  # Gemma-2's cap on the scores (0: none)
+    dropout: float | None = None  # the probabilities' dropout ratio (None: no dropout layer)
 
 
 def _scaled(product: Expr, options: SdpaOptions) -> Expr:
@@ -71,10 +84,14 @@ def sdpa_parts(q: Expr, k: Expr, v: Expr, bias: Expr | None, options: SdpaOption
     logits = scores if bias is None else _added(scores, bias)
     if not (options.masked_rows and bias is not None):
         probs = Temp(ops.softmax(logits, axis=Lit(-1)), "probs")
-        return ops.matmul(probs, v), probs
-    # the script's masked_softmax keeps PyTorch's zeros for fully masked rows (its comment says why)
-    probs = Temp(Call("masked_softmax", [scores, bias]), "probs")
-    return ops.matmul(probs, v), probs
+    else:
+        # the script's masked_softmax keeps PyTorch's zeros for fully masked rows (its comment
+        # says why)
+        probs = Temp(Call("masked_softmax", [scores, bias]), "probs")
+    weights: Expr = probs
+    if options.dropout is not None:  # a training-mode export: HF's attention dropout
+        weights = Cell("nn.Dropout", {"p": options.dropout}, [probs], role="dropout")
+    return ops.matmul(weights, v), probs
 
 
 @mapper("ScaledDotProductAttention", domain=DOMAIN)
@@ -90,6 +107,7 @@ def scaled_dot_product_attention(ctx: NodeContext):
         kv_groups=int(ctx.attr("kv_groups", 1)),
         masked_rows=bool(int(ctx.attr("masked_rows", 0))),
         softcap=float(ctx.attr("softcap", 0.0)),
+        dropout=None if ctx.attr("dropout", None) is None else float(ctx.attr("dropout")),
     )
     # several biases (a mask and ALiBi) are added one after the other, as the exporter did
     bias: Expr | None = None

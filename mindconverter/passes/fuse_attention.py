@@ -16,7 +16,8 @@ before the fold and the ALiBi bias is reshaped to (B, H, 1, T).
 This pass replaces the chain from the score product to the context product by one node
 ``ScaledDotProductAttention(q, k, v[, bias...])`` of the internal domain, with attributes
 ``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's NaN
-guard over a mask that may hold -inf: fully masked rows attend nothing). The mapper in
+guard over a mask that may hold -inf: fully masked rows attend nothing), and ``dropout`` (the
+ratio of the Dropout a training-mode export applies to the probabilities) when there is one. The mapper in
 ``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused only when every
 intermediate value feeds the chain alone, except the probabilities: read elsewhere too (the
 weights nn.MultiheadAttention returns), they are the fused node's second output. Anything else
@@ -74,6 +75,8 @@ class _Match:
     # the probabilities read beside the context product (nn.MultiheadAttention returning its
     # weights): a second output of the fused node
     probs: str = ""
+    # the dropout a training-mode export applies to the probabilities (None: none)
+    dropout: float | None = None
 
 
 # operators that only compute sizes from sizes (what a Shape node's result flows through)
@@ -296,6 +299,8 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
         return None
     if len(readers) == 1 and readers[0].op_type == "MatMul" and readers[0].input[0] == probs:
         return readers[0]
+    if len(readers) == 1 and readers[0].op_type == "Dropout" and not round_trip:
+        return _dropped(finder, readers[0], match)
     if len(readers) == 1 and readers[0].op_type == "Reshape":
         return _folded_context(finder, readers[0], match)
     isnan = next((n for n in readers if n.op_type == "IsNaN"), None)
@@ -309,11 +314,42 @@ def _context_product(finder: _Finder, softmax: onnx.NodeProto, match: _Match):
     if where.output[0] in finder.pinned:
         return None
     after = finder.readers.get(where.output[0], [])
-    if len(after) != 1 or after[0].op_type != "MatMul" or after[0].input[0] != where.output[0]:
+    if len(after) == 1 and after[0].op_type == "Dropout":
+        product = _dropped(finder, after[0], match)
+    elif len(after) == 1 and after[0].op_type == "MatMul" and after[0].input[0] == where.output[0]:
+        product = after[0]
+    else:
+        return None
+    if product is None:
         return None
     match.nan_guard = True
     match.removed += [isnan, where]
-    return after[0]
+    return product
+
+
+def _dropped(finder: _Finder, dropout: onnx.NodeProto, match: _Match):
+    """The context product after a Dropout of the probabilities (a training-mode export):
+    its ratio is the fused node's ``dropout``; None when the ratio or the training switch is
+    computed, or the random mask is read."""
+    if len(dropout.output) > 1 and dropout.output[1] and finder.readers.get(dropout.output[1]):
+        return None
+    if len(dropout.input) > 1 and dropout.input[1]:
+        ratio = finder.scalar(dropout.input[1])
+    else:
+        ratio = float(node_attribute(dropout, "ratio", 0.5))  # opset < 12, or the default
+    if len(dropout.input) > 2 and dropout.input[2]:
+        if finder.graph.constant(dropout.input[2]) is None:
+            return None  # training switched at run time
+    if ratio is None or not 0.0 <= ratio < 1.0 or dropout.output[0] in finder.pinned:
+        return None
+    readers = finder.readers.get(dropout.output[0], [])
+    if len(readers) != 1 or readers[0].op_type != "MatMul":
+        return None
+    if readers[0].input[0] != dropout.output[0]:
+        return None
+    match.dropout = ratio
+    match.removed.append(dropout)
+    return readers[0]
 
 
 def _reshaped_back(finder: _Finder, name: str) -> list[onnx.NodeProto]:
@@ -729,6 +765,8 @@ def _fused_nodes(finder: _Finder, match: _Match, anchor: onnx.NodeProto, output:
     )
     if match.softcap:
         fused.attribute.append(helper.make_attribute("softcap", float(match.softcap)))
+    if match.dropout is not None:
+        fused.attribute.append(helper.make_attribute("dropout", float(match.dropout)))
     for entry in anchor.metadata_props:
         fused.metadata_props.add().CopyFrom(entry)
     for index, node in enumerate(match.before):

@@ -710,3 +710,30 @@ def test_attention_whose_weights_are_read_runs_like_onnxruntime_at_two_shapes(tm
     shape = ["2,2,3,4", "2,3,2,4", "2,2,3,4", "2,1,1,3"]
     script = _matches_at(model, tmp_path, [{"b": 2, "s": 3}, {"b": 3, "s": 6}], shape=shape)
     assert "probs = ops.softmax(" in script and "= probs\n" not in script, script
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_training_mode_exports_dropout_on_the_probabilities_is_fused(tmp_path, exporter):
+    """A training-mode export keeps the Dropout between the softmax and the context product:
+    the attention is still one fused node, written ``ops.matmul(self.dropout(probs), v)``,
+    which gives PyTorch's eval-mode output under set_train(False) and drops under
+    set_train(True)."""
+    import mindspore as ms
+
+    from mindconverter import convert
+    from mindconverter.check.network import build_network
+
+    reference = np.load(FIXTURES / "tiny_attention_training_reference.npz")
+    result = convert(
+        FIXTURES / f"tiny_attention_training_{exporter}.onnx", shape=["2,5,16"], output=tmp_path
+    )
+    code = result.script_path.read_text()
+    assert "context = ops.matmul(self.dropout(probs), v)" in code, code
+    assert "self.dropout = nn.Dropout(p=0.25)" in code
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    net = build_network(result.script_path, result.checkpoint_path)
+    net.set_train(False)
+    x = ms.Tensor(reference["input"])
+    np.testing.assert_allclose(net(x).asnumpy(), reference["eval"], rtol=1e-5, atol=1e-6)
+    net.set_train(True)
+    assert not np.allclose(net(x).asnumpy(), reference["eval"], atol=1e-4)
