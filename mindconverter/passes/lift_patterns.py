@@ -440,8 +440,12 @@ def _lift_group_norms(index: _Index) -> int:
     return _lift_norms(index, ("Reshape",), _match_group_norm)
 
 
+# elements of the input the group norm check runs on (a static export's own sizes)
+_PROBE_LIMIT = 1 << 22
+
+
 def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple, dtype: np.dtype):
-    """``nn.GroupNorm(G, C)`` as exporters write it for G < C: a reshape to (N, G, -1), an
+    """``nn.GroupNorm(G, C)`` as exporters write it (G <= C): a reshape to (N, G, -1), an
     InstanceNormalization with unit scale and zero bias, a reshape back to the input's shape,
     then the affine ``* weight + bias`` per channel. The weight and bias are the layer's own
     (trainable, named by the source), not constants of the network."""
@@ -451,7 +455,7 @@ def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
     scale = index.const(norm.input[1]) if len(norm.input) > 1 else None
     shift = index.const(norm.input[2]) if len(norm.input) > 2 else None
     channels, groups = int(shape[1]), scale.size if scale is not None else 0
-    if not groups or shift is None or channels % groups or groups == channels:
+    if not groups or shift is None or channels % groups:
         return None
     if not (np.all(scale == 1) and np.all(shift == 0)) or index.graph.dims(first.output[0]) is None:
         return None
@@ -470,9 +474,14 @@ def _match_group_norm(index: _Index, first: onnx.NodeProto, x: str, shape: tuple
         params.append(name)
         out = node.output[0]
     eps = float(node_attribute(norm, "epsilon", 1e-5))
-    probe = np.random.default_rng(0).standard_normal((2, channels, *[3] * (len(shape) - 2)))
+    # a fixed size stays that size: a static export's reshapes read it as a constant
+    sizes = [d if isinstance(d, (int, np.integer)) else 3 for d in shape]
+    sizes[0] = shape[0] if isinstance(shape[0], (int, np.integer)) else 2
+    if math.prod(sizes) > _PROBE_LIMIT:
+        return None
+    probe = np.random.default_rng(0).standard_normal(sizes)
     probe = (probe * 3 + 1).astype(dtype)
-    grouped = probe.reshape(2, groups, -1)
+    grouped = probe.reshape(sizes[0], groups, -1)
     mean, var = grouped.mean(-1, keepdims=True), grouped.var(-1, keepdims=True)
     expected = ((grouped - mean) / np.sqrt(var + eps)).reshape(probe.shape)
     expected = expected * index.const(params[0]) + index.const(params[1])

@@ -208,28 +208,53 @@ def test_near_miss_is_not_lifted(tmp_path):
     assert "nn.LayerNorm" not in _script(result)
 
 
-def _group_norm_model(scale_value: float = 1.0):
-    """nn.GroupNorm(2, 8) as both PyTorch exporters spell it: a reshape to (N, 2, -1), an
+def _group_norm_model(
+    scale_value: float = 1.0, groups: int = 2, static: bool = False, names=("weight", "bias")
+):
+    """nn.GroupNorm(groups, 8) as both PyTorch exporters spell it: a reshape to (N, G, -1), an
     InstanceNormalization with unit scale and zero bias, a reshape back by the input's shape,
-    the per-channel weight and bias as (8, 1, 1) constants. Batch and size are dynamic."""
+    the per-channel weight and bias as (8, 1, 1) constants. Batch and size are dynamic, or
+    with ``static`` fixed at (1, 8, 5, 5) and both reshapes' shapes constants."""
+    back = (
+        [_c("shape", [1, 8, 5, 5], np.int64)]
+        if static
+        else [helper.make_node("Shape", ["x"], ["shape"])]
+    )
     nodes = [
-        _c("groups", [0, 2, -1], np.int64),
+        _c("groups", [1 if static else 0, groups, -1], np.int64),
         helper.make_node("Reshape", ["x", "groups"], ["grouped"], name="/norm/Reshape"),
-        _c("ones", [scale_value] * 2),
-        _c("zeros", [0.0, 0.0]),
+        _c("ones", [scale_value] * groups),
+        _c("zeros", [0.0] * groups),
         helper.make_node(
             "InstanceNormalization", ["grouped", "ones", "zeros"], ["n"], epsilon=1e-5
         ),
-        helper.make_node("Shape", ["x"], ["shape"]),
+        *back,
         helper.make_node("Reshape", ["n", "shape"], ["back"]),
-        helper.make_node("Mul", ["back", "weight"], ["scaled"]),
-        helper.make_node("Add", ["scaled", "bias"], ["y"]),
+        helper.make_node("Mul", ["back", names[0]], ["scaled"]),
+        helper.make_node("Add", ["scaled", names[1]], ["y"]),
     ]
     inits = {
-        "weight": RNG.standard_normal((8, 1, 1)).astype(F32),
-        "bias": RNG.standard_normal((8, 1, 1)).astype(F32),
+        names[0]: RNG.standard_normal((8, 1, 1)).astype(F32),
+        names[1]: RNG.standard_normal((8, 1, 1)).astype(F32),
     }
-    return make_model(nodes, [("x", F32, ["n", 8, "h", "w"])], [("y", F32, None)], inits)
+    x = [1, 8, 5, 5] if static else ["n", 8, "h", "w"]
+    return make_model(nodes, [("x", F32, x)], [("y", F32, None)], inits)
+
+
+@pytest.mark.parametrize("groups, static", [(8, False), (2, True), (8, True)])
+def test_group_norm_of_a_group_per_channel_or_fixed_sizes_holds_its_weights(
+    tmp_path, groups, static
+):
+    """Wav2Vec2's first conv layer: nn.GroupNorm(C, C), as exported (eval mode, the affine
+    folded to (C, 1) constants the exporter renamed) or at fixed sizes (the reshapes read
+    constant shapes): the weights are the layer's, trainable, not frozen constants."""
+    model = _group_norm_model(groups=groups, static=static, names=("onnx::Mul_9", "onnx::Add_10"))
+    x = RNG.standard_normal((1, 8, 5, 5)).astype(F32)
+    result = assert_matches(model, tmp_path, {"x": x}, shape=["1,8,5,5"])
+    script = _script(result)
+    assert f"nn.GroupNorm(num_groups={groups}, num_channels=8, eps=1e-05)" in script
+    assert "requires_grad=False" not in script
+    assert "ms.Tensor([" not in script and "ms.Tensor(\n" not in script  # no literal weights
 
 
 def test_group_norm_chain_becomes_nn_groupnorm_with_its_weights(tmp_path):
