@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph
-from ..mappers.base import BinOp, Call, Cell, Const, Input, Item, Lit, MappedNode, Noted
+from ..mappers.base import BinOp, Call, Cell, Const, Input, Item, Lit, MappedNode, Noted, Outputs
 
 # dtypes a Python number stands for beside a tensor of the same dtype (MindSpore keeps the
 # tensor's dtype); float64 is left out, as literals are written at float32 precision
@@ -27,6 +27,7 @@ _BFLOAT16_NOTE = "no bfloat16 kernel in MindSpore for this operator: computed in
 
 def tidy_expressions(graph: Graph, mapped: list[MappedNode]) -> None:
     """Rewrite the mapped nodes' results in place."""
+    _cancel_squeezed_expansions(graph, mapped)
     for item in mapped:
         if item.converted and item.result is not None:
             item.result = _tidy(graph, item, item.result)
@@ -34,6 +35,43 @@ def tidy_expressions(graph: Graph, mapped: list[MappedNode]) -> None:
                 item.result = item.result.value
             if _widens_bfloat16(graph, item) and isinstance(item.result, Call):
                 item.result = Noted(item.result, _BFLOAT16_NOTE)
+
+
+def _cancel_squeezed_expansions(graph: Graph, mapped: list[MappedNode]) -> None:
+    """A result a mapper gave an axis ONNX has (an LSTM's output: its directions axis) that
+    the next node squeezes away again: neither is written (``ops.expand_dims`` then
+    ``ops.squeeze`` of the same axis)."""
+    producer = {
+        name: (item, index)
+        for item in mapped
+        if item.converted and isinstance(item.result, Outputs)
+        for index, name in enumerate(item.node.outputs)
+        if name
+    }
+    for item in mapped:
+        squeezed = item.result
+        if not (item.converted and item.node.op_type == "Squeeze" and item.node.inputs):
+            continue
+        if not (_is_call(squeezed, "ops.squeeze") and squeezed.args[:1] == [Input(0)]):
+            continue
+        source = producer.get(item.node.inputs[0])
+        if source is None or len(graph.consumer_nodes.get(item.node.inputs[0], [])) != 1:
+            continue
+        if item.node.inputs[0] in graph.outputs:
+            continue
+        made, index = source
+        expanded = made.result.exprs[index]
+        if not (_is_call(expanded, "ops.expand_dims") and len(expanded.args) == 2):
+            continue
+        axis = squeezed.kwargs.get("axis", squeezed.args[1] if len(squeezed.args) > 1 else None)
+        if not (isinstance(axis, Lit) and axis == expanded.args[1]):
+            continue
+        made.result.exprs[index] = expanded.args[0]
+        item.result = Input(0)
+
+
+def _is_call(expr: Any, func: str) -> bool:
+    return isinstance(expr, Call) and expr.func == func
 
 
 def _takes_everything(expr: Any) -> bool:

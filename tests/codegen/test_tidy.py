@@ -139,3 +139,31 @@ def test_cast_of_a_different_dtype_is_kept(tmp_path):
         [("y", np.int32, [3])],
     )
     assert "ops.cast" in _construct(assert_matches(model, tmp_path))
+
+
+@pytest.mark.parametrize("read_twice", [False, True])
+def test_an_lstm_output_squeezed_at_once_is_the_cells_output(tmp_path, read_twice):
+    """ONNX's LSTM gives its directions an axis, which the exporters squeeze away right after:
+    the cell's own output is written, with no expand_dims/squeeze pair (unless the 4-D output
+    is read too)."""
+    hidden, rng = 3, np.random.default_rng(0)
+    nodes = [
+        helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hidden),
+        helper.make_node("Squeeze", ["y", "axis"], ["out"]),
+    ]
+    outputs = [("out", F32, [5, 2, hidden])]
+    if read_twice:
+        nodes.append(helper.make_node("Relu", ["y"], ["also"]))
+        outputs.append(("also", F32, [5, 1, 2, hidden]))
+    model = make_model(
+        nodes,
+        [("x", F32, [5, 2, 4])],
+        outputs,
+        {
+            "w": rng.standard_normal((1, 4 * hidden, 4)).astype(F32),
+            "r": rng.standard_normal((1, 4 * hidden, hidden)).astype(F32),
+            "axis": np.array([1], np.int64),
+        },
+    )
+    body = _construct(assert_matches(model, tmp_path))
+    assert ("ops.squeeze" in body) is read_twice and ("expand_dims" in body) is read_twice, body
