@@ -109,17 +109,8 @@ def merge_classes(
 
 def _free_names(body: list[str], stem: str) -> Callable[[], str]:
     """A source of names (``stem``, ``stem_1``, ...) no line of ``body`` reads or writes."""
-    used = set(re.findall(r"\b\w+\b", "\n".join(body)))
-
-    def claim() -> str:
-        name, count = stem, 0
-        while name in used:
-            count += 1
-            name = f"{stem}_{count}"
-        used.add(name)
-        return name
-
-    return claim
+    namer = Namer(re.findall(r"\b\w+\b", "\n".join(body)))
+    return lambda: namer.claim(stem)
 
 
 def unique(classes: dict) -> list[dict]:
