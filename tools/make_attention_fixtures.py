@@ -589,6 +589,39 @@ def export_training_attention() -> None:
     )
 
 
+def export_pooling_head() -> None:
+    """SigLIP's pooling head: nn.MultiheadAttention whose query is a learned probe and whose
+    key and value are the tokens, both projected by parts of the packed ``in_proj_weight``
+    (tiny_pooling_head_{torchscript,dynamo})."""
+
+    class PoolingHead(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.probe = nn.Parameter(torch.randn(1, 1, 16))
+            self.attention = nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            query = self.probe.repeat(x.shape[0], 1, 1)
+            return self.attention(query, x, x, need_weights=False)[0]
+
+    torch.manual_seed(3)
+    model, x = PoolingHead().eval(), torch.randn(2, 5, 16)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.3)
+    torch.onnx.export(
+        model, (x,), FIXTURES / "tiny_pooling_head_torchscript.onnx", input_names=["x"],
+        dynamic_axes={"x": {0: "batch", 1: "seq"}}, opset_version=17, dynamo=False,
+    )  # fmt: skip
+    batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("seq", min=2, max=64)
+    path = FIXTURES / "tiny_pooling_head_dynamo.onnx"
+    torch.onnx.export(
+        model, (x,), path, input_names=["x"], dynamic_shapes=({0: batch, 1: seq},),
+        opset_version=18, dynamo=True, external_data=False,
+    )  # fmt: skip
+    _drop_metadata(path, also={"pkg.torch.onnx.fx_node"})  # the probe's name
+
+
 def export_hf_resnet() -> None:
     """HF's ResNet with stages of one and two bottleneck layers (TorchScript: no class names)."""
     _stub_torchvision_ops()
@@ -630,5 +663,6 @@ if __name__ == "__main__":
     export_torch_attention_torchscript()
     export_alternating_masks()
     export_training_attention()
+    export_pooling_head()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

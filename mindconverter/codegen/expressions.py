@@ -272,6 +272,30 @@ def _placeholder_parameter(node, path: str, parameter: str) -> str:
     return f"{path}.{found.pop()}" if len(found) == 1 else ""
 
 
+def _renamed_parameter(graph, mapped: MappedNode, name: str) -> str:
+    """The source name of constant ``name`` when it is a parameter the dynamo exporter renamed
+    (``val_167``) and the one float table its node reads: the one parameter of the node's
+    module its FX node names (``%p_model_head_probe`` -> ``model.head.probe``); else ""."""
+    array = graph.constants.get(name)
+    if array is None or not is_generated_name(name) or array.dtype.kind != "f" or array.size < 2:
+        return ""
+    tables = [
+        n for n in mapped.node.inputs
+        if n in graph.constants and graph.constants[n].dtype.kind == "f" and graph.constants[n].size > 1
+    ]  # fmt: skip
+    path = module_path(mapped.node)  # "": a parameter of the model itself
+    if tables != [name]:
+        return ""
+    prefix = path.replace(".", "_") + "_" if path else ""
+    fx_node = mapped.node.metadata.get("pkg.torch.onnx.fx_node", "")
+    found = {p[len(prefix) :] for p in _FX_PARAMETER.findall(fx_node) if p.startswith(prefix)}
+    if len(found) != 1:
+        return ""
+    source = ".".join(filter(None, (path, found.pop())))
+    known = {init.replace(".", "_") for init in graph.source_parameters}
+    return "" if source.replace(".", "_") in known else source
+
+
 def with_exporter_note(weight: Weight, mapped: MappedNode) -> Weight:
     """Record rewrites the exporter applied to a layer (dynamo's BatchNorm folding) in the weight map."""
     rules = mapped.node.metadata.get("pkg.onnxscript.rewriter.rule_name", "")
@@ -634,6 +658,9 @@ class ExpressionWriter:
         """A constant: an inline ``ms.Tensor`` literal when small, else a frozen parameter
         (a mask table always: a nested literal of a static export's mask reads as noise)."""
         array = np.asarray(array)
+        renamed = _renamed_parameter(self.state.graph, mapped, source) if mapped else ""
+        if renamed:  # a parameter the dynamo exporter renamed (SigLIP's probe: val_167)
+            return self.param(Param(Weight(array, renamed), role="weight"), mapped)
         role = constant_role(array, source, mapped.node if mapped is not None else None)
         is_table = role in ("causal_mask", "mask") and array.ndim >= 2
         small = array.size <= INLINE_CONST_LIMIT and widened(array).dtype.kind in "biuf"

@@ -12,6 +12,7 @@ from .base import (
     Cell,
     DType,
     Input,
+    Item,
     Lit,
     NodeContext,
     Unpack,
@@ -105,6 +106,17 @@ def gelu(ctx: NodeContext):
 def silu(ctx: NodeContext):
     """Silu (a lifted ``x * sigmoid(x)``) -> ops.silu."""
     return ops.silu(Input(0))
+
+
+@mapper("SlicedLinear", domain=DOMAIN)
+def sliced_linear(ctx: NodeContext):
+    """SlicedLinear (x @ w[a:b].T + bias[a:b], a projection with part of a packed weight) ->
+    ``ops.dense(x, w[a:b], bias[a:b])``, the parameters held whole."""
+    start, end = int(ctx.attr("start")), int(ctx.attr("end"))
+    shape = ctx.input_shape(1)
+    last = shape is not None and end == shape[0]
+    rows = (slice(start or None, None if last else end),)
+    return ops.dense(Input(0), Item(Input(1), rows), Item(Input(2), rows))
 
 
 @mapper("Linear", domain=DOMAIN)

@@ -345,7 +345,7 @@ def _through(edit: _Edit, node: onnx.NodeProto, perm: list[int], value: str, dow
     rank = len(perm)
     if node.input[0] != value:
         return None
-    if node.op_type == "Linear" and node.domain == DOMAIN:
+    if node.op_type in ("Linear", "SlicedLinear") and node.domain == DOMAIN:
         return perm, None
     if node.domain not in ("", "ai.onnx"):
         return None

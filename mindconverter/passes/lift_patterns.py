@@ -35,6 +35,7 @@ from ..graph.node import node_attribute, node_axes
 from ..graph.size_readers import size_readers
 from ..graph.subgraphs import subgraph_references
 from ..graph.symbolic import DynamicDimensionError
+from ..graph.weight_roles import learned_source
 from ..mappers.common import exact_as_scalar
 from .context import PassContext
 
@@ -1056,6 +1057,86 @@ def _lift_linears(index: _Index) -> int:
     return count
 
 
+def _lift_sliced_linears(index: _Index) -> int:
+    """``x @ w[a:b].T + bias[a:b]`` with ``w`` and ``bias`` parameters (nn.MultiheadAttention
+    projecting a query and a separate key/value input with parts of its packed
+    ``in_proj_weight``; a Slice or a Split of it) -> ``SlicedLinear(x, w, bias, start=a, end=b)``,
+    written ``ops.dense(x, self.in_proj_weight[a:b], self.in_proj_bias[a:b])``: the parameters
+    stay whole in the checkpoint."""
+    count, splits = 0, []
+    for matmul in list(index.model.graph.node):
+        if matmul.op_type != "MatMul" or id(matmul) in index.dead or len(matmul.input) != 2:
+            continue
+        transpose = index.producer.get(matmul.input[1])
+        if transpose is None or transpose.op_type != "Transpose" or id(transpose) in index.dead:
+            continue
+        if list(node_attribute(transpose, "perm", [1, 0])) != [1, 0]:
+            continue
+        if index.sole_consumer(transpose.output[0], ("MatMul",)) is not matmul:
+            continue
+        weight = _row_part(index, transpose.input[0], 2)
+        add = index.sole_consumer(matmul.output[0], ("Add",))
+        bias_name = index.other_input(add, matmul.output[0]) if add is not None else None
+        bias = _row_part(index, bias_name, 1) if bias_name else None
+        if (
+            weight is None
+            or bias is None
+            or weight[1:3] != bias[1:3]
+            or index.const(matmul.input[0]) is not None
+        ):
+            continue
+        (w, start, end, w_node), (b, _, _, b_node) = weight, bias
+        fused = helper.make_node(
+            "SlicedLinear", [matmul.input[0], w, b], [add.output[0]], domain=DOMAIN,
+            start=start, end=end,
+        )  # fmt: skip
+        chain = [matmul, transpose, *[n for n in (w_node, b_node) if n.op_type == "Slice"], add]
+        splits += [n for n in (w_node, b_node) if n.op_type == "Split"]
+        index.fuse(chain, fused)
+        count += 1
+    for split in splits:  # a Split all of whose parts went into sliced linears
+        if all(not index.live_readers(out) and out not in index.pinned for out in split.output):
+            index.dead.add(id(split))
+    return count
+
+
+def _row_part(index: _Index, name: str, rank: int) -> tuple[str, int, int, onnx.NodeProto] | None:
+    """``(parameter, start, end, node)`` when ``name`` is rows ``start:end`` of a parameter of
+    ``rank`` dimensions, cut by a Slice of the first axis or one part of a Split of it, and
+    read by one node only."""
+    node = index.producer.get(name)
+    if node is None or id(node) in index.dead or node.domain not in ("", "ai.onnx"):
+        return None
+    if name in index.pinned or len(index.live_readers(name)) != 1:
+        return None
+    param = index.const(node.input[0]) if node.input else None
+    if param is None or param.ndim != rank or param.dtype.kind != "f":
+        return None
+    if learned_source(index.graph, node.input[0]) is None:
+        return None
+    rows = int(param.shape[0])
+    if node.op_type == "Split" and node_attribute(node, "axis", 0) == 0:
+        sizes = index.const(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+        if sizes is None:
+            sizes = node_attribute(node, "split", None)
+        if sizes is None:
+            return None
+        bounds = np.cumsum([0, *[int(v) for v in np.asarray(sizes).reshape(-1)]])
+        part = list(node.output).index(name)
+        return node.input[0], int(bounds[part]), int(bounds[part + 1]), node
+    if node.op_type != "Slice" or len(node.input) < 3:
+        return None
+    values = [index.const(n) if n else None for n in node.input[1:5]]
+    if any(v is None or v.size != 1 for v in values[:2]):
+        return None
+    axis = int(values[2].reshape(-1)[0]) if len(values) > 2 and values[2] is not None else 0
+    step = int(values[3].reshape(-1)[0]) if len(values) > 3 and values[3] is not None else 1
+    start, end = (int(v.reshape(-1)[0]) for v in values[:2])  # type: ignore[union-attr]
+    if axis % rank != 0 or step != 1 or not 0 <= start < min(end, rows):
+        return None
+    return node.input[0], start, min(end, rows), node
+
+
 def _lift_flattened_linears(index: _Index) -> int:
     """``reshape(gemm(reshape(x, (-1, c)), w, b), x.shape[:-1] + (n,))`` (GPT-2's ``Conv1D``,
     ``torch.addmm`` on a flattened input) is one Linear on ``x``: nn.Dense takes any leading
@@ -1191,6 +1272,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("FullLike", _lift_full_likes),
     ("Silu", _lift_silus),
     ("Unbind", _lift_unbinds),
+    ("SlicedLinear", _lift_sliced_linears),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
 ]

@@ -1071,6 +1071,8 @@ def _functional_modules(mapped: list[MappedNode], paths: dict[int, str]) -> set[
     for m in mapped:
         if isinstance(m.result, Cell) and m.result.weights and paths[id(m)]:
             layers[paths[id(m)]] += 1
+        elif m.node.op_type == "SlicedLinear" and m.node.domain == DOMAIN and paths[id(m)]:
+            layers[paths[id(m)]] += 1  # a projection with part of the module's own weight
     return {path for path, count in layers.items() if count > 1}
 
 

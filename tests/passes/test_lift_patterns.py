@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import helper
 
+from mindconverter import convert
 from mindconverter.graph import Graph
 from mindconverter.mappers.registry import default_registry
 from mindconverter.passes.context import PassContext
@@ -20,6 +22,7 @@ from tests.helpers import assert_matches, assert_runs_like_onnxruntime, convert_
 
 RNG = np.random.default_rng(7)
 F32 = np.float32
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _c(name, value, dtype=F32):
@@ -862,3 +865,31 @@ def test_rotaries_an_empty_concatenation_keeps_apart_are_one_call(tmp_path):
         mask[0, -2:] = 0
         feeds = {"input_ids": rng.integers(0, 40, (batch, seq)), "attention_mask": mask}
         assert_runs_like_onnxruntime(model, result, feeds, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_projections_with_parts_of_a_packed_weight_are_dense_calls_of_a_block(tmp_path, exporter):
+    """SigLIP's pooling head: nn.MultiheadAttention projects a probe with rows :16 of its
+    packed in_proj_weight and the tokens with rows 16:. Both are ``ops.dense`` calls on the
+    whole Parameter (the checkpoint keeps in_proj_weight as PyTorch has it), the module is a
+    class of its own, written batch-first, and the probe the dynamo exporter renamed
+    (``val_4``) is a trainable Parameter under its own name."""
+    fixture = FIXTURES / f"tiny_pooling_head_{exporter}.onnx"
+    result = convert(fixture, shape=["2,5,16"], output=tmp_path, verify=True)
+    # the TorchScript export runs at its traced token count only (its key length is baked in)
+    shapes = 2 if exporter == "dynamo" else 1
+    assert result.verification["ok"] and len(result.verification["shapes"]) == shapes
+    code = result.script_path.read_text()
+    assert "self.in_proj_weight[:16], self.in_proj_bias[:16]" in code
+    assert "ops.dense(x, self.in_proj_weight[16:], self.in_proj_bias[16:])" in code
+    assert "self.attention = " in code and "swapaxes(0, 1)" not in code
+    assert "self.probe = Parameter(ops.zeros((1, 1, 16), ms.float32))\n" in code
+    rows = next(iter(json.loads(result.weight_map_path.read_text()).values()))
+    sources = {row["source_weight"]["name"] for row in rows}
+    assert sources == {
+        "probe",
+        "attention.in_proj_weight",
+        "attention.in_proj_bias",
+        "attention.out_proj.weight",
+        "attention.out_proj.bias",
+    }
