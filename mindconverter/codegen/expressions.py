@@ -272,6 +272,11 @@ def _placeholder_parameter(node, path: str, parameter: str) -> str:
     return f"{path}.{found.pop()}" if len(found) == 1 else ""
 
 
+# ONNX operators the dynamo exporter gives a parameter as it is when the aten call they write
+# takes it (``repeat`` -> Tile, ``mul`` -> Mul, ``cat`` -> Concat, ``embedding`` -> Gather)
+_READS_PARAMETER_AS_IS = {"Tile", "Expand", "Concat", "Add", "Sub", "Mul", "Div", "Gather"}
+
+
 def _renamed_parameter(graph, mapped: MappedNode, name: str) -> str:
     """The source name of constant ``name`` when it is a parameter the dynamo exporter renamed
     (``val_167``) and the one float table its node reads: the one parameter of the node's
@@ -279,6 +284,8 @@ def _renamed_parameter(graph, mapped: MappedNode, name: str) -> str:
     array = graph.constants.get(name)
     if array is None or not is_generated_name(name) or array.dtype.kind != "f" or array.size < 2:
         return ""
+    if mapped.node.op_type not in _READS_PARAMETER_AS_IS:
+        return ""  # aten.linear's MatMul reads the parameter transposed (folded into val_N)
     tables = [
         n for n in mapped.node.inputs
         if n in graph.constants and graph.constants[n].dtype.kind == "f" and graph.constants[n].size > 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from mindconverter.codegen.expressions import _relative_to
+from mindconverter.codegen.expressions import _relative_to, _renamed_parameter
+from mindconverter.graph.node import Node
+from mindconverter.mappers.base import MappedNode
 
 
 @pytest.mark.parametrize(
@@ -53,3 +56,35 @@ def test_values_the_exporter_named_are_told_from_parameters(source, computed):
     from mindconverter.codegen.expressions import _exporter_value_name
 
     assert _exporter_value_name(source) is computed
+
+
+def _read_by(op_type: str, fx_node: str) -> MappedNode:
+    scopes = "['', 'head', 'repeat']"
+    metadata = {"pkg.torch.onnx.name_scopes": scopes, "pkg.torch.onnx.fx_node": fx_node}
+    node = Node("n", op_type, "", {}, ["val_4", "val_9"], ["y"], metadata)
+    return MappedNode(node)
+
+
+class _Graph:
+    constants = {
+        "val_4": np.ones((1, 1, 8), np.float32),
+        "val_9": np.array([2, 1, 1], np.int64),
+        "head.scale": np.ones(8, np.float32),
+    }
+    source_parameters = frozenset({"head.scale"})
+
+
+@pytest.mark.parametrize(
+    "op_type, fx_node, source",
+    [
+        ("Tile", "%repeat = call_function[...](args = (%p_head_probe, [%s0, 1, 1]))", "head.probe"),
+        # aten.linear's MatMul reads its weight transposed: never taken for the parameter
+        ("MatMul", "%linear = call_function[...](args = (%x, %p_head_probe))", ""),
+        # two parameters named, or one of another module, or one the graph holds by name
+        ("Tile", "%r = call_function[...](args = (%p_head_probe, %p_head_other))", ""),
+        ("Tile", "%r = call_function[...](args = (%p_body_probe, [1, 1]))", ""),
+        ("Mul", "%mul = call_function[...](args = (%x, %p_head_scale))", ""),
+    ],
+)
+def test_a_parameter_the_dynamo_exporter_renamed_is_found_by_its_fx_node(op_type, fx_node, source):
+    assert _renamed_parameter(_Graph(), _read_by(op_type, fx_node), "val_4") == source
