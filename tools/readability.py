@@ -5,7 +5,8 @@ Usage: ``python tools/readability.py SCRIPT.py [SCRIPT.py ...] [--json]``
 For each script it reports, from the script's syntax tree alone:
 
 - ``attention_lines``: code lines of the ``construct`` of each class whose name contains
-  ``Attention`` (the largest one);
+  ``Attention``, or that computes attention itself (a softmax and a matrix product: an
+  attention dissolved into its parent), the largest one;
 - ``x_params``: ``construct`` parameters named ``x_<n>``;
 - ``noops``: computations that do nothing, by kind (``logical_and`` with ``True``,
   ``arange(...) >= 0``, ``squeeze`` of ``unsqueeze``, cast of a cast to the same dtype, ``* 1``,
@@ -293,6 +294,14 @@ def _tied_copies(tree: ast.Module) -> int:
     return count
 
 
+def _computes_attention(func: ast.FunctionDef) -> bool:
+    """A softmax (``ops.softmax``, the script's ``masked_softmax`` or the explicit
+    ``ops.exp`` form) and ``ops.matmul`` in one ``construct``."""
+    called = {_name(n.func) for n in ast.walk(func) if isinstance(n, ast.Call)}
+    softmax = {"ops.softmax", "masked_softmax", "ops.exp"} & called
+    return bool(softmax) and "ops.matmul" in called
+
+
 def measure(code: str, run_ruff: bool = True) -> dict:
     """The readability properties of one generated script."""
     tree = ast.parse(code)
@@ -303,7 +312,7 @@ def measure(code: str, run_ruff: bool = True) -> dict:
             if not (isinstance(func, ast.FunctionDef) and func.name == "construct"):
                 continue
             fn = _Function(func)
-            if "Attention" in cls.name:
+            if "Attention" in cls.name or _computes_attention(func):
                 lines = {n.lineno for s in func.body for n in ast.walk(s) if hasattr(n, "lineno")}
                 attention.append(len(lines))
             noops += _noops(fn)

@@ -84,3 +84,23 @@ def test_clean_script_has_nothing_to_report():
     found = measure(code)
     assert found["noops"] == 0 and found["x_params"] == 0 and found["renamed_meanings"] == 0
     assert found["ruff_check"] and found["ruff_imports"] and found["ruff_format"]
+
+
+def test_an_attention_dissolved_into_another_class_is_measured_too():
+    script = """
+from mindspore import nn, ops
+
+
+class Layer(nn.Cell):
+    def construct(self, q, k, v):
+        scores = ops.matmul(q, k.swapaxes(-1, -2))
+        probs = ops.softmax(scores, axis=-1)
+        return ops.matmul(probs, v)
+
+
+class Head(nn.Cell):
+    def construct(self, x):
+        return ops.softmax(self.fc(x), axis=-1)
+"""
+    found = measure(script, run_ruff=False)
+    assert found["attention_lines"] == 3 and found["attention_classes"] == 1
