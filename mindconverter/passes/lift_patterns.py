@@ -1078,13 +1078,11 @@ def _lift_sliced_linears(index: _Index) -> int:
         add = index.sole_consumer(matmul.output[0], ("Add",))
         bias_name = index.other_input(add, matmul.output[0]) if add is not None else None
         bias = _row_part(index, bias_name, 1) if bias_name else None
-        if (
-            weight is None
-            or bias is None
-            or weight[1:3] != bias[1:3]
-            or index.const(matmul.input[0]) is not None
-        ):
+        if weight is None or bias is None or weight[1:3] != bias[1:3]:
             continue
+        x_shape = index.graph.dims(matmul.input[0])
+        if index.const(matmul.input[0]) is not None or x_shape is None or len(x_shape) < 2:
+            continue  # ops.dense projects rows: a vector stays a MatMul
         (w, start, end, w_node), (b, _, _, b_node) = weight, bias
         fused = helper.make_node(
             "SlicedLinear", [matmul.input[0], w, b], [add.output[0]], domain=DOMAIN,

@@ -893,3 +893,28 @@ def test_projections_with_parts_of_a_packed_weight_are_dense_calls_of_a_block(tm
         "attention.out_proj.weight",
         "attention.out_proj.bias",
     }
+
+
+def _sliced_projection(x_shape):
+    """``x @ w[2:6].T + b[2:6]``: a projection with rows of packed parameters."""
+    nodes = [
+        _c("starts", [2], np.int64),
+        _c("ends", [6], np.int64),
+        helper.make_node("Slice", ["w", "starts", "ends"], ["rows"]),
+        helper.make_node("Transpose", ["rows"], ["rows_t"], perm=[1, 0]),
+        helper.make_node("MatMul", ["x", "rows_t"], ["p"]),
+        helper.make_node("Slice", ["b", "starts", "ends"], ["b_rows"]),
+        helper.make_node("Add", ["b_rows", "p"], ["y"]),
+    ]
+    inits = {
+        "w": RNG.standard_normal((8, 3)).astype(F32),
+        "b": RNG.standard_normal(8).astype(F32),
+    }
+    return make_model(nodes, [("x", F32, x_shape)], [("y", F32, None)], inits)
+
+
+@pytest.mark.parametrize("x_shape, lifted", [([2, 5, 3], True), ([3], False)])
+def test_rows_of_a_packed_weight_project_a_batch_of_rows(tmp_path, x_shape, lifted):
+    result = assert_matches(_sliced_projection(x_shape), tmp_path)
+    script = _script(result)
+    assert ("ops.dense(x, self.w[2:6], self.b[2:6])" in script) is lifted, script
