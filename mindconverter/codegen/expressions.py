@@ -257,18 +257,21 @@ def recovered_source_name(source: str, mapped: MappedNode | None, parameter: str
 _FX_PARAMETER = re.compile(r"%p_(\w+)")
 
 
+def _fx_parameters(node, path: str) -> set[str]:
+    """The parameters of the module at ``path`` (``""``: the model itself) the dynamo
+    export's FX node of ``node`` names, relative to that module (``%p_attn_q_proj_weight``
+    -> ``q_proj_weight`` for ``attn``)."""
+    fx_node = node.metadata.get("pkg.torch.onnx.fx_node", "")
+    prefix = path.replace(".", "_") + "_" if path else ""
+    return {p[len(prefix) :] for p in _FX_PARAMETER.findall(fx_node) if p.startswith(prefix)}
+
+
 def _placeholder_parameter(node, path: str, parameter: str) -> str:
     """A parameter the module at ``path`` holds itself and passes to a functional call
     (nn.MultiheadAttention's ``q_proj_weight`` in ``F.linear``), as the dynamo export's FX node
     names it; "" when it names none or several."""
-    fx_node = node.metadata.get("pkg.torch.onnx.fx_node", "")
-    prefix = path.replace(".", "_") + "_"
     kind = _TORCH_PARAMETER_NAMES[parameter]
-    found = {
-        name[len(prefix) :]
-        for name in _FX_PARAMETER.findall(fx_node)
-        if name.startswith(prefix) and name.endswith(f"_{kind}")
-    }
+    found = {name for name in _fx_parameters(node, path) if name.endswith(f"_{kind}")}
     return f"{path}.{found.pop()}" if len(found) == 1 else ""
 
 
@@ -293,9 +296,7 @@ def _renamed_parameter(graph, mapped: MappedNode, name: str) -> str:
     path = module_path(mapped.node)  # "": a parameter of the model itself
     if tables != [name]:
         return ""
-    prefix = path.replace(".", "_") + "_" if path else ""
-    fx_node = mapped.node.metadata.get("pkg.torch.onnx.fx_node", "")
-    found = {p[len(prefix) :] for p in _FX_PARAMETER.findall(fx_node) if p.startswith(prefix)}
+    found = _fx_parameters(mapped.node, path)
     if len(found) != 1:
         return ""
     source = ".".join(filter(None, (path, found.pop())))
