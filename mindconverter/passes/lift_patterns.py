@@ -551,20 +551,31 @@ def _unbind_split(index: _Index, split: onnx.NodeProto):
 def _single_position(index: _Index, node: onnx.NodeProto) -> tuple[int, int] | None:
     """(axis, position) of a Slice keeping one position of one axis (``x[1:2]``)."""
     rank = len(index.graph.dims(node.input[0]) or ())
-    values = [index.const(name) if name else None for name in node.input[1:5]]
-    if rank == 0 or len(node.input) < 3 or any(v is None for v in values[:2]):
+    bounds = _one_axis_slice(index, node)
+    if rank == 0 or bounds is None:
         return None
-    starts, ends = (v.reshape(-1) for v in values[:2])
-    axes = (
-        values[2].reshape(-1) if len(values) > 2 and values[2] is not None else range(len(starts))
-    )
-    steps = values[3].reshape(-1) if len(values) > 3 and values[3] is not None else [1]
-    if len(starts) != 1 or len(ends) != 1 or any(int(step) != 1 for step in steps):
+    axis, start, end, step = bounds
+    if step != 1 or start < 0 or end != start + 1:
         return None
-    start = int(starts[0])
-    if start < 0 or int(ends[0]) != start + 1:
+    return axis % rank, start
+
+
+def _one_axis_slice(index: _Index, node: onnx.NodeProto) -> tuple[int, int, int, int] | None:
+    """``(axis, start, end, step)`` of a Slice of one axis whose bounds are constants (ONNX's
+    defaults where axes or steps are not given: axis 0, step 1); None otherwise."""
+    if node.op_type != "Slice" or len(node.input) < 3:
         return None
-    return int(list(axes)[0]) % rank, start
+    bounds = []
+    for position, default in ((1, None), (2, None), (3, 0), (4, 1)):
+        name = node.input[position] if position < len(node.input) else ""
+        value = index.const(name) if name else None
+        if name and (value is None or value.size != 1):
+            return None  # computed, or more than one axis
+        if not name and default is None:
+            return None
+        bounds.append(int(value.reshape(-1)[0]) if value is not None else default)
+    start, end, axis, step = bounds
+    return axis, start, end, step
 
 
 def _squeezed(index: _Index, node: onnx.NodeProto, axis: int, value: str = ""):
@@ -990,16 +1001,13 @@ def _last_axis_slice(index: _Index, node) -> tuple[str, int, int] | None:
     if node is None or node.op_type != "Slice" or node.domain not in ("", "ai.onnx"):
         return None
     shape = _shape_of(index, node.input[0])
-    if not shape or len(node.input) < 4:
+    bounds = _one_axis_slice(index, node)
+    if not shape or len(node.input) < 4 or not node.input[3] or bounds is None:
+        return None  # the axis must be given
+    axis, start, end, step = bounds
+    if step != 1 or axis % len(shape) != len(shape) - 1:
         return None
-    values = [index.const(name) if name else None for name in node.input[1:5]]
-    if any(v is None or v.size != 1 for v in values[:3]):
-        return None
-    step = values[3] if len(values) > 3 and values[3] is not None else None
-    if step is not None and (step.size != 1 or int(step.reshape(-1)[0]) != 1):
-        return None
-    start, end, axis = (int(v.reshape(-1)[0]) for v in values[:3])  # type: ignore[union-attr]
-    if axis % len(shape) != len(shape) - 1 or not isinstance(shape[-1], int) or start < 0:
+    if not isinstance(shape[-1], int) or start < 0:
         return None
     return node.input[0], start, min(end, int(shape[-1]))
 
@@ -1122,14 +1130,10 @@ def _row_part(index: _Index, name: str, rank: int) -> tuple[str, int, int, onnx.
         bounds = np.cumsum([0, *[int(v) for v in np.asarray(sizes).reshape(-1)]])
         part = list(node.output).index(name)
         return node.input[0], int(bounds[part]), int(bounds[part + 1]), node
-    if node.op_type != "Slice" or len(node.input) < 3:
+    bounds = _one_axis_slice(index, node)
+    if bounds is None:
         return None
-    values = [index.const(n) if n else None for n in node.input[1:5]]
-    if any(v is None or v.size != 1 for v in values[:2]):
-        return None
-    axis = int(values[2].reshape(-1)[0]) if len(values) > 2 and values[2] is not None else 0
-    step = int(values[3].reshape(-1)[0]) if len(values) > 3 and values[3] is not None else 1
-    start, end = (int(v.reshape(-1)[0]) for v in values[:2])  # type: ignore[union-attr]
+    axis, start, end, step = bounds
     if axis % rank != 0 or step != 1 or not 0 <= start < min(end, rows):
         return None
     return node.input[0], start, min(end, rows), node
