@@ -2,26 +2,27 @@
 
 Exporters spell ``softmax(q @ kᵀ * scale + mask) @ v`` out in primitive operators, each in its
 own way. The TorchScript exporter (opset 14/17) transposes the key before its heads
-(``Transpose(perm=[0, 2, 3, 1])``, ``[1, 2, 3, 0]`` sequence-first) and scales it by ``Div``,
-or splits ``sqrt(scale)`` over q and k; the dynamo exporter (opset 18) transposes the key through Reshape/Transpose/Reshape and adds
-an ``IsNaN``/``Where`` guard that turns fully masked rows into zeros. Grouped-query models repeat
-key/value heads (``repeat_kv``: Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the
-key's transposition) before the product. Rotary embeddings, a key/value cache
-(``Concat(past_k, k)``) and the masks (padding, causal, sliding window, biases added to the
-scores such as ALiBi) are computed before the product and stay what they are: inputs of the
-fused node. BLOOM's ``baddbmm`` form folds the heads into the batch for the products, (B*H, S, T)
-scores reshaped to (B, H, S, T) between the ALiBi bias and the mask: its q, k and v are taken
-before the fold and the ALiBi bias is reshaped to (B, H, 1, T).
+(``Transpose(perm=[0, 2, 3, 1])``, ``[1, 2, 3, 0]`` sequence-first) and scales it by ``Div``, or
+splits ``sqrt(scale)`` over q and k; the dynamo exporter (opset 18) transposes the key through
+Reshape/Transpose/Reshape and adds an ``IsNaN``/``Where`` guard that turns fully masked rows
+into zeros. Grouped-query models repeat key/value heads (``repeat_kv``:
+Unsqueeze/Expand/Reshape, the Reshape sometimes merged into the key's transposition) before the
+product. Rotary embeddings, a key/value cache (``Concat(past_k, k)``) and the masks (padding,
+causal, sliding window, biases added to the scores such as ALiBi) are computed before the
+product and stay what they are: inputs of the fused node. BLOOM's ``baddbmm`` form folds the
+heads into the batch for the products, (B*H, S, T) scores reshaped to (B, H, S, T) between the
+ALiBi bias and the mask: its q, k and v are taken before the fold and the ALiBi bias is reshaped
+to (B, H, 1, T).
 
 This pass replaces the chain from the score product to the context product by one node
 ``ScaledDotProductAttention(q, k, v[, bias...])`` of the internal domain, with attributes
-``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's NaN
-guard over a mask that may hold -inf: fully masked rows attend nothing), and ``dropout`` (the
-ratio of the Dropout a training-mode export applies to the probabilities) when there is one. The mapper in
-``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused only when every
-intermediate value feeds the chain alone, except the probabilities: read elsewhere too (the
-weights nn.MultiheadAttention returns), they are the fused node's second output. Anything else
-is left as it was.
+``scale``, ``kv_groups`` (query heads per key/value head) and ``masked_rows`` (the exporter's
+NaN guard over a mask that may hold -inf: fully masked rows attend nothing), and ``dropout``
+(the ratio of the Dropout a training-mode export applies to the probabilities) when there is
+one. The mapper in ``mindconverter/mappers/sdpa.py`` writes it as mindnlp does. A chain is fused
+only when every intermediate value feeds the chain alone, except the probabilities: read
+elsewhere too (the weights nn.MultiheadAttention returns), they are the fused node's second
+output. Anything else is left as it was.
 """
 
 from __future__ import annotations
