@@ -284,18 +284,16 @@ def _renamed_parameter(graph, mapped: MappedNode, name: str) -> str:
     """The source name of constant ``name`` when it is a parameter the dynamo exporter renamed
     (``val_167``) and the one float table its node reads: the one parameter of the node's
     module its FX node names (``%p_model_head_probe`` -> ``model.head.probe``); else ""."""
-    array = graph.constants.get(name)
-    if array is None or not is_generated_name(name) or array.dtype.kind != "f" or array.size < 2:
-        return ""
-    if mapped.node.op_type not in _READS_PARAMETER_AS_IS:
+
+    def is_table(value: str) -> bool:
+        array = graph.constants.get(value)
+        return array is not None and array.dtype.kind == "f" and array.size > 1
+
+    if not is_generated_name(name) or mapped.node.op_type not in _READS_PARAMETER_AS_IS:
         return ""  # aten.linear's MatMul reads the parameter transposed (folded into val_N)
-    tables = [
-        n for n in mapped.node.inputs
-        if n in graph.constants and graph.constants[n].dtype.kind == "f" and graph.constants[n].size > 1
-    ]  # fmt: skip
-    path = module_path(mapped.node)  # "": a parameter of the model itself
-    if tables != [name]:
+    if [value for value in mapped.node.inputs if is_table(value)] != [name]:
         return ""
+    path = module_path(mapped.node)  # "": a parameter of the model itself
     found = _fx_parameters(mapped.node, path)
     if len(found) != 1:
         return ""
