@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
+from .identity_layers import identity_call, identity_layer, skip_identity
 from .list_depths import DEPTH, LayerList, layer_list
 from .residuals import leading_space, same_up_to_names, split_residual
 from .scope import ClassBuilder, ClassRef, SlotRef
@@ -146,6 +147,9 @@ class Variants:
     sources: dict[Any, list[Source]] = field(default_factory=dict)  # per key, per slot
     held: dict[Any, set[str]] = field(default_factory=dict)  # attributes each key holds
     texts: list[tuple] = field(default_factory=list)  # (key, hint, builder, args, returns)
+    # layers some texts hold and the others apply as ``nn.Identity()`` (ModernBERT's first
+    # layer has no attention norm): called unguarded, built on a flag
+    identity: set[str] = field(default_factory=set)
     # text key -> the variants that text merged into (a child block's class), while merging
     class_of: Any = field(default=None, compare=False, repr=False)
 
@@ -200,9 +204,13 @@ class Variants:
         new.sources[key] = [None] * len(self.labels)
         new.texts = [*self.texts, (key, hint, builder, args, returns)]
         new.class_of = class_of
+        new.identity = set(self.identity)
         if not new._take_lines(self.lines, key, builder):
             return None
         if list(returns) == self.returns and new._take_body(self.body, key, builder.body):
+            return new
+        new.body = []
+        if list(returns) == self.returns and new._take_identity(self, key, builder.body):
             return new
         new.body = []
         return new if new._take_residual(self, key, builder.body, list(returns)) else None
@@ -475,6 +483,32 @@ class Variants:
         self.returns = [mine_result]
         return True
 
+    def _take_identity(self, old: Variants, key, body: list[str]) -> bool:
+        """The merged ``construct`` when texts differ by a layer call ``v = self.<layer>(a)`` the
+        others skip (:func:`.identity_layers.skip_identity`): called in every text, an
+        ``nn.Identity()`` where it is absent (ModernBERT's first layer has no attention norm)."""
+        found = identity_layer(list(old.held.values()), self.held[key])
+        if found is None or any(guard for _, guard in old.body):
+            return False
+        layer, old_holds = found
+        old_lines = [line for line, _ in old.body]
+        holder, lacking = (old_lines, body) if old_holds else (body, old_lines)
+        skipped = skip_identity(holder, layer, self.returns)
+        if skipped is None or list(map(_form, skipped)) != list(map(_form, lacking)):
+            return False
+        if not old_holds and (skipped != lacking or body_slots(old)):
+            return False  # numbers that differ: the earlier texts hold no slot for them
+        if old_holds:  # the holder's lines, their numbers paired with the new text's
+            at = next(i for i, line in enumerate(holder) if identity_call(line, layer))
+            rest = [*holder[:at], *holder[at + 1 :]]
+            paired = [self._take_numbers(key, a, b) for a, b in zip(rest, lacking)]
+            if any(line is None for line in paired):
+                return False
+            holder = [*paired[:at], holder[at], *paired[at:]]  # type: ignore[list-item]
+        self.body = [(line, None) for line in holder]
+        self.identity.add(layer)
+        return True
+
     def _take_numbers(self, key, line: str, other: str) -> str | None:
         """A statement both texts run, its numbers paired: a number that differs becomes a
         slot of the class (a stage's head size in Swin), written as a marker until the class
@@ -502,38 +536,45 @@ class Variants:
             last = match.end()
         return "".join(parts) + line[last:]
 
-    def body_slots(self) -> set[int]:
-        """The slots ``construct`` reads (numbers that differ between the texts)."""
-        return {int(i) for line, _ in self.body for i in _MARKER.findall(line)}
 
-    def construct_lines(self, flags: dict[str, str], numbers: dict[int, str]) -> list[str]:
-        """``construct``'s lines, statements of an optional layer under its guard, a residual
-        sum only some texts make under its flag (``flags``: guard -> constructor argument),
-        each number slot written as ``numbers`` says (``self.head_dim`` or the literal)."""
-        lines: list[str] = []
-        body = [
-            (_MARKER.sub(lambda m: numbers[int(m.group(1))], line), guard)
-            for line, guard in self.body
-        ]
-        for index, (line, guard) in enumerate(body):
-            if guard is None or (guard.startswith("#") and guard not in flags):
-                lines.append(line)
-                continue
-            indent = leading_space(line)
-            if guard.startswith("#") and (index == 0 or body[index - 1][1] != guard):
-                lines.append(f"{indent}if self.{flags[guard]}:")
-            elif index == 0 or body[index - 1][1] != guard:
-                lines.append(f"{indent}if self.{guard} is not None:")
-            lines.append(f"{indent}    {line[len(indent) :]}")
-        return lines
+def body_slots(variants: Variants) -> set[int]:
+    """The slots ``construct`` reads (numbers that differ between the texts)."""
+    return {int(i) for line, _ in variants.body for i in _MARKER.findall(line)}
 
-    def init_line(self, line: list, text: str, flags: dict[str, str]) -> str:
-        """An ``__init__`` line as written: a layer only some texts hold is built on its flag
-        (``flags``: optional attribute -> the constructor argument that says it is held)."""
-        attribute = _attribute(line)
-        if attribute in flags:
-            return f"{text} if {flags[attribute]} else None"
-        return text
+
+def construct_lines(
+    variants: Variants, flags: dict[str, str], numbers: dict[int, str]
+) -> list[str]:
+    """``construct``'s lines, statements of an optional layer under its guard, a residual
+    sum only some texts make under its flag (``flags``: guard -> constructor argument),
+    each number slot written as ``numbers`` says (``self.head_dim`` or the literal)."""
+    lines: list[str] = []
+    body = [
+        (_MARKER.sub(lambda m: numbers[int(m.group(1))], line), guard)
+        for line, guard in variants.body
+    ]
+    for index, (line, guard) in enumerate(body):
+        if guard is None or (guard.startswith("#") and guard not in flags):
+            lines.append(line)
+            continue
+        indent = leading_space(line)
+        if guard.startswith("#") and (index == 0 or body[index - 1][1] != guard):
+            lines.append(f"{indent}if self.{flags[guard]}:")
+        elif index == 0 or body[index - 1][1] != guard:
+            lines.append(f"{indent}if self.{guard} is not None:")
+        lines.append(f"{indent}    {line[len(indent) :]}")
+    return lines
+
+
+def init_line(variants: Variants, line: list, text: str, flags: dict[str, str]) -> str:
+    """An ``__init__`` line as written: a layer only some texts hold is built on its flag
+    (``flags``: optional attribute -> the constructor argument that says it is held), an
+    ``nn.Identity()`` in its place where the statements call it whatever it is."""
+    attribute = _attribute(line)
+    if attribute in flags:
+        absent = "nn.Identity()" if attribute in variants.identity else "None"
+        return f"{text} if {flags[attribute]} else {absent}"
+    return text
 
 
 def optional_call(run: list[str]) -> str | None:
@@ -578,7 +619,7 @@ def _repeats_in_texts(listed: LayerList, variants: Variants) -> bool:
 
 def used_slots(variants: Variants) -> set[int]:
     """The slots a merged class reads (a list's items after its repeated one are gone)."""
-    used = variants.body_slots()
+    used = body_slots(variants)
     for line in variants.lines:
         for part in line:
             if isinstance(part, SlotRef):

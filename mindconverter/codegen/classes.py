@@ -8,7 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..mappers.base import Cell
-from .class_variants import Variants, flag_name, kind_of, used_slots
+from .class_variants import (
+    Variants,
+    body_slots,
+    construct_lines,
+    flag_name,
+    init_line,
+    kind_of,
+    used_slots,
+)
 from .list_depths import DEPTH, REPEAT_OPEN, written_repeat
 from .naming import CELL_MEMBERS, Namer, identifier
 from .repeated_tuples import name_repeated_tuples
@@ -78,14 +86,14 @@ def merge_classes(
             slots=[(*label, v) for label, v in zip(variants.labels, info["first"])]
         )
         info["init"] = [
-            variants.init_line(line, join(line, template, info["params"], classes), flags)
+            init_line(variants, line, join(line, template, info["params"], classes), flags)
             for line in variants.lines
         ]
         for guard in sorted(g for g in flags if g.startswith("#")):  # residual, activations
             info["init"].append(f"self.{flags[guard]} = {flags[guard]}")
         numbers, stored = {}, {}
         layers = {m.group(1) for line in info["init"] if (m := re.match(r"self\.(\w+) = ", line))}
-        for index in sorted(variants.body_slots()):
+        for index in sorted(body_slots(variants)):
             name = info["params"].get(index)
             if name is None:
                 numbers[index] = str(info["first"][index])
@@ -97,7 +105,7 @@ def merge_classes(
                 stored[name] = attribute
                 info["init"].append(f"self.{attribute} = {name}")
             numbers[index] = f"self.{stored[name]}"
-        info["body"] = variants.construct_lines(flags, numbers)
+        info["body"] = construct_lines(variants, flags, numbers)
         taken_names = [*info["body"], *map(str, first.args)]
         name_repeated_tuples(info["body"], _free_names(taken_names, "shape"), static=True)
         info["args"], info["returns"] = first.args, variants.returns

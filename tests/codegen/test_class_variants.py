@@ -552,3 +552,47 @@ def test_stages_of_other_depths_run_like_onnxruntime(tmp_path):
     for batch in (1, 2):
         x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
         assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
+
+
+def _layer(path: str, normed: bool) -> BlockInstance:
+    """A pre-norm layer; without its norm it reads its input where the norm's result was."""
+    builder = ClassBuilder()
+    if normed:
+        builder.init_lines.append(["self.attn_norm = ", "nn.LayerNorm((8,))"])
+    builder.init_lines.append(["self.attn = ", "nn.Dense(8, 8)"])
+    if normed:
+        builder.body.append("x = self.attn_norm(hidden_states)")
+    builder.body += [
+        f"x = self.attn({'x' if normed else 'hidden_states'}, mask)",
+        "out = hidden_states + x",
+    ]
+    return BlockInstance(
+        Block(path=path, class_hint="Layer"), builder, ["hidden_states", "mask"], ["out"]
+    )
+
+
+@pytest.mark.parametrize("normed_first", [True, False])
+def test_a_layer_some_instances_skip_is_an_identity_in_theirs(normed_first):
+    """ModernBERT's first layer has no attention norm (``nn.Identity`` in the source, no node
+    in the export): one class calls the norm always and builds an ``nn.Identity()`` without it."""
+    plain, normed = _layer("layers.0", False), _layer("layers.1", True)
+    classes = merge_classes([normed, plain] if normed_first else [plain, normed])
+    (info,) = unique(classes)
+    assert signature(info) == ["has_attn_norm=False"]
+    assert info["init"][0] == (
+        "self.attn_norm = nn.LayerNorm((8,)) if has_attn_norm else nn.Identity()"
+    )
+    assert info["body"] == [
+        "x = self.attn_norm(hidden_states)",
+        "x = self.attn(x, mask)",
+        "out = hidden_states + x",
+    ]
+    assert _calls([plain, normed], classes) == ["Layer()", "Layer(has_attn_norm=True)"]
+
+
+def test_a_layer_whose_input_is_read_otherwise_keeps_classes_apart():
+    """Without the norm the text reads ``hidden_states`` where the other reads the norm's
+    result, but also elsewhere: skipping the norm does not give that text."""
+    plain, normed = _layer("layers.0", False), _layer("layers.1", True)
+    plain.builder.body[-1] = "out = x + x"
+    assert len(unique(merge_classes([plain, normed]))) == 2
