@@ -7,6 +7,7 @@ import re
 from ..graph.module_tree import Block, module_path
 from ..mappers.activation import ACTIVATION_CELLS
 from ..mappers.base import Cell
+from .classes import one_class
 from .dead_code import drop_unused_assignments
 from .expressions import ExpressionWriter, with_exporter_note
 from .layer_runs import LayerRun, chained_run, per_layer_base
@@ -67,6 +68,49 @@ def _passed_roles(graph, block: Block, inputs: set[str]) -> dict[str, str]:
             if role in _PASSED_ROLES and name not in inputs and name not in graph.inputs:
                 found.setdefault(name, set()).add(role)
     return {name: roles.pop() for name, roles in found.items() if len(roles) == 1}
+
+
+def _one_class(instances: list[BlockInstance], layers: list[Block], keys: set) -> bool:
+    """Whether layers rendered as several texts merge into one class (an optional part or a
+    literal of their own): the texts of the layers and their children are tried alone."""
+    paths = tuple(layer.path for layer in layers)
+    inside = tuple(path + "." for path in paths)
+    tried = [i for i in instances if i.block.path in paths or i.block.path.startswith(inside)]
+    return one_class(tried, keys)
+
+
+def _loopable(graph, items: list, layers: list[Block]) -> LayerRun | None:
+    """How the layers run one after the other, each feeding the next (see
+    :func:`chained_run`); ``None`` when they do not."""
+    start = next(i for i, item in enumerate(items) if item is layers[0])
+    run = items[start : start + len(layers)]
+    if (
+        len(run) != len(layers)
+        or not all(a is b for a, b in zip(run, layers))
+        or [int(layer.name) for layer in layers] != list(range(len(layers)))
+        or any(layer.sequential for layer in layers)
+    ):
+        return None
+    return chained_run(graph, layers)
+
+
+def _hoisted(items: list, layers: list[Block]) -> list:
+    """``items`` with the statements that sit between numbered layers and read no layer's
+    result moved before the first layer (an exporter computes a preparation some layers share,
+    a rotary table's ``unsqueeze``, where the first layer that reads it runs), so the layers run
+    one after the other; ``items`` as they are when a statement between them reads a result."""
+    positions = [next(i for i, item in enumerate(items) if item is layer) for layer in layers]
+    start, end = min(positions), max(positions)
+    between = [
+        item for item in items[start : end + 1] if not any(item is layer for layer in layers)
+    ]
+    made = {name for layer in layers for name in layer.outputs}
+    if not between or any(
+        isinstance(item, Block) or set(item.node.inputs) & made for item in between
+    ):
+        return items
+    layered = [item for item in items[start : end + 1] if any(item is la for la in layers)]
+    return [*items[:start], *between, *layered, *items[end + 1 :]]
 
 
 def _unpacked(layers: list[Block], classes: list, count: int) -> list[str] | None:
@@ -242,13 +286,16 @@ class BlockWriter:
         self.scope.cls.init_lines.append([f"self.{attr} = "] + elements)
         keys = {part.key for part in elements if isinstance(part, ClassRef)}
         layers = [numbered[index] for index in sorted(numbered)]
-        loopable = len(keys) == 1 and all(b.repeats == 1 for b in layers)
-        run = self._loopable(container, layers) if loopable else None
+        loopable = all(b.repeats == 1 for b in layers) and (
+            len(keys) == 1 or _one_class(self.state.instances, layers, keys)
+        )
+        items = _hoisted(container.items, layers) if loopable else container.items
+        run = _loopable(self.state.graph, items, layers) if loopable else None
         refs = [part.key for part in elements if isinstance(part, ClassRef)]
         plain = len(refs) == len(layers) and not any(b.sequential for b in layers)
         named = _unpacked(layers, refs, max(numbered) + 1) if run is None and plain else None
         looped = False
-        for item in container.items:
+        for item in items:
             if run is not None and item is layers[0]:
                 looped = self.loop_call(layers, attr, run)
             if looped and any(item is layer for layer in layers):
@@ -266,20 +313,6 @@ class BlockWriter:
                 self.statements.statement(item)
             else:
                 self.statements.placeholder(item)
-
-    def _loopable(self, container: Block, layers: list[Block]) -> LayerRun | None:
-        """How the layers run one after the other, each feeding the next (see
-        :func:`chained_run`); ``None`` when they do not."""
-        start = next(i for i, item in enumerate(container.items) if item is layers[0])
-        run = container.items[start : start + len(layers)]
-        if (
-            len(run) != len(layers)
-            or not all(a is b for a, b in zip(run, layers))
-            or [int(layer.name) for layer in layers] != list(range(len(layers)))
-            or any(layer.sequential for layer in layers)
-        ):
-            return None
-        return chained_run(self.state.graph, layers)
 
     def loop_call(self, layers: list[Block], attr: str, run: LayerRun) -> bool:
         """``for layer in self.layers: x = layer(x, mask)`` when every layer of one class feeds the

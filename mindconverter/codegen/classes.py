@@ -115,6 +115,16 @@ def merge_classes(
     return classes
 
 
+def one_class(instances: list[BlockInstance], keys: set) -> bool:
+    """Whether the texts ``keys`` would merge into one class (the numbered layers of a list
+    that differ in an optional part or a literal: one class, so they run as a loop);
+    ``instances`` holds them and their children's, children first."""
+    groups: dict = {}
+    for instance in instances:
+        groups.setdefault(instance.key, []).append(instance)
+    return any(keys <= variants.sources.keys() for variants in _variants(groups))
+
+
 def _free_names(body: list[str], stem: str) -> Callable[[], str]:
     """A source of names (``stem``, ``stem_1``, ...) no line of ``body`` reads or writes."""
     namer = Namer(re.findall(r"\b\w+\b", "\n".join(body)))

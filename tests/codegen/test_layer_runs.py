@@ -45,3 +45,75 @@ def test_layers_taking_one_of_two_values_in_turn_run_in_one_loop(tmp_path, expor
     assert near != far and masks.group(4, 5) == (near, far)
     assert f"in zip(self.layers, {masks.group(1)}):" in code
     assert result.verification["ok"] and len(result.verification["shapes"]) == 2
+
+
+def _layers_with_a_first_one_unnormed():
+    """Three layers ``h + relu(norm(h) @ w + side)``; layer 0 has no norm (ModernBERT's first
+    layer: an ``nn.Identity`` in the source, no node in the export) and reads ``side`` as is,
+    the others read ``-side``, which the exporter computes in the first layer that reads it
+    (the parent's statement then runs between layer 0 and layer 1)."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import make_model
+
+    rng = np.random.default_rng(0)
+    nodes, constants, current, side = [], {}, "x", "enc"
+    for layer in range(3):
+        scope = f"/encoder/layers.{layer}"
+        normed = current
+        if layer == 1:  # computed where the first layer that reads it runs
+            nodes.append(helper.make_node("Neg", ["enc"], ["side"], name=f"{scope}/proj/Neg"))
+            side = "side"
+        if layer:
+            constants[f"scale{layer}"] = rng.standard_normal(4).astype(np.float32)
+            constants[f"shift{layer}"] = rng.standard_normal(4).astype(np.float32)
+            normed = f"n{layer}"
+            nodes.append(
+                helper.make_node(
+                    "LayerNormalization",
+                    [current, f"scale{layer}", f"shift{layer}"],
+                    [normed],
+                    epsilon=1e-5,
+                    name=f"{scope}/attn_norm/LayerNormalization",
+                )
+            )
+        constants[f"w{layer}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node(
+                "MatMul", [normed, f"w{layer}"], [f"m{layer}"], name=f"{scope}/proj/MatMul"
+            ),
+            helper.make_node("Add", [f"m{layer}", side], [f"a{layer}"], name=f"{scope}/Add"),
+            helper.make_node("Relu", [f"a{layer}"], [f"r{layer}"], name=f"{scope}/act/Relu"),
+            helper.make_node("Add", [current, f"r{layer}"], [f"h{layer}"], name=f"{scope}/Add_1"),
+        ]
+        current = f"h{layer}"
+    nodes.append(helper.make_node("Tanh", [current], ["y"], name="/head/Tanh"))
+    return make_model(
+        nodes,
+        [("x", np.float32, ["batch", 4]), ("enc", np.float32, ["batch", 4])],
+        [("y", np.float32, None)],
+        constants,
+    )
+
+
+def test_a_layer_without_an_optional_norm_runs_in_the_loop_with_an_identity(tmp_path):
+    """Layers whose texts differ by a norm only the later ones hold are one class that builds
+    ``nn.Identity()`` in its place; the parent's statement between the layers runs before
+    them, so the three run in one loop, matching onnxruntime at two batch sizes."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, assert_runs_like_onnxruntime
+
+    model = _layers_with_a_first_one_unnormed()
+    rng = np.random.default_rng(1)
+    feeds = {name: rng.standard_normal((2, 4)).astype(np.float32) for name in ("x", "enc")}
+    result = assert_matches(model, tmp_path, feeds, shape=["x=2,4", "enc=2,4"])
+    code = result.script_path.read_text()
+    assert "if has_attn_norm\n            else nn.Identity()" in code, code
+    flat = " ".join(code.split())
+    assert "nn.CellList( [Layer(), Layer(has_attn_norm=True), Layer(has_attn_norm=True)] )" in flat
+    assert "self.layers[" not in code and "in zip(self.layers, " in code, code
+    assert "if self.attn_norm is not None" not in code
+    other = {name: rng.standard_normal((5, 4)).astype(np.float32) for name in ("x", "enc")}
+    assert_runs_like_onnxruntime(model, result, other)
