@@ -313,6 +313,74 @@ def _hoist_common_computations(block: Block, graph: Graph) -> None:
     _move_before_layers(block, layers, common, copies, matched, graph)
 
 
+def _hoist_sibling_preparations(block: Block, graph: Graph) -> None:
+    """Move out of a list's layers what a layer prepares from outside values the way the
+    parent prepares what its siblings read (the exporter computes a preparation several layers
+    share where the first of them runs, moved before the layers as their shared input; a kind
+    of layer with one member keeps its own inside: Gemma-3's one global layer unsqueezes its
+    rotary table and turns its mask additive itself). Moved, every layer reads its prepared
+    value from outside and the layers have one class. Only weight-free nodes that read
+    constants, outside values or nodes moved before them move."""
+    for child in block.child_blocks():
+        _hoist_sibling_preparations(child, graph)
+    layers = [c for c in block.child_blocks() if c.name.isdigit()]
+    if len(layers) < 2 or any(layer.repeats > 1 for layer in layers):
+        return
+    made = {n for layer in layers for m in layer.nodes() for n in m.node.outputs if n}
+    own = [item for item in block.items if isinstance(item, MappedNode)]
+    by_output = {out: m for m in own for out in m.node.outputs if out}
+    read = {n for layer in layers for m in layer.nodes() for n in m.node.inputs}
+    prepared = [by_output[name] for name in read if name in by_output]  # what siblings read
+    moved: dict[int, MappedNode] = {}
+    moved_outputs: set[str] = set()
+    for layer in layers:
+        for m in layer.nodes():
+            outside = all(
+                not n or n in graph.constants or n in moved_outputs or n not in made
+                for n in m.node.inputs
+            )
+            if (
+                not outside
+                or not m.converted
+                or len(m.node.outputs) != 1
+                or _holds_weights(m)
+                or m.node.outputs[0] in graph.outputs
+                or not any(_prepares_alike(graph, m, p) for p in prepared)
+            ):
+                continue
+            moved[id(m)] = m
+            moved_outputs.add(m.node.outputs[0])
+    if not moved:
+        return
+    for layer in layers:
+        for sub in _all_blocks(layer):
+            sub.items = [item for item in sub.items if id(item) not in moved]
+    at = block.items.index(layers[0])
+    block.items[at:at] = list(moved.values())
+
+
+def _prepares_alike(graph: Graph, m: MappedNode, other: MappedNode) -> bool:
+    """Whether ``m`` does to its value what ``other`` does to another: the same operator,
+    attributes and mapping, equal constants."""
+    if (
+        other.node.op_type != m.node.op_type
+        or other.node.attrs != m.node.attrs
+        or repr(other.result) != repr(m.result)
+        or len(other.node.inputs) != len(m.node.inputs)
+    ):
+        return False
+    for mine, theirs in zip(m.node.inputs, other.node.inputs):
+        if (mine in graph.constants) != (theirs in graph.constants):
+            return False
+        if mine in graph.constants:
+            first, second = graph.constant(mine), graph.constant(theirs)
+            if first is None or second is None or first.dtype != second.dtype:
+                return False
+            if first.shape != second.shape or not (first == second).all():
+                return False
+    return True
+
+
 def _layer_free(
     graph: Graph,
     m: MappedNode,
@@ -1027,6 +1095,7 @@ def _blocks(
     _hoist_shared_inputs(root, graph, lambda _graph: mapped)
     _hoist_layer_computations(root, graph)
     _hoist_common_computations(root, graph)
+    _hoist_sibling_preparations(root, graph)
     _lift_output_crops(root, graph)
     _settle(root)
     _align_repeated_blocks(root)

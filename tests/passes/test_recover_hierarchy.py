@@ -642,3 +642,48 @@ def test_a_module_running_its_layers_functionally_is_a_block_of_its_own(tmp_path
     attention = code.split(f"class {name}(")[1].split("\nclass ")[0]
     assert "self.in_proj = nn.Dense(" in attention and "self.out_proj = nn.Dense(" in attention
     assert f"self.self_attn = {name}()" in code, code
+
+
+def test_a_layer_preparing_its_own_input_as_the_parent_does_for_its_siblings_is_one_class(
+    tmp_path,
+):
+    """Gemma-3 with one global layer among sliding ones: the exporter prepares the value the
+    sliding layers share in the first of them (moved before the layers) and the global
+    layer's own in that layer. Moved out as well, every layer reads its prepared value from
+    outside: one class, one loop, onnxruntime's numbers at two batch sizes."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import assert_matches, assert_runs_like_onnxruntime, make_model
+
+    rng = np.random.default_rng(0)
+    nodes, constants, current = [], {"axes": np.array([0], np.int64)}, "x"
+    for layer, table in enumerate("aab"):
+        scope = f"/encoder/layers.{layer}"
+        if layer in (0, 2):  # where the first layer reading the prepared table runs
+            nodes.append(
+                helper.make_node(
+                    "Unsqueeze", [table, "axes"], [f"prep_{table}"], name=f"{scope}/attn/Unsqueeze"
+                )
+            )
+        constants[f"w{layer}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node(
+                "MatMul", [current, f"w{layer}"], [f"m{layer}"], name=f"{scope}/proj/MatMul"
+            ),
+            helper.make_node(
+                "Mul", [f"m{layer}", f"prep_{table}"], [f"s{layer}"], name=f"{scope}/Mul"
+            ),
+            helper.make_node("Add", [current, f"s{layer}"], [f"h{layer}"], name=f"{scope}/Add"),
+        ]
+        current = f"h{layer}"
+    nodes.append(helper.make_node("Tanh", [current], ["y"], name="/head/Tanh"))
+    inputs = [("x", np.float32, ["batch", 4]), ("a", np.float32, [4]), ("b", np.float32, [4])]
+    model = make_model(nodes, inputs, [("y", np.float32, None)], constants)
+    feeds = {"x": rng.standard_normal((2, 4)).astype(np.float32)}
+    feeds |= {name: rng.standard_normal(4).astype(np.float32) for name in "ab"}
+    result = assert_matches(model, tmp_path, feeds, shape=["x=2,4", "a=4", "b=4"])
+    code = result.script_path.read_text()
+    assert "nn.CellList([Layer(), Layer(), Layer()])" in code, code
+    assert "self.layers[" not in code and "in zip(self.layers, " in code, code
+    assert_runs_like_onnxruntime(model, result, {**feeds, "x": feeds["x"][:1]})
