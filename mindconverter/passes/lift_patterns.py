@@ -862,11 +862,23 @@ def _pair_rotary_applications(index: _Index) -> int:
 def _absorb_table_unsqueezes(index: _Index) -> int:
     """``apply_rotary_pos_emb(q, k, cos.unsqueeze(1), sin.unsqueeze(1))`` with the tables
     unsqueezed only for it (Gemma-3's attention, each layer kind its own tables) ->
-    ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)``, as transformers writes it."""
+    ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)``, as transformers writes it.
+    Not when other pairs share their unsqueezed tables (Gemma-3's five sliding layers): the
+    one global layer then unsqueezes its tables as they do, so all layers stay one class."""
+    pairs = [
+        pair
+        for pair in index.placed.values()
+        if pair.op_type == "ApplyRotaryPair"
+        and pair.domain == DOMAIN
+        and id(pair) not in index.dead
+    ]
+    for pair in pairs:
+        for name in pair.input[2:4]:
+            made = index.producer.get(name)
+            if _unsqueeze_axis(index, made) is not None and len(index.live_readers(name)) > 1:
+                return 0
     count = 0
-    for pair in list(index.placed.values()):
-        if pair.op_type != "ApplyRotaryPair" or pair.domain != DOMAIN or id(pair) in index.dead:
-            continue
+    for pair in pairs:
         if node_attribute(pair, "rotary_dim", 0) or node_attribute(pair, "interleaved", 0):
             continue
         unsqueezes = [index.producer.get(name) for name in pair.input[2:4]]

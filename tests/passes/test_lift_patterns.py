@@ -704,6 +704,42 @@ def test_tables_unsqueezed_only_for_the_pair_are_unsqueezed_inside_the_call(tmp_
     )
 
 
+def test_tables_other_pairs_share_stay_unsqueezed_outside_every_call(tmp_path):
+    """Gemma-3 with five sliding layers and one global: the sliding layers share unsqueezed
+    tables, the global layer unsqueezes its own. Its call absorbs no unsqueeze then, so it
+    reads its tables as the others do (the layers stay one class)."""
+
+    def pair(suffix: str) -> list:
+        both = _renamed(rotary_nodes(4), "_q", ("cos", "sin"))
+        both += _renamed(rotary_nodes(4), "_k", ("cos", "sin"))
+        return _renamed(both, suffix, ())
+
+    nodes = []
+    for table in ("a", "b"):
+        nodes += [
+            helper.make_node("Unsqueeze", [f"cos_table_{table}", "one"], [f"cos{table}"]),
+            helper.make_node("Unsqueeze", [f"sin_table_{table}", "one"], [f"sin{table}"]),
+        ]
+    for index, table in enumerate("aab"):
+        for number, node in enumerate(pair(str(index))):  # each pair in its layer's scope
+            node.name = f"/layers.{index}/attn/{node.op_type}_{number}"
+            node.input[:] = [
+                f"{n[:3]}{table}" if n in (f"cos{index}", f"sin{index}") else n for n in node.input
+            ]
+            nodes.append(node)
+    nodes += [
+        helper.make_node("Sum", [f"y_{side}{index}" for side in "qk" for index in range(3)], ["y"])
+    ]
+    heads, tables = [1, 2, 3, 8], [1, 3, 8]
+    inputs = [(f"q_{side}{index}", F32, heads) for index in range(3) for side in "qk"]
+    inputs += [(f"{t}_table_{x}", F32, tables) for x in "ab" for t in ("cos", "sin")]
+    model = make_model(nodes, inputs, [("y", F32, None)], {"one": np.array([1], np.int64)})
+    assert _lifted(model)[0]["ApplyRotaryPair"] == 3
+    feeds = {name: RNG.standard_normal(shape).astype(F32) for name, _, shape in inputs}
+    code = _script(assert_matches(model, tmp_path, feeds))
+    assert "unsqueeze_dim" not in code and "ops.unsqueeze(cos_table_b, dim=1)" in code, code
+
+
 def test_rotations_by_different_tables_stay_apart():
     nodes = _renamed(rotary_nodes(4), "_q", ("cos", "sin")) + _renamed(
         rotary_nodes(4), "_k", ("cos",)
