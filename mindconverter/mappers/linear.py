@@ -140,12 +140,25 @@ def _einsum_permute(expr, term: str, order: str):
     return ops.transpose(expr, Lit(tuple(term.index(ch) for ch in order)))
 
 
-def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
-    """Contract two operands with one batched matmul; returns (expr, term)."""
+def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int], order: str = ""):
+    """Contract two operands with one batched matmul; returns (expr, term). ``order``: the
+    letters as the result should come (the equation's output), when known."""
     batch = [ch for ch in ta if ch in tb and ch in keep]
     contract = [ch for ch in ta if ch in tb and ch not in keep]
     left = [ch for ch in ta if ch not in tb]
     right = [ch for ch in tb if ch not in ta]
+    broadcast = _broadcast_layout(batch, contract, left, right, order)
+    if broadcast is not None:  # one matmul broadcasting ``a``'s leading letters, no reshape
+        lead, rows = broadcast
+        a = _einsum_permute(a, ta, "".join(lead + batch + rows + contract))
+        b = _einsum_permute(b, tb, "".join(batch + contract + right))
+        a = a if rows else ops.unsqueeze(a, Lit(-2))
+        b = b if right else ops.unsqueeze(b, Lit(-1))
+        expr = ops.matmul(a, b)
+        added = (() if rows else (-2,)) + (() if right else (-1,))
+        if added:
+            expr = ops.squeeze(expr, Lit(added[0] if len(added) == 1 else added))
+        return expr, "".join(lead + batch + rows + right)
 
     def prod(chars):
         return _einsum_product([sizes[ch] for ch in chars])
@@ -162,6 +175,31 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set[str], sizes: dict[str, int]):
     if len(left) != 1 or len(right) != 1:
         expr = ops.reshape(expr, _einsum_shape(tuple(sizes[ch] for ch in term)))
     return expr, term
+
+
+def _broadcast_layout(
+    batch: list[str], contract: list[str], left: list[str], right: list[str], order: str
+) -> tuple[list[str], list[str]] | None:
+    """How one broadcasting matmul gives the result in ``order`` (relative position scores,
+    ``"bhld,lrd->bhlr"``: ``a``'s ``b, h`` lead, ``l`` batches, a row axis of one):
+    ``(lead, rows)``, ``a`` laid out as ``lead + batch + rows + contract`` and ``b`` as
+    ``batch + contract + right``; None when the letters do not fall so (several contracted or
+    right letters would need a reshape)."""
+    if len(contract) != 1 or len(right) > 1 or len(left) < 2:
+        return None
+    target = [ch for ch in order if ch in {*batch, *left, *right}]
+    if (
+        len(target) != len(batch) + len(left) + len(right)
+        or target[len(target) - len(right) :] != right
+    ):
+        return None
+    target = target[: len(target) - len(right)]
+    rows = target[-1:] if target and target[-1] in left else []
+    target = target[: len(target) - len(rows)]
+    lead = target[: len(target) - len(batch)]
+    if sorted(target[len(lead) :]) != sorted(batch) or sorted(lead + rows) != sorted(left):
+        return None
+    return lead, rows
 
 
 def _einsum_product(values: list):
@@ -230,7 +268,8 @@ def einsum(ctx: NodeContext):
             continue
         keep = set(out).union(*terms[index + 1 :]) if index + 1 < len(terms) else set(out)
         current, term = _einsum_sum_out(current, term, sizes, keep | set(t))
-        current, term = _einsum_pair(current, term, expr, t, keep, sizes)
+        last = index + 1 == len(terms)
+        current, term = _einsum_pair(current, term, expr, t, keep, sizes, out if last else "")
     current, term = _einsum_sum_out(current, term, sizes, set(out))
     return _einsum_permute(current, term, out)
 

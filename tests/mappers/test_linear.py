@@ -62,12 +62,28 @@ def test_matmul(tmp_path, a_shape, b_shape):
         ("ijk,k->ij", [(2, 3, 4), (4,)]),
         ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]),
         ("abc,bd->ad", [(2, 3, 4), (3, 5)]),
+        ("bhld,lrd->bhlr", [(2, 3, 4, 5), (4, 6, 5)]),  # relative position scores
+        ("bhld,lrd->bhrl", [(2, 3, 4, 5), (4, 6, 5)]),
+        ("bhld,ld->bhl", [(2, 3, 4, 5), (4, 5)]),
+        ("bhld,lrd->blhr", [(2, 3, 4, 5), (4, 6, 5)]),
     ],
 )
 def test_einsum(tmp_path, equation, shapes):
     inputs = [(f"x{i}", F, s) for i, s in enumerate(shapes)]
     model = model_of("Einsum", inputs, [("y", F, None)], opset=12, equation=equation)
     assert_matches(model, tmp_path)
+
+
+def test_relative_position_scores_are_one_broadcast_product(tmp_path):
+    """``"bhld,lrd->bhlr"`` (Wav2Vec2-BERT's and Conformer's relative position scores): the
+    query's batch and head axes broadcast over one matmul, no reshape of a reshape."""
+    shapes = [(2, 3, 4, 5), (4, 6, 5)]
+    inputs = [(f"x{i}", F, s) for i, s in enumerate(shapes)]
+    model = model_of("Einsum", inputs, [("y", F, None)], opset=12, equation="bhld,lrd->bhlr")
+    code = assert_matches(model, tmp_path).script_path.read_text()
+    body = code[code.index("def construct") :]
+    assert "reshape" not in body and body.count("ops.matmul(") == 1, body
+    assert "ops.unsqueeze(x0, -2)" in body, body
 
 
 def test_a_gemm_weight_of_another_dtype_leaves_a_placeholder(tmp_path):
