@@ -29,6 +29,8 @@ then a global one: the sliding layer's cache is cropped to its window (transform
 does it inside the layer's scope) and the global layer's is not;
 ``tiny_olmo2_torchscript.onnx``: OLMo-2, whose q_norm and k_norm normalise the whole
 projection before the head split;
+``tiny_swin_shifted_torchscript.onnx``: Swin whose second block rolls its windows
+(``torch.roll`` exported as slices and concatenations);
 ``tiny_torch_encoder_dynamo.onnx``: PyTorch's own ``nn.TransformerEncoder``, batch first, whose
 ``nn.MultiheadAttention`` works sequence-first and runs its projections functionally.
 """
@@ -635,6 +637,22 @@ def export_hf_resnet() -> None:
     _export(hf.ResNetModel(config), "tiny_hf_resnet_torchscript", pixels, dims, dynamo=False)
 
 
+def export_shifted_windows() -> None:
+    """Swin with one stage of two blocks, the second on windows shifted by ``torch.roll``
+    (tiny_swin_shifted_torchscript)."""
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.SwinConfig(
+        image_size=16, patch_size=2, embed_dim=8, depths=[2], num_heads=[2], window_size=4,
+        attn_implementation="eager",
+    )  # fmt: skip
+    torch.manual_seed(4)
+    pixels = {"pixel_values": torch.randn(1, 3, 16, 16)}
+    model = hf.SwinModel(config, add_pooling_layer=False)
+    _export(model, "tiny_swin_shifted_torchscript", pixels, {"pixel_values": {0: "batch"}}, False)
+
+
 def _drop_metadata(path: Path, also: set[str] | None = None) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads), and
     the keys in ``also``."""
@@ -664,5 +682,6 @@ if __name__ == "__main__":
     export_alternating_masks()
     export_training_attention()
     export_pooling_head()
+    export_shifted_windows()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

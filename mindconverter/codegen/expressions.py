@@ -209,6 +209,7 @@ HELPER_FUNCTIONS = {
     "apply_interleaved_rotary_pos_emb": {"ops", "rotate_every_two"},
     "apply_partial_interleaved_rotary_pos_emb": {"ops", "rotate_every_two"},
     "masked_softmax": {"ops", "math", "ms"},
+    "roll": {"ops"},
 }
 
 

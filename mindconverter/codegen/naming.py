@@ -37,6 +37,7 @@ RESERVED = {
     "rotate_every_two",
     "apply_interleaved_rotary_pos_emb",
     "apply_partial_interleaved_rotary_pos_emb",
+    "roll",
     "dynamic_inputs",
 }
 

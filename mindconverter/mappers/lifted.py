@@ -167,6 +167,14 @@ def rotate_half(ctx: NodeContext):
     return Call("rotate_half", [Input(0)])
 
 
+@mapper("Roll", domain=DOMAIN)
+def roll(ctx: NodeContext):
+    """Roll (a lifted Concat of the two Slices ``x[s:]``, ``x[:s]`` of an axis, or several such
+    turns in a row) -> the script's ``roll(x, shifts, dims)``, as ``torch.roll`` is called."""
+    shifts, dims = tuple(ctx.attr("shifts")), tuple(ctx.attr("dims"))
+    return Call("roll", [Input(0), Lit(shifts), Lit(dims)])
+
+
 @mapper("FullLike", domain=DOMAIN)
 def full_like(ctx: NodeContext):
     """FullLike (a lifted ``ConstantOfShape(Shape(x))``) -> ``ops.full_like(x, value)``."""

@@ -1270,6 +1270,65 @@ def _whole_shape(index: _Index, node: onnx.NodeProto) -> bool:
     return all(str(a).replace(" ", "") == str(b).replace(" ", "") for a, b in zip(sizes, shape))
 
 
+# --- roll (Swin's shifted windows) ---------------------------------------------------------
+
+
+def _lift_rolls(index: _Index) -> int:
+    """``concat((x[s:], x[:s]), axis)`` -> ``Roll(x, -s)``, as ``torch.roll`` exports; a roll
+    of a roll of another axis, read by nothing else, -> one ``Roll`` of both axes
+    (``roll(x, (-2, -2), (1, 2))``)."""
+    count = 0
+    for concat in list(index.model.graph.node):
+        if concat.op_type == "Concat" and id(concat) not in index.dead and len(concat.input) == 2:
+            found = _match_roll(index, concat)
+            if found is not None:
+                index.fuse(*found)
+                count += 1
+    for second in list(index.placed.values()):
+        first = index.producer.get(second.input[0]) if second.op_type == "Roll" else None
+        if first is None or first.op_type != "Roll" or first.domain != DOMAIN:
+            continue
+        dims = [*node_attribute(first, "dims"), *node_attribute(second, "dims")]
+        if len(set(dims)) != len(dims) or index.live_readers(first.output[0]) != [second]:
+            continue
+        shifts = [*node_attribute(first, "shifts"), *node_attribute(second, "shifts")]
+        both = helper.make_node(
+            "Roll", [first.input[0]], list(second.output), domain=DOMAIN, shifts=shifts, dims=dims
+        )
+        index.fuse([first, second], both)
+    return count
+
+
+def _match_roll(index: _Index, concat: onnx.NodeProto):
+    """The two Slices ``x[s:]`` and ``x[:s]`` of one axis that ``concat`` joins in that order,
+    read by nothing else: the chain and its ``Roll``; None otherwise."""
+    head, tail = (index.producer.get(name) for name in concat.input)
+    if head is None or tail is None or head.op_type != "Slice" or tail.op_type != "Slice":
+        return None
+    shape = index.graph.dims(head.input[0])
+    cut, rest = _one_axis_slice(index, head), _one_axis_slice(index, tail)
+    if shape is None or cut is None or rest is None or head.input[0] != tail.input[0]:
+        return None
+    axis = node_attribute(concat, "axis", 0) % len(shape)
+    size = shape[axis] if isinstance(shape[axis], (int, np.integer)) else None
+    (axis_a, start, end, step), (axis_b, zero, stop, step_b) = cut, rest
+    whole = end >= (size if size is not None else 2**62)
+    if {axis_a % len(shape), axis_b % len(shape)} != {axis} or (step, step_b) != (1, 1):
+        return None
+    if not whole or zero != 0 or stop != start or start == 0:
+        return None
+    if any(index.sole_consumer(n.output[0], ("Concat",)) is not concat for n in (head, tail)):
+        return None
+    shift = -start
+    if size:  # the shorter turn: a turn back by 14 of 16 is a turn on by 2
+        shift %= size
+        shift = shift - size if shift > size // 2 else shift
+    roll = helper.make_node(
+        "Roll", [head.input[0]], [concat.output[0]], domain=DOMAIN, shifts=[shift], dims=[axis]
+    )
+    return [head, tail, concat], roll
+
+
 # --- driver -------------------------------------------------------------------------------
 
 LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
@@ -1289,6 +1348,7 @@ LIFTS: list[tuple[str, Callable[[_Index], int]]] = [
     ("SlicedLinear", _lift_sliced_linears),
     ("Linear", _lift_linears),
     ("FlattenedLinear", _lift_flattened_linears),
+    ("Roll", _lift_rolls),
 ]
 
 

@@ -191,6 +191,11 @@ CASES = [
     GoldenCase(
         "stages_vision_dynamo", _fixture("tiny_swin_dynamo.onnx"), ("pixel_values=1,3,32,32",)
     ),
+    GoldenCase(  # Swin's second block rolls its windows: roll(x, (-2, -2), (1, 2))
+        "shifted_windows_torchscript",
+        _fixture("tiny_swin_shifted_torchscript.onnx"),
+        ("pixel_values=1,3,16,16",),
+    ),
     GoldenCase(  # HF ResNet: stages of one and two layers are one class with a depth
         "stage_depths_torchscript",
         _fixture("tiny_hf_resnet_torchscript.onnx"),

@@ -98,3 +98,12 @@ def test_rotary_tables_without_the_heads_axis_get_it_from_unsqueeze_dim():
     np.testing.assert_allclose(got_k.asnumpy(), k * c + half(k) * s, rtol=1e-5)
     plain_q, _ = apply_rotary_pos_emb(*(ms.Tensor(a) for a in (q, k, c, s)))
     np.testing.assert_allclose(plain_q.asnumpy(), q * c + half(q) * s, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("shifts", "dims"), [((-2, -2), (1, 2)), ((3,), (-1,)), ((5, 0), (1, 2))])
+def test_roll_turns_axes_as_numpy_does(shifts, dims):
+    from mindconverter.codegen.helpers.roll import roll
+
+    x = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
+    turned = roll(ms.Tensor(x), shifts, dims).asnumpy()
+    np.testing.assert_array_equal(turned, np.roll(x, shifts, dims))

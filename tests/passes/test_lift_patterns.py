@@ -954,3 +954,72 @@ def test_rows_of_a_packed_weight_project_a_batch_of_rows(tmp_path, x_shape, lift
     result = assert_matches(_sliced_projection(x_shape), tmp_path)
     script = _script(result)
     assert ("ops.dense(x, self.w[2:6], self.b[2:6])" in script) is lifted, script
+
+
+def _rolled(first: int, second: int, dims: list, end: int = 2**62) -> list:
+    """``torch.roll`` of axes 1 and 2 as exporters write it: ``concat((x[s:], x[:s]))`` per
+    axis (``s`` negative in a dynamic export, the turn back written as ``x[14:]`` in a static
+    one)."""
+    nodes, value = [], "x"
+    for axis, cut in ((1, first), (2, second)):
+        names = [f"{part}{axis}" for part in ("cut", "end", "zero", "axis")]
+        nodes += [
+            _c(names[0], [cut], np.int64),
+            _c(names[1], [end], np.int64),
+            _c(names[2], [0], np.int64),
+            _c(names[3], [axis], np.int64),
+            helper.make_node("Slice", [value, names[0], names[1], names[3]], [f"head{axis}"]),
+            helper.make_node("Slice", [value, names[2], names[0], names[3]], [f"tail{axis}"]),
+            helper.make_node("Concat", [f"head{axis}", f"tail{axis}"], [f"r{axis}"], axis=axis),
+        ]
+        value = f"r{axis}"
+    return nodes + [helper.make_node("Relu", [value], ["y"])]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "dims", "written"),
+    [
+        (2, 2, [1, 6, 6, 3], "roll(x, (-2, -2), (1, 2))"),  # Swin's shift
+        (2, 1, [1, 6, 6, 3], "roll(x, (-2, -1), (1, 2))"),
+        (-2, -2, ["batch", "height", "width", 3], "roll(x, (2, 2), (1, 2))"),  # dynamic
+        (14, 14, [1, 16, 16, 3], "roll(x, (2, 2), (1, 2))"),  # the turn back of 14 is 2
+    ],
+)
+def test_slices_joined_in_turn_are_one_roll(tmp_path, first, second, dims, written):
+    """Swin's shifted windows: ``torch.roll`` over two axes reads as one ``roll`` call, the
+    numbers onnxruntime's."""
+    model = make_model(_rolled(first, second, dims), [("x", F32, dims)], [("y", F32, None)])
+    shape = [6 if isinstance(d, str) else d for d in dims]
+    feeds = {"x": RNG.standard_normal(shape).astype(F32)}
+    code = _script(assert_matches(model, tmp_path, feeds, shape=[",".join(map(str, shape))]))
+    assert written in code and "ops.concat" not in code[code.index("class MindSporeModel") :]
+    if "batch" in dims:  # another size, the same script
+        feeds = {"x": RNG.standard_normal((2, 8, 5, 3)).astype(F32)}
+        assert_matches(model, tmp_path / "other", feeds, shape=["2,8,5,3"])
+
+
+def test_slices_that_do_not_meet_are_no_roll():
+    """``concat((x[2:], x[:1]))`` drops a row: no turn."""
+    nodes = _rolled(2, 2, [1, 6, 6, 3])
+    nodes[5] = helper.make_node("Slice", ["x", "zero1", "one", "axis1"], ["tail1"])
+    model = make_model(
+        nodes,
+        [("x", F32, [1, 6, 6, 3])],
+        [("y", F32, None)],
+        {"one": np.array([1], np.int64)},
+    )
+    assert _lifted(model)[0] == {"Roll": 1}  # the second axis alone
+
+
+def test_swin_rolls_its_shifted_windows_in_one_call_each_way(tmp_path):
+    """Hugging Face's Swin block with shifted windows rolls its tokens before the attention
+    and back after it: one ``roll`` each way, numbers onnxruntime's at two batch sizes."""
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    model = onnx.load(FIXTURES / "tiny_swin_shifted_torchscript.onnx")
+    result = convert_fully(model, tmp_path, shape=["pixel_values=1,3,16,16"])
+    code = _script(result)
+    assert "roll(x, (-2, -2), (1, 2))" in code and ", (2, 2), (1, 2))" in code, code
+    for batch in (1, 2):
+        x = RNG.standard_normal((batch, 3, 16, 16)).astype(F32)
+        assert_runs_like_onnxruntime(model, result, {"pixel_values": x})
