@@ -31,6 +31,8 @@ does it inside the layer's scope) and the global layer's is not;
 projection before the head split;
 ``tiny_swin_shifted_torchscript.onnx``: Swin whose second block rolls its windows
 (``torch.roll`` exported as slices and concatenations);
+``tiny_hunyuan_torchscript.onnx``: HunYuan, whose query and key are normalized after
+their rotary embedding;
 ``tiny_torch_encoder_dynamo.onnx``: PyTorch's own ``nn.TransformerEncoder``, batch first, whose
 ``nn.MultiheadAttention`` works sequence-first and runs its projections functionally.
 """
@@ -653,6 +655,23 @@ def export_shifted_windows() -> None:
     _export(model, "tiny_swin_shifted_torchscript", pixels, {"pixel_values": {0: "batch"}}, False)
 
 
+def export_post_rotary_norms() -> None:
+    """HunYuan: the query and key normalized after their rotary embedding
+    (tiny_hunyuan_torchscript)."""
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.HunYuanDenseV1Config(
+        vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, pad_token_id=0,
+        attn_implementation="eager",
+    )  # fmt: skip
+    torch.manual_seed(5)
+    tokens = {"input_ids": torch.randint(1, 32, (1, 5))}
+    dims = {"input_ids": {0: "batch", 1: "sequence"}}
+    _export(hf.HunYuanDenseV1Model(config), "tiny_hunyuan_torchscript", tokens, dims, False)
+
+
 def _drop_metadata(path: Path, also: set[str] | None = None) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads), and
     the keys in ``also``."""
@@ -683,5 +702,6 @@ if __name__ == "__main__":
     export_training_attention()
     export_pooling_head()
     export_shifted_windows()
+    export_post_rotary_norms()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

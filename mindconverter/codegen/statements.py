@@ -367,6 +367,8 @@ def _attention_roles(mapped: list[MappedNode]) -> dict[str, str]:
                         and turned_first(producers, source)
                     ):
                         name = source.inputs[0]  # GPT-J turns the heads before the transpose
+                    elif source is not None and _normalizes_turned(producers, layers, source):
+                        name = source.inputs[0]  # HunYuan normalizes q and k after the turn
                     elif source is not None and source.op_type == "Concat" and role in "kv":
                         name = source.inputs[-1] if len(source.inputs) == 2 else ""
                     elif source is not None and role in _SPLIT_ROLES:
@@ -392,6 +394,12 @@ def _projected_input(producers: dict, layers: set[int], head_split) -> str:
     if source is None or id(source) not in layers or not source.inputs:
         return ""
     return source.inputs[0]
+
+
+def _normalizes_turned(producers: dict, layers: set[int], node) -> bool:
+    """Whether a layer (a norm) reads a rotary embedding's result: it holds the same heads."""
+    source = producers.get(node.inputs[0]) if id(node) in layers and node.inputs else None
+    return source is not None and source.op_type in ("ApplyRotary", "ApplyRotaryPair")
 
 
 def turned_first(producers: dict, transpose) -> bool:

@@ -71,3 +71,23 @@ def test_a_value_projected_to_all_three_keeps_its_name(tmp_path):
     result = assert_matches(_attention_with_own_projections(shared=True), tmp_path, feeds)
     code = result.script_path.read_text()
     assert "query" not in code.split("def construct")[1], code
+
+
+def test_a_query_and_key_normalized_after_their_rotary_embedding_stay_q_and_k(tmp_path):
+    """HunYuan normalizes the query and key after turning them: q and k from the projection
+    on, one chain each (``q = self.query_layernorm(q)``), numbers onnxruntime's at two shapes."""
+    from pathlib import Path
+
+    import onnx
+
+    from tests.helpers import assert_runs_like_onnxruntime, convert_fully
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "tiny_hunyuan_torchscript.onnx"
+    model = onnx.load(fixture)
+    result = convert_fully(model, tmp_path, shape=["input_ids=1,5"])
+    code = result.script_path.read_text()
+    assert "q, k = apply_rotary_pos_emb(q, k, cos, sin" in code, code
+    assert "q = self.query_layernorm(q)" in code and "k = self.key_layernorm(k)" in code
+    for batch, seq in (1, 5), (2, 7):
+        ids = np.random.default_rng(seq).integers(1, 32, (batch, seq))
+        assert_runs_like_onnxruntime(model, result, {"input_ids": ids})
