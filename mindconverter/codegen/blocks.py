@@ -99,17 +99,16 @@ def _hoisted(items: list, layers: list[Block]) -> list:
     result moved before the first layer (an exporter computes a preparation some layers share,
     a rotary table's ``unsqueeze``, where the first layer that reads it runs), so the layers run
     one after the other; ``items`` as they are when a statement between them reads a result."""
-    positions = [next(i for i, item in enumerate(items) if item is layer) for layer in layers]
-    start, end = min(positions), max(positions)
-    between = [
-        item for item in items[start : end + 1] if not any(item is layer for layer in layers)
-    ]
+    listed = {id(layer) for layer in layers}
+    positions = [i for i, item in enumerate(items) if id(item) in listed]
+    start, end = positions[0], positions[-1]
+    between = [item for item in items[start : end + 1] if id(item) not in listed]
     made = {name for layer in layers for name in layer.outputs}
     if not between or any(
         isinstance(item, Block) or set(item.node.inputs) & made for item in between
     ):
         return items
-    layered = [item for item in items[start : end + 1] if any(item is la for la in layers)]
+    layered = [items[i] for i in positions]
     return [*items[:start], *between, *layered, *items[end + 1 :]]
 
 

@@ -398,12 +398,12 @@ def _projected_input(producers: dict, layers: set[int], head_split) -> str:
 
 def _normalizes_turned(producers: dict, layers: set[int], node) -> bool:
     """Whether a layer (a norm) reads a rotary embedding's result: it holds the same heads."""
-    source = producers.get(node.inputs[0]) if id(node) in layers and node.inputs else None
-    return source is not None and source.op_type in ("ApplyRotary", "ApplyRotaryPair")
+    return id(node) in layers and turned_first(producers, node)
 
 
 def turned_first(producers: dict, transpose) -> bool:
-    """Whether a head transpose reads a rotary embedding's result (so both hold the heads)."""
+    """Whether a head transpose (or any node) reads a rotary embedding's result (so both hold
+    the heads)."""
     source = producers.get(transpose.inputs[0]) if transpose.inputs else None
     return source is not None and source.op_type in ("ApplyRotary", "ApplyRotaryPair")
 

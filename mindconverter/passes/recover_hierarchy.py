@@ -362,23 +362,32 @@ def _hoist_sibling_preparations(block: Block, graph: Graph) -> None:
 def _prepares_alike(graph: Graph, m: MappedNode, other: MappedNode) -> bool:
     """Whether ``m`` does to its value what ``other`` does to another: the same operator,
     attributes and mapping, equal constants."""
-    if (
-        other.node.op_type != m.node.op_type
-        or other.node.attrs != m.node.attrs
-        or repr(other.result) != repr(m.result)
-        or len(other.node.inputs) != len(m.node.inputs)
-    ):
+    if not _same_step(m, other):
         return False
     for mine, theirs in zip(m.node.inputs, other.node.inputs):
         if (mine in graph.constants) != (theirs in graph.constants):
             return False
-        if mine in graph.constants:
-            first, second = graph.constant(mine), graph.constant(theirs)
-            if first is None or second is None or first.dtype != second.dtype:
-                return False
-            if first.shape != second.shape or not (first == second).all():
-                return False
+        if mine in graph.constants and not _equal_constants(graph, mine, theirs):
+            return False
     return True
+
+
+def _same_step(m: MappedNode, other: MappedNode) -> bool:
+    """The same operator, attributes and mapping, on as many inputs."""
+    return (
+        other.node.op_type == m.node.op_type
+        and other.node.attrs == m.node.attrs
+        and repr(other.result) == repr(m.result)
+        and len(other.node.inputs) == len(m.node.inputs)
+    )
+
+
+def _equal_constants(graph: Graph, mine: str, theirs: str) -> bool:
+    """Whether two values are constants of one dtype, shape and content."""
+    first, second = graph.constant(mine), graph.constant(theirs)
+    if first is None or second is None or first.dtype != second.dtype:
+        return False
+    return first.shape == second.shape and bool((first == second).all())
 
 
 def _layer_free(
@@ -440,13 +449,7 @@ def _same_computation(
 ) -> bool:
     """Whether ``other`` computes what ``m`` does: the same operator and mapping, reading the
     same outside values, equal constants, equal sizes, or the twins of values ``m`` reads."""
-    if (
-        other.node.op_type != m.node.op_type
-        or other.node.attrs != m.node.attrs
-        or not other.converted
-        or repr(other.result) != repr(m.result)
-        or len(other.node.inputs) != len(m.node.inputs)
-    ):
+    if not other.converted or not _same_step(m, other):
         return False
     for mine, theirs in zip(m.node.inputs, other.node.inputs):
         size = graph.symbolic_values.get(mine)
@@ -457,10 +460,7 @@ def _same_computation(
             if mine not in matched or matched[mine][index] != theirs:
                 return False
         elif mine in graph.constants or theirs in graph.constants:
-            first, second = graph.constant(mine), graph.constant(theirs)
-            if first is None or second is None or first.dtype != second.dtype:
-                return False
-            if first.shape != second.shape or not (first == second).all():
+            if not _equal_constants(graph, mine, theirs):
                 return False
         elif mine != theirs or theirs in made_other:
             return False
