@@ -195,6 +195,8 @@ class BlockWriter:
             for name in outputs
         ]
         if not is_root:
+            if tuple(returns) in scope.gathered:
+                returns = [scope.gathered[tuple(returns)]]
             returns = inline_returned_slices(scope.cls.body, returns)
         if scope.size_names:
             drop_size_only_values(scope, returns)
@@ -316,7 +318,8 @@ class BlockWriter:
     def loop_call(self, layers: list[Block], attr: str, run: LayerRun) -> bool:
         """``for layer in self.layers: x = layer(x, mask)`` when every layer of one class feeds the
         next; inputs of each layer's own (a KV cache) are zipped in from tuples and results of
-        each layer's own gathered into tuples. False (nothing written) otherwise."""
+        each layer's own gathered into tuples, as is the carried result when it is read after the
+        loop. False (nothing written) otherwise."""
         first = layers[0]
         carried = first.inputs[run.carried_in]
         uses = self.scope.remaining_uses
@@ -365,6 +368,15 @@ class BlockWriter:
             for index, layer in enumerate(layers):
                 self.scope.var_of[layer.outputs[position]] = f"{group}[{index}]"
                 self.scope.no_reuse.add(layer.outputs[position])
+        if run.kept:  # every layer's result is read after the loop too
+            group = self.exprs.new_variable("all_hidden_states")
+            body.append(f"{group} = ()")
+            gathered.append((var, group))
+            for index, layer in enumerate(layers[:-1]):
+                self.scope.var_of[layer.outputs[run.carried_out]] = f"{group}[{index}]"
+                self.scope.no_reuse.add(layer.outputs[run.carried_out])
+            items = tuple(f"{group}[{index}]" for index in range(len(layers) - 1)) + (var,)
+            self.scope.gathered[items] = group
         args = [
             var if j == run.carried_in else item_of.get(j) or self.scope.var_of[name]
             for j, name in enumerate(first.inputs)

@@ -14,18 +14,21 @@ from ..graph.module_tree import Block
 class LayerRun:
     """Layer ``i``'s result ``carried_out`` is layer ``i + 1``'s input ``carried_in``; the inputs
     at ``own_inputs`` differ from layer to layer (each its own KV cache, or one of a few values:
-    Gemma-2's sliding and global masks, layer by layer), every other input is shared."""
+    Gemma-2's sliding and global masks, layer by layer), every other input is shared; with
+    ``kept``, the carried results are read after the run too (Segformer's stages: the decode
+    head reads every stage's feature map)."""
 
     carried_in: int
     carried_out: int
     own_inputs: tuple[int, ...]
+    kept: bool = False
 
 
 def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
     """How ``layers`` (of one class) chain, or ``None`` when they do not run as a loop would:
-    one result feeds the next layer and nothing else there; the other inputs at each position
-    are the same for every layer or not, and none is made by a layer of the run; the other
-    results are read outside the run only."""
+    one result feeds the next layer and nothing else there (and may be read after the run);
+    the other inputs at each position are the same for every layer or not, and none is made by
+    a layer of the run; the other results are read outside the run only."""
     first = layers[0]
     if any(
         len(layer.inputs) != len(first.inputs) or len(layer.outputs) != len(first.outputs)
@@ -39,7 +42,11 @@ def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
                 own = _own_inputs(layers, carried_in, made_inside)
                 if own is None or not _results_leave_the_run(graph, layers, carried_out):
                     continue
-                return LayerRun(carried_in, carried_out, own)
+                kept = any(
+                    _read_outside(graph, layers, layer.outputs[carried_out])
+                    for layer in layers[:-1]
+                )
+                return LayerRun(carried_in, carried_out, own, kept)
     return None
 
 
@@ -50,16 +57,22 @@ def _feeds_next(graph: Graph, layers: list[Block], carried_in: int, carried_out:
         return False
     for layer, following in zip(layers, layers[1:]):
         result = layer.outputs[carried_out]
-        inside = {m.node.name for m in following.nodes()}
+        others = [other for other in layers if other is not following]
         readers = {node.name for node in graph.consumer_nodes.get(result, [])}
         if (
             following.inputs[carried_in] != result
-            or not readers <= inside
-            or result in graph.outputs
+            or readers & {m.node.name for other in others for m in other.nodes()}
             or result in following.inputs[:carried_in] + following.inputs[carried_in + 1 :]
         ):
             return False
     return True
+
+
+def _read_outside(graph: Graph, layers: list[Block], result: str) -> bool:
+    """Whether something outside the run (a node or the network's outputs) reads ``result``."""
+    inside = {m.node.name for layer in layers for m in layer.nodes()}
+    readers = {node.name for node in graph.consumer_nodes.get(result, [])}
+    return result in graph.outputs or bool(readers - inside)
 
 
 def _own_inputs(

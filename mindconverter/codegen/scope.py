@@ -111,6 +111,9 @@ class BlockScope:
     cells_by_content: list[tuple[tuple, str]] = field(default_factory=list)
     # values the block computes for its children, named by the role a child gives them
     passed_roles: dict[str, str] = field(default_factory=dict)
+    # tuples a layer loop gathers every layer's result into, by the items they stand for (the
+    # last one is the loop's variable): a block returning all of them returns the tuple
+    gathered: dict[tuple[str, ...], str] = field(default_factory=dict)
 
 
 @dataclass

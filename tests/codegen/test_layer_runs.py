@@ -117,3 +117,54 @@ def test_a_layer_without_an_optional_norm_runs_in_the_loop_with_an_identity(tmp_
     assert "if self.attn_norm is not None" not in code
     other = {name: rng.standard_normal((5, 4)).astype(np.float32) for name in ("x", "enc")}
     assert_runs_like_onnxruntime(model, result, other)
+
+
+def _stages_whose_every_result_the_head_reads():
+    """A backbone of three stages ``h = relu(h @ w)`` whose results a head concatenates
+    (Segformer's decode head reads every stage's feature map)."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import make_model
+
+    rng = np.random.default_rng(2)
+    nodes, constants, current = [], {}, "x"
+    for stage in range(3):
+        scope = f"/backbone/stages.{stage}"
+        constants[f"w{stage}"] = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes += [
+            helper.make_node(
+                "MatMul", [current, f"w{stage}"], [f"m{stage}"], name=f"{scope}/proj/MatMul"
+            ),
+            helper.make_node("Relu", [f"m{stage}"], [f"h{stage}"], name=f"{scope}/act/Relu"),
+        ]
+        current = f"h{stage}"
+    nodes.append(helper.make_node("Concat", ["h0", "h1", "h2"], ["y"], axis=1, name="/head/Concat"))
+    return make_model(
+        nodes, [("x", np.float32, ["batch", 4])], [("y", np.float32, None)], constants
+    )
+
+
+def test_layers_whose_every_result_is_read_later_run_in_a_loop_that_gathers_them(tmp_path):
+    """Stages feeding each other whose results a head reads too run in one loop that gathers
+    every result into a tuple, which the backbone returns whole; the numbers match
+    onnxruntime at two batch sizes."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, assert_runs_like_onnxruntime
+
+    model = _stages_whose_every_result_the_head_reads()
+    rng = np.random.default_rng(3)
+    result = assert_matches(
+        model, tmp_path, {"x": rng.standard_normal((2, 4)).astype(np.float32)}, shape=["2,4"]
+    )
+    code = result.script_path.read_text()
+    assert "self.stages[" not in code, code
+    assert (
+        "all_hidden_states = ()\n        for layer in self.stages:\n"
+        "            x = layer(x)\n            all_hidden_states += (x,)\n"
+        "        return all_hidden_states\n"
+    ) in code, code
+    assert_runs_like_onnxruntime(
+        model, result, {"x": rng.standard_normal((5, 4)).astype(np.float32)}
+    )
