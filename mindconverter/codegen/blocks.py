@@ -10,7 +10,8 @@ from ..mappers.base import Cell
 from .classes import one_class
 from .dead_code import drop_unused_assignments
 from .expressions import ExpressionWriter, with_exporter_note
-from .layer_runs import LayerRun, chained_run, per_layer_base
+from .layer_maps import write_map
+from .layer_runs import LayerMap, LayerRun, chained_run, mapped_run, per_layer_base
 from .naming import identifier
 from .repeated_tuples import name_repeated_tuples
 from .returns import inline_returned_slices
@@ -92,6 +93,22 @@ def _loopable(graph, items: list, layers: list[Block]) -> LayerRun | None:
     ):
         return None
     return chained_run(graph, layers)
+
+
+def _mappable(items: list, layers: list[Block]) -> LayerMap | None:
+    """How the layers apply side by side, called one after the other (see
+    :func:`mapped_run`); ``None`` when they do not."""
+    start = next(i for i, item in enumerate(items) if item is layers[0])
+    run = items[start : start + len(layers)]
+    if (
+        len(layers) < 2
+        or len(run) != len(layers)
+        or not all(a is b for a, b in zip(run, layers))
+        or [int(layer.name) for layer in layers] != list(range(len(layers)))
+        or any(layer.sequential for layer in layers)
+    ):
+        return None
+    return mapped_run(layers)
 
 
 def _hoisted(items: list, layers: list[Block]) -> list:
@@ -292,6 +309,7 @@ class BlockWriter:
         )
         items = _hoisted(container.items, layers) if loopable else container.items
         run = _loopable(self.state.graph, items, layers) if loopable else None
+        mapped = _mappable(items, layers) if loopable and run is None else None
         refs = [part.key for part in elements if isinstance(part, ClassRef)]
         plain = len(refs) == len(layers) and not any(b.sequential for b in layers)
         named = _unpacked(layers, refs, max(numbered) + 1) if run is None and plain else None
@@ -299,6 +317,9 @@ class BlockWriter:
         for item in items:
             if run is not None and item is layers[0]:
                 looped = self.loop_call(layers, attr, run)
+            elif mapped is not None and item is layers[0]:
+                params = next(i.args for i in self.state.instances if i.block is item)
+                looped = write_map(self.scope, self.exprs, layers, attr, mapped, params)
             if looped and any(item is layer for layer in layers):
                 continue
             if isinstance(item, Block) and item.name.isdigit() and named is not None:
@@ -345,7 +366,7 @@ class BlockWriter:
             base = params[position]
             group = self.exprs.new_variable(self._group_name(base))
             body.append(f"{group} = ({', '.join(self.scope.var_of[n] for n in names)})")
-            item = base if self._dead_variable(base) else self.exprs.new_variable(base)
+            item = base if self.scope.holds_dead(base) else self.exprs.new_variable(base)
             loop_vars.append(item)
             iterables.append(group)
             item_of[position] = item
@@ -407,20 +428,6 @@ class BlockWriter:
         attention's q, k or v (CvT's convolutional projections); empty otherwise."""
         role = self.statements.attention_roles.get(result, "")
         return role if role in ("query", "key", "value") else ""
-
-    def _dead_variable(self, name: str) -> bool:
-        """Whether variable ``name`` exists, is no parameter (a loop variable must not redefine
-        one: ruff's PLR1704) and what it holds is read no more (so a loop may take the name for
-        each layer's item, ``past_value``, instead of ``past_value_2``)."""
-        scope = self.scope
-        holders = [value for value, var in scope.var_of.items() if var == name]
-        return bool(holders) and all(
-            scope.remaining_uses.get(value, 0) == 0
-            and value not in scope.protected
-            and value not in scope.no_reuse
-            and value not in scope.params
-            for value in holders
-        )
 
     def _group_name(self, item: str) -> str:
         """``past_keys`` for the tuple of every layer's ``past_key``, or ``past_key_per_layer``

@@ -50,6 +50,32 @@ def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
     return None
 
 
+@dataclass(frozen=True)
+class LayerMap:
+    """Layers of one class each applied once, none reading another's result (Segformer's
+    decode head projects every stage's feature map with a layer of its own): the inputs at
+    ``own_inputs`` differ from layer to layer, the others are shared."""
+
+    own_inputs: tuple[int, ...]
+
+
+def mapped_run(layers: list[Block]) -> LayerMap | None:
+    """How ``layers`` (of one class, one result each) apply side by side, or ``None`` when a
+    layer reads another's result or they take different numbers of inputs."""
+    first = layers[0]
+    if any(len(layer.inputs) != len(first.inputs) or len(layer.outputs) != 1 for layer in layers):
+        return None
+    made = {name for layer in layers for name in layer.outputs}
+    own = []
+    for position in range(len(first.inputs)):
+        names = [layer.inputs[position] for layer in layers]
+        if set(names) & made:
+            return None
+        if len(set(names)) > 1:
+            own.append(position)
+    return LayerMap(tuple(own))
+
+
 def _feeds_next(graph: Graph, layers: list[Block], carried_in: int, carried_out: int) -> bool:
     first = layers[0]
     carried = first.inputs[carried_in]

@@ -115,6 +115,19 @@ class BlockScope:
     # last one is the loop's variable): a block returning all of them returns the tuple
     gathered: dict[tuple[str, ...], str] = field(default_factory=dict)
 
+    def holds_dead(self, name: str) -> bool:
+        """Whether variable ``name`` exists, is no parameter (a loop variable must not redefine
+        one: ruff's PLR1704) and what it holds is read no more (so a loop may take the name for
+        each layer's item, ``past_value``, instead of ``past_value_2``)."""
+        holders = [value for value, var in self.var_of.items() if var == name]
+        return bool(holders) and all(
+            self.remaining_uses.get(value, 0) == 0
+            and value not in self.protected
+            and value not in self.no_reuse
+            and value not in self.params
+            for value in holders
+        )
+
 
 @dataclass
 class RenderState:

@@ -168,3 +168,53 @@ def test_layers_whose_every_result_is_read_later_run_in_a_loop_that_gathers_them
     assert_runs_like_onnxruntime(
         model, result, {"x": rng.standard_normal((5, 4)).astype(np.float32)}
     )
+
+
+def _projections_of_their_own_inputs():
+    """A head projecting each of three inputs with a layer of its own (Segformer's decode head:
+    one projection per stage's feature map), then concatenating the projections."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import make_model
+
+    rng = np.random.default_rng(4)
+    nodes, constants = [], {}
+    for index in range(3):
+        scope = f"/head/linear_projections.{index}"
+        constants[f"w{index}"] = rng.standard_normal((4, 3)).astype(np.float32)
+        nodes += [
+            helper.make_node(
+                "MatMul", [f"x{index}", f"w{index}"], [f"m{index}"], name=f"{scope}/proj/MatMul"
+            ),
+            helper.make_node("Tanh", [f"m{index}"], [f"p{index}"], name=f"{scope}/act/Tanh"),
+        ]
+    nodes.append(helper.make_node("Concat", ["p0", "p2", "p1"], ["y"], axis=1, name="/head/Concat"))
+    inputs = [(f"x{index}", np.float32, ["batch", 4]) for index in range(3)]
+    return make_model(nodes, inputs, [("y", np.float32, None)], constants)
+
+
+def test_layers_each_applied_to_an_input_of_its_own_run_in_a_loop(tmp_path):
+    """Layers of one class that read no layer's result, each applied once to an input of its
+    own, run in one loop zipping the list with the inputs and gathering the results, read
+    later as ``outputs[i]``; the numbers match onnxruntime at two batch sizes."""
+    import numpy as np
+
+    from tests.helpers import assert_matches, assert_runs_like_onnxruntime
+
+    model = _projections_of_their_own_inputs()
+    rng = np.random.default_rng(5)
+
+    def feeds(batch):
+        return {f"x{i}": rng.standard_normal((batch, 4)).astype(np.float32) for i in range(3)}
+
+    result = assert_matches(model, tmp_path, feeds(2), shape=["x0=2,4", "x1=2,4", "x2=2,4"])
+    code = result.script_path.read_text()
+    assert "self.linear_projections[" not in code, code
+    assert (
+        "        linear_projection_outputs = ()\n"
+        "        for layer, x in zip(self.linear_projections, (x0, x1, x2)):\n"
+        "            linear_projection_outputs += (layer(x),)\n"
+    ) in code, code
+    assert "linear_projection_outputs[2]" in code, code
+    assert_runs_like_onnxruntime(model, result, feeds(5))
