@@ -33,6 +33,8 @@ projection before the head split;
 (``torch.roll`` exported as slices and concatenations);
 ``tiny_hunyuan_torchscript.onnx``: HunYuan, whose query and key are normalized after
 their rotary embedding;
+``tiny_smollm3_torchscript.onnx``: SmolLM3 with four layers, the last of which skips the
+rotary embedding (``no_rope_layers``);
 ``tiny_torch_encoder_dynamo.onnx``: PyTorch's own ``nn.TransformerEncoder``, batch first, whose
 ``nn.MultiheadAttention`` works sequence-first and runs its projections functionally.
 """
@@ -672,6 +674,23 @@ def export_post_rotary_norms() -> None:
     _export(hf.HunYuanDenseV1Model(config), "tiny_hunyuan_torchscript", tokens, dims, False)
 
 
+def export_layers_without_rotary() -> None:
+    """SmolLM3 with four layers, the fourth without the rotary embedding
+    (tiny_smollm3_torchscript)."""
+    _stub_torchvision_ops()
+    import transformers as hf
+
+    config = hf.SmolLM3Config(
+        vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=4,
+        num_attention_heads=2, num_key_value_heads=1, pad_token_id=0,
+        no_rope_layer_interval=4, attn_implementation="eager",
+    )  # fmt: skip
+    torch.manual_seed(6)
+    tokens = {"input_ids": torch.randint(1, 32, (1, 5))}
+    dims = {"input_ids": {0: "batch", 1: "sequence"}}
+    _export(hf.SmolLM3Model(config), "tiny_smollm3_torchscript", tokens, dims, False)
+
+
 def _drop_metadata(path: Path, also: set[str] | None = None) -> None:
     """Keep only the module scopes and classes of each node (what the converter reads), and
     the keys in ``also``."""
@@ -703,5 +722,6 @@ if __name__ == "__main__":
     export_pooling_head()
     export_shifted_windows()
     export_post_rotary_norms()
+    export_layers_without_rotary()
     for path in sorted(FIXTURES.glob("tiny_*.onnx")):
         print(f"{path.name}: {path.stat().st_size // 1024} KB")

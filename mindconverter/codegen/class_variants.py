@@ -34,6 +34,10 @@ OPTIONAL_CALL = "#call:"
 _OPTIONAL_CALLS = {"relu", "relu6", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "gelu"}
 _OPTIONAL_CALLS |= {"pad"}
 _CHAIN_CALL = re.compile(r"\s*(\w+) = ops\.(\w+)\(\1((?:, [\w=.\-]+| \([\d, \-.]*\)|,)*)\)")
+# q, k = apply_rotary_pos_emb(q, k, cos, sin): the rotary turn some layers skip (SmolLM3 and
+# EXAONE-4 leave it out every fourth layer; the source's flag is ``use_rope``)
+_ROTARY_CALL = re.compile(r"\s*(\w+), (\w+) = apply_\w*rotary_pos_emb\(\1, \2(?:, \w+)+\)")
+ROTARY = "use_rope"
 
 # MindSpore's defaults for the keywords the mappers leave out when they hold them (checked
 # against the installed classes by tests/codegen/test_class_variants.py).
@@ -580,7 +584,10 @@ def init_line(variants: Variants, line: list, text: str, flags: dict[str, str]) 
 def optional_call(run: list[str]) -> str | None:
     """The guard of a run that is one functional call of the value it rebinds, with literal
     arguments only (``x = ops.relu(x)``, EfficientNet's ``x = ops.pad(x, (0, 1, 0, 1))``
-    before a strided depthwise convolution); None for anything else."""
+    before a strided depthwise convolution), or the rotary turn of q and k; None for anything
+    else."""
+    if len(run) == 1 and _ROTARY_CALL.fullmatch(run[0]):
+        return f"{OPTIONAL_CALL}{ROTARY}"
     match = _CHAIN_CALL.fullmatch(run[0]) if len(run) == 1 else None
     if match is None or match.group(2) not in _OPTIONAL_CALLS or "self." in match.group(3):
         return None

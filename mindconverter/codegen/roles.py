@@ -27,6 +27,9 @@ def input_names(
         (name for name in inputs if _is_cache(graph, name, readers.get(name, []))),
         key=lambda name: min(position[id(node)] for node in readers[name]),
     )
+    unread = [name for name in inputs if name not in readers]
+    for name in unread:  # passed on unread (a layer that skips the rotary turn): named as read
+        readers[name] = [node for node in graph.nodes if name in node.inputs]
     hints: list[str] = []
     for name in inputs:
         hint = _role(graph, name, readers, kept)

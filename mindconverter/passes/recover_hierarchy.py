@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from ..graph import Graph
 from ..graph.internal_domain import DOMAIN
+from ..graph.layer_inputs import share_layer_inputs
 from ..graph.module_tree import Block, module_classes, module_path, parameter_owner
 from ..graph.shared_modules import Repeat, find_repeats
 from ..graph.symbolic import whole_dimensions
@@ -1128,6 +1129,7 @@ def _blocks(
         # arguments: float tensors (hidden states) before masks and ids, then by first use inside;
         # the same for every instance of a repeated block
         block.inputs.sort(key=lambda name: getattr(graph.dtypes.get(name), "kind", "f") != "f")
+    share_layer_inputs(root, graph)
     _mark_sequential(root, graph)
     return root
 

@@ -596,3 +596,23 @@ def test_a_layer_whose_input_is_read_otherwise_keeps_classes_apart():
     plain, normed = _layer("layers.0", False), _layer("layers.1", True)
     plain.builder.body[-1] = "out = x + x"
     assert len(unique(merge_classes([plain, normed]))) == 2
+
+
+def test_layers_that_skip_the_rotary_turn_are_one_class_with_a_flag(tmp_path):
+    """SmolLM3's fourth layer turns no q and k by the rotary tables: it takes them all the
+    same, and the four layers are one class applying the turn under ``use_rope``, run in one
+    loop, matching onnxruntime at two sequence lengths."""
+    model = onnx.load(str(FIXTURES / "tiny_smollm3_torchscript.onnx"))
+    result = convert_fully(model, tmp_path, shape=["1,5"], verify=True)
+    code = result.script_path.read_text()
+    assert "class SelfAttention2" not in code and "class Layer2" not in code, code
+    assert (
+        "        if self.use_rope:\n            q, k = apply_rotary_pos_emb(q, k, cos, sin)\n"
+        in code
+    )
+    flat = " ".join(code.split())
+    assert "[Layer(use_rope=True), Layer(use_rope=True), Layer(use_rope=True), Layer()]" in flat
+    assert "for layer in self.layers:" in code and "self.layers[" not in code, code
+    assert result.verification["ok"] and len(result.verification["shapes"]) == 2
+    tokens = np.random.default_rng(0).integers(1, 32, (2, 7)).astype(np.int64)
+    assert_runs_like_onnxruntime(model, result, {"input_ids": tokens})
