@@ -19,9 +19,13 @@ _ROTARY_OPS = {"ApplyRotary", "ApplyRotaryPair"}
 
 
 def share_layer_inputs(root: Block, graph: Graph) -> None:
-    """Give each numbered layer the rotary tables its widest sibling takes from their parent
-    and it does not (at the same positions), and likewise its children that correspond by
-    name. Only values two layers or more read are passed on."""
+    """Give each numbered layer that turns nothing by rotary tables the tables its widest
+    sibling takes from their parent (at the same positions), and likewise its children that
+    correspond by name. Only values two layers or more read, made before the layer runs, are
+    passed on (ModernBERT's global layers turn by tables of their own and take no other)."""
+    order = root.nodes()  # the order the script runs them in
+    made_at = {name: index for index, m in enumerate(order) for name in m.node.outputs}
+    runs_at = {id(m): index for index, m in enumerate(order)}
     stack = [root]
     while stack:
         block = stack.pop()
@@ -34,8 +38,11 @@ def share_layer_inputs(root: Block, graph: Graph) -> None:
         readers = Counter(name for layer in layers for name in set(layer.inputs))
         shared = {name for name, count in readers.items() if count > 1 and name not in made}
         for layer in layers:
-            if layer is not widest:
-                _widen(graph, layer, widest, shared)
+            if layer is widest or any(_turns_only(layer, name) for name in layer.inputs):
+                continue  # a layer turning q and k by tables of its own keeps them
+            start = min((runs_at[id(m)] for m in layer.nodes()), default=0)
+            ready = {name for name in shared if made_at.get(name, -1) < start}
+            _widen(graph, layer, widest, ready)
 
 
 def _widen(graph: Graph, block: Block, like: Block, shared: set[str]) -> None:

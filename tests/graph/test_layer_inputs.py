@@ -87,3 +87,33 @@ def test_values_read_otherwise_than_to_turn_q_and_k_are_not_passed_on():
     root = Block("", items=[Block("layers", items=layers)])
     share_layer_inputs(root, _graph())
     assert layers[2].inputs == ["h2"]
+
+
+def test_a_layer_turning_by_tables_of_its_own_keeps_its_inputs():
+    """ModernBERT's global layers turn q and k by tables of their own: they take none of the
+    tables the local layers read (though a float bias would stand where the local mask does)."""
+    layers = [
+        _layer(0, ["h0", "cos", "sin", "k2"], ["h0", "cos", "sin", "k2"]),
+        _layer(1, ["h1", "cos", "sin", "k2"], ["h1", "cos", "sin", "k2"]),
+        _layer(2, ["h2", "k0", "k1"], ["h2", "k0", "k1"]),
+    ]
+    own_turn = Node("rotary_own", "ApplyRotaryPair", DOMAIN, {}, ["q", "k", "k0", "k1"], ["r"])
+    layers[2].items[0].items.append(MappedNode(own_turn))
+    root = Block("", items=[Block("layers", items=layers)])
+    share_layer_inputs(root, _graph())
+    assert layers[2].inputs == ["h2", "k0", "k1"]
+
+
+def test_tables_made_after_a_layer_runs_are_not_passed_to_it():
+    """The exporter computes the tables where the first layer reading them runs: a layer
+    running before that cannot take them."""
+    first = _layer(0, ["h0", "k0", "far"], ["h0", "k0", "far"])
+    first.items[0].items.append(MappedNode(Node("own", "Relu", "", {}, ["k0"], ["k1"])))
+    tables = [Node(f"make_{n}", "Neg", "", {}, ["h1"], [n]) for n in ("cos", "sin")]
+    later = [
+        _layer(1, ["h1", "cos", "sin", "k1", "near"], ["h1", "cos", "sin", "k1", "near"]),
+        _layer(2, ["h2", "cos", "sin", "k2", "near"], ["h2", "cos", "sin", "k2", "near"]),
+    ]
+    listed = Block("layers", items=[first, *map(MappedNode, tables), *later])
+    share_layer_inputs(Block("", items=[listed]), _graph())
+    assert first.inputs == ["h0", "k0", "far"]
