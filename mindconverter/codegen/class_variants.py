@@ -53,6 +53,9 @@ KEYWORD_DEFAULTS: dict[str, dict[str, str]] = {
 }
 
 _ATTRIBUTE_LINE = re.compile(r"self\.(\w+) = $")
+# the name a number of ``construct`` takes from the call it is an argument of
+_NUMBER_LABELS = {"math.sqrt": "head_dim", "ops.pad": "pad_size", "roll": "shift"}
+_CALLEE = re.compile(r"([\w.]+)$")
 # a number in a statement (not part of a name, an attribute or a float's digits), or the
 # marker of a number slot the merged text already holds
 _NUMBER = re.compile(r"\x00\d+\x00|(?<![\w.\x00])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.\x00])")
@@ -530,7 +533,7 @@ class Variants:
             elif mine != theirs:
                 if ("." in mine) != ("." in theirs):
                     return None
-                label = "head_dim" if line[: match.start()].endswith("math.sqrt(") else "size"
+                label = number_label(line[: match.start()])
                 slot = self._new_slot(key, (label, ""), ("literal", theirs))
                 for k, sources in self.sources.items():
                     if k != key:
@@ -539,6 +542,24 @@ class Variants:
             parts.append(line[last : match.start()] + text)
             last = match.end()
         return "".join(parts) + line[last:]
+
+
+def number_label(before: str) -> str:
+    """What a number of a statement is, from the call whose arguments hold it (``before`` is
+    the statement up to the number): ``head_dim`` under ``math.sqrt``, ``pad_size`` in the
+    amounts of ``ops.pad`` (EfficientNet's strided convolutions), ``shift`` in ``roll``'s
+    shifts; ``size`` for anything else."""
+    depth = 0
+    for index in range(len(before) - 1, -1, -1):
+        if before[index] == ")":
+            depth += 1
+        elif before[index] == "(" and depth:
+            depth -= 1
+        elif before[index] == "(":
+            callee = _CALLEE.search(before[:index])
+            if callee is not None:  # a tuple's parenthesis has none: look further out
+                return _NUMBER_LABELS.get(callee.group(1), "size")
+    return "size"
 
 
 def body_slots(variants: Variants) -> set[int]:

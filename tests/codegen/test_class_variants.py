@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-from mindconverter.codegen.class_variants import KEYWORD_DEFAULTS, common_name
+from mindconverter.codegen.class_variants import KEYWORD_DEFAULTS, common_name, number_label
 from mindconverter.codegen.classes import join, merge_classes, signature, unique
 from mindconverter.codegen.scope import BlockInstance, ClassBuilder, ClassRef
 from mindconverter.graph.module_tree import Block
@@ -616,3 +616,22 @@ def test_layers_that_skip_the_rotary_turn_are_one_class_with_a_flag(tmp_path):
     assert result.verification["ok"] and len(result.verification["shapes"]) == 2
     tokens = np.random.default_rng(0).integers(1, 32, (2, 7)).astype(np.int64)
     assert_runs_like_onnxruntime(model, result, {"input_ids": tokens})
+
+
+@pytest.mark.parametrize(
+    ("before", "label"),
+    [
+        ("scores = ops.matmul(q, k) / math.sqrt(", "head_dim"),
+        ("x = ops.pad(x, (", "pad_size"),
+        ("x = ops.pad(x, (0, ", "pad_size"),
+        ("x = roll(x, (-2, ", "shift"),
+        ("x = ops.reshape(x, (batch_size, ", "size"),
+        ("x = ops.pad(ops.reshape(x, (1, 2)), (", "pad_size"),
+        ("x = ops.reshape(ops.pad(x, (1, 1)), (", "size"),
+        ("x = x[:, ", "size"),
+    ],
+)
+def test_a_number_that_differs_is_named_by_the_call_holding_it(before, label):
+    """A number two instances of a class hold differently becomes an argument named by the
+    call whose arguments hold it (EfficientNet's pad amounts: ``pad_size``, not ``size``)."""
+    assert number_label(before) == label
