@@ -80,35 +80,29 @@ def _one_class(instances: list[BlockInstance], layers: list[Block], keys: set) -
     return one_class(tried, keys)
 
 
+def _in_a_row(items: list, layers: list[Block]) -> bool:
+    """Whether the numbered layers are called one after the other, in order, none of them an
+    ``nn.SequentialCell``."""
+    start = next(i for i, item in enumerate(items) if item is layers[0])
+    run = items[start : start + len(layers)]
+    return (
+        len(run) == len(layers)
+        and all(a is b for a, b in zip(run, layers))
+        and [int(layer.name) for layer in layers] == list(range(len(layers)))
+        and not any(layer.sequential for layer in layers)
+    )
+
+
 def _loopable(graph, items: list, layers: list[Block]) -> LayerRun | None:
     """How the layers run one after the other, each feeding the next (see
     :func:`chained_run`); ``None`` when they do not."""
-    start = next(i for i, item in enumerate(items) if item is layers[0])
-    run = items[start : start + len(layers)]
-    if (
-        len(run) != len(layers)
-        or not all(a is b for a, b in zip(run, layers))
-        or [int(layer.name) for layer in layers] != list(range(len(layers)))
-        or any(layer.sequential for layer in layers)
-    ):
-        return None
-    return chained_run(graph, layers)
+    return chained_run(graph, layers) if _in_a_row(items, layers) else None
 
 
 def _mappable(items: list, layers: list[Block]) -> LayerMap | None:
     """How the layers apply side by side, called one after the other (see
     :func:`mapped_run`); ``None`` when they do not."""
-    start = next(i for i, item in enumerate(items) if item is layers[0])
-    run = items[start : start + len(layers)]
-    if (
-        len(layers) < 2
-        or len(run) != len(layers)
-        or not all(a is b for a, b in zip(run, layers))
-        or [int(layer.name) for layer in layers] != list(range(len(layers)))
-        or any(layer.sequential for layer in layers)
-    ):
-        return None
-    return mapped_run(layers)
+    return mapped_run(layers) if len(layers) > 1 and _in_a_row(items, layers) else None
 
 
 def _hoisted(items: list, layers: list[Block]) -> list:
@@ -465,10 +459,7 @@ class BlockWriter:
         carried_in, _, last_out = child.carried
         scope = self.scope
         args = [scope.var_of[name] for name in child.inputs]
-        for mapped in child.nodes():
-            for name in mapped.node.inputs:
-                if name in scope.remaining_uses:
-                    scope.remaining_uses[name] -= 1
+        scope.consume_reads(child)
         named = scope.is_root and source_output_name(last_out, self.state.graph.outputs)
         var = scope.var_of[carried_in]
         if (
@@ -495,10 +486,7 @@ class BlockWriter:
             self.repeat_call(child, callee)
             return
         call = f"{callee}({', '.join(self.scope.var_of[name] for name in child.inputs)})"
-        for mapped in child.nodes():
-            for name in mapped.node.inputs:
-                if name in self.scope.remaining_uses:
-                    self.scope.remaining_uses[name] -= 1
+        self.scope.consume_reads(child)
         used = [name in self.scope.remaining_uses_all for name in child.outputs]
         reuse = None
         if sum(used) == 1:

@@ -23,10 +23,7 @@ def write_map(
     if any(name not in scope.var_of for layer in layers for name in layer.inputs):
         return False
     for layer in layers:
-        for mapped_node in layer.nodes():
-            for name in mapped_node.node.inputs:
-                if name in scope.remaining_uses:
-                    scope.remaining_uses[name] -= 1
+        scope.consume_reads(layer)
     layer_var = exprs.new_variable("layer")
     loop_vars, iterables = [layer_var], [f"self.{attr}"]
     item_of: dict[int, str] = {}

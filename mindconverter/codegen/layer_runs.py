@@ -36,14 +36,16 @@ def chained_run(graph: Graph, layers: list[Block]) -> LayerRun | None:
     ):
         return None
     made_inside = {name for layer in layers for name in layer.outputs}
+    nodes_of = [{m.node.name for m in layer.nodes()} for layer in layers]
     for carried_in in range(len(first.inputs)):
         for carried_out in range(len(first.outputs)):
-            if _feeds_next(graph, layers, carried_in, carried_out):
+            if _feeds_next(graph, layers, nodes_of, carried_in, carried_out):
                 own = _own_inputs(layers, carried_in, made_inside)
-                if own is None or not _results_leave_the_run(graph, layers, carried_out):
+                if own is None or not _results_leave_the_run(graph, layers, nodes_of, carried_out):
                     continue
+                inside = set().union(*nodes_of)
                 kept = any(
-                    _read_outside(graph, layers, layer.outputs[carried_out])
+                    _read_outside(graph, inside, layer.outputs[carried_out])
                     for layer in layers[:-1]
                 )
                 return LayerRun(carried_in, carried_out, own, kept)
@@ -76,27 +78,31 @@ def mapped_run(layers: list[Block]) -> LayerMap | None:
     return LayerMap(tuple(own))
 
 
-def _feeds_next(graph: Graph, layers: list[Block], carried_in: int, carried_out: int) -> bool:
+def _feeds_next(
+    graph: Graph, layers: list[Block], nodes_of: list[set[str]], carried_in: int, carried_out: int
+) -> bool:
+    """Whether each layer's result ``carried_out`` is the next one's input ``carried_in`` and
+    no other layer of the run reads it (``nodes_of``: each layer's node names)."""
     first = layers[0]
     carried = first.inputs[carried_in]
     if carried in first.inputs[:carried_in] + first.inputs[carried_in + 1 :]:
         return False
-    for layer, following in zip(layers, layers[1:]):
+    for index, (layer, following) in enumerate(zip(layers, layers[1:])):
         result = layer.outputs[carried_out]
-        others = [other for other in layers if other is not following]
         readers = {node.name for node in graph.consumer_nodes.get(result, [])}
+        read_by = [i for i, nodes in enumerate(nodes_of) if readers & nodes]
         if (
             following.inputs[carried_in] != result
-            or readers & {m.node.name for other in others for m in other.nodes()}
+            or any(i != index + 1 for i in read_by)
             or result in following.inputs[:carried_in] + following.inputs[carried_in + 1 :]
         ):
             return False
     return True
 
 
-def _read_outside(graph: Graph, layers: list[Block], result: str) -> bool:
-    """Whether something outside the run (a node or the network's outputs) reads ``result``."""
-    inside = {m.node.name for layer in layers for m in layer.nodes()}
+def _read_outside(graph: Graph, inside: set[str], result: str) -> bool:
+    """Whether something outside the run (a node not ``inside`` it, or the network's outputs)
+    reads ``result``."""
     readers = {node.name for node in graph.consumer_nodes.get(result, [])}
     return result in graph.outputs or bool(readers - inside)
 
@@ -119,15 +125,16 @@ def _own_inputs(
     return tuple(own)
 
 
-def _results_leave_the_run(graph: Graph, layers: list[Block], carried_out: int) -> bool:
-    nodes_of = [{m.node.name for m in layer.nodes()} for layer in layers]
+def _results_leave_the_run(
+    graph: Graph, layers: list[Block], nodes_of: list[set[str]], carried_out: int
+) -> bool:
+    """Whether no layer's other results are read by another layer of the run."""
     for index, layer in enumerate(layers):
-        others = set().union(*(nodes for i, nodes in enumerate(nodes_of) if i != index))
         for position, result in enumerate(layer.outputs):
             if position == carried_out:
                 continue
             readers = {node.name for node in graph.consumer_nodes.get(result, [])}
-            if readers & others:
+            if any(i != index and readers & nodes for i, nodes in enumerate(nodes_of)):
                 return False
     return True
 

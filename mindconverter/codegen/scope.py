@@ -115,6 +115,14 @@ class BlockScope:
     # last one is the loop's variable): a block returning all of them returns the tuple
     gathered: dict[tuple[str, ...], str] = field(default_factory=dict)
 
+    def consume_reads(self, block_or_node: Block | MappedNode) -> None:
+        """Count the reads of a statement, or of every node of a block, as done."""
+        nodes = block_or_node.nodes() if isinstance(block_or_node, Block) else [block_or_node]
+        for mapped in nodes:
+            for name in mapped.node.inputs:
+                if name in self.remaining_uses:
+                    self.remaining_uses[name] -= 1
+
     def holds_dead(self, name: str) -> bool:
         """Whether variable ``name`` exists, is no parameter (a loop variable must not redefine
         one: ruff's PLR1704) and what it holds is read no more (so a loop may take the name for

@@ -121,9 +121,7 @@ class StatementWriter:
         )
 
     def consume_inputs(self, mapped: MappedNode) -> None:
-        for name in mapped.node.inputs:
-            if name in self.scope.remaining_uses:
-                self.scope.remaining_uses[name] -= 1
+        self.scope.consume_reads(mapped)
 
     def targets(self, mapped: MappedNode, count: int) -> str:
         used = [
